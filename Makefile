@@ -1,0 +1,32 @@
+# `make test` and `make demo` build their own virtualenv (.venv) with a Python >= 3.12 found by
+# .ci/find-python, install the project with its test extra, then run.
+VENV   ?= .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed-stamp
+PYTEST_ARGS ?=
+
+.PHONY: all venv test demo bench docs clean
+
+all: test
+
+$(STAMP): pyproject.toml
+	@set -e; if [ ! -x $(PY) ]; then py=$$(sh .ci/find-python); echo "using $$py"; $$py -m venv $(VENV); fi
+	$(PY) -m pip install -q --disable-pip-version-check -e '.[test]'
+	@touch $@
+
+venv: $(STAMP)
+
+test: $(STAMP)
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+demo: $(STAMP)
+	$(VENV)/bin/mrtr-inspect demo --out out/demo
+
+bench: $(STAMP)
+	$(PY) bench/run_all.py
+
+docs: $(STAMP)
+	$(PY) -m mrtr_inspect.docs
+
+clean:
+	rm -rf $(VENV) out .pytest_cache .hypothesis

@@ -1,0 +1,1 @@
+"""Adapters: thin shells that turn live traffic into frames for the core (stdio tee, mitmproxy)."""

@@ -1,0 +1,211 @@
+"""The command line (CONTRACTS.md). Click commands only: parse options, call into the package,
+choose an output."""
+
+from __future__ import annotations
+
+import sys
+
+import click
+
+from . import __version__
+from .config import Config
+from .core.findings import RANK
+
+EXIT_USAGE = 2
+
+
+def fail(message: str, code: int = EXIT_USAGE) -> None:
+    """One line on stderr, then exit (never a traceback)."""
+    click.echo(f"mrtr-inspect: {message}", err=True)
+    sys.exit(code)
+
+
+def _parse_severity(items: tuple[str, ...]) -> dict[str, str]:
+    out = {}
+    for item in items:
+        rid, sep, level = item.partition("=")
+        level = level.strip().lower()
+        if not sep or level not in ("error", "warning", "info"):
+            fail(f"--severity takes ID=error|warning|info, not {item!r}")
+        out[rid.strip()] = level
+    return out
+
+
+def build_config(severity: tuple[str, ...] = (), disable: tuple[str, ...] = (), base: Config | None = None) -> Config:
+    from .rules import load_rules
+    from .rules.registry import REGISTRY
+
+    load_rules()
+    cfg = base or Config()
+    sev = _parse_severity(severity)
+    for rid in list(sev) + list(disable):
+        if rid not in REGISTRY:
+            fail(f"unknown rule id {rid!r} (see `mrtr-inspect rules`)")
+    cfg.severity.update(sev)
+    cfg.disabled.update(disable)
+    return cfg
+
+
+def rule_options(fn):
+    fn = click.option("--disable", "disable", multiple=True, metavar="ID", help="Turn a rule off (repeatable).")(fn)
+    fn = click.option("--severity", "severity", multiple=True, metavar="ID=LEVEL",
+                      help="Change a rule's severity: error, warning or info (repeatable).")(fn)
+    return fn
+
+
+@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+@click.option("--upstream", metavar="URL", help="The Streamable HTTP server to put the proxy in front of.")
+@click.option("--listen", metavar="HOST:PORT", default="127.0.0.1:8788", show_default=True,
+              help="Where the proxy listens (port 0 picks a free one).")
+@click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
+@click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
+@click.option("--quiet", is_flag=True, help="No live view; findings only in the report and recording.")
+@rule_options
+@click.version_option(__version__, prog_name="mrtr-inspect")
+@click.pass_context
+def main(ctx: click.Context, upstream, listen, record, report, quiet, severity, disable) -> None:
+    """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
+    specification, record and replay them.
+
+    \b
+      mrtr-inspect --upstream http://127.0.0.1:3000/mcp     reverse proxy (HTTP)
+      mrtr-inspect stdio -- python server.py               tee for a stdio server
+      mrtr-inspect check session.jsonl                     analyse a recording
+      mrtr-inspect show session.jsonl                      its chains, round by round
+    """
+    if ctx.invoked_subcommand is not None:
+        return
+    if not upstream:
+        click.echo(ctx.get_help())
+        return
+    config = build_config(severity, disable)
+    try:
+        from .adapters.proxy import run_proxy
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        fail(f"the HTTP proxy is not available: {e}")
+    sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config))
+
+
+@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+@click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
+@click.option("--report", metavar="PATH", help="Write the JSON report to PATH when the server exits.")
+@click.option("--quiet", is_flag=True, help="Nothing on stderr but the server's own output.")
+@rule_options
+@click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
+def stdio(record, report, quiet, severity, disable, cmd) -> None:
+    """Tee for a stdio server: start this instead of CMD. stdin and stdout carry the protocol
+    unchanged; findings go to stderr; the exit status is CMD's.
+
+    \b
+      mrtr-inspect stdio --record s.jsonl -- python server.py
+    """
+    from .adapters.stdio_tee import run_tee
+
+    config = build_config(severity, disable)
+    sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config))
+
+
+def _analyse(paths: tuple[str, ...], config: Config):
+    """Run recordings through the core; returns the report builder. Exits 2 on unreadable input."""
+    from .adapters.recording import analyze
+    from .outputs.report import ReportBuilder
+    from .recording.reader import ReadNotes, UnreadableRecording
+
+    builder = ReportBuilder(paths)
+    notes: dict[str, ReadNotes] = {}
+    try:
+        analyze(paths, builder.add, config, notes)
+    except UnreadableRecording as e:
+        fail(str(e))
+    for path, n in notes.items():
+        for line in n.lines(path):
+            builder.notes.append(line)
+            click.echo(f"mrtr-inspect: note: {line}", err=True)
+    return builder
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
+              show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write there instead of stdout.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
+              show_default=True, help="Exit 1 when a finding at or above this severity is reported.")
+@click.option("--verbose", "-v", is_flag=True, help="Text format: list info findings too.")
+@rule_options
+def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
+    """Analyse recordings offline. Exit 0: nothing at or above --fail-on; 1: findings at or
+    above it; 2: unreadable input or bad usage."""
+    config = build_config(severity, disable)
+    builder = _analyse(paths, config)
+    out = open(output, "w", encoding="utf-8") if output else sys.stdout
+    try:
+        if fmt == "json":
+            builder.write_json(out)
+        elif fmt == "text":
+            _check_text(builder, out, verbose)
+        else:
+            from .outputs import formats
+
+            formats.write(fmt, builder, out)
+    finally:
+        if output:
+            out.close()
+    counts = builder.severity_counts
+    builder.close()
+    if fail_on != "never" and any(n and RANK[s] >= RANK[fail_on] for s, n in counts.items()):
+        sys.exit(1)
+
+
+def _check_text(builder, out, verbose: bool) -> None:
+    from .outputs.text import FindingPrinter, chain_line, summary_line
+
+    printer = FindingPrinter(out, min_severity="info" if verbose else "warning")
+    for f in builder.findings():
+        printer.finding(f)
+    chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
+    if chains:
+        printer.line("chains:", style="bold")
+        for c in chains:
+            printer.line("  " + chain_line(c))
+    s = builder.summary()
+    line = summary_line(s)
+    if s["infos"] and not verbose:
+        line += " (-v lists the infos)"
+    printer.line(line, style="bold")
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "json"]), default="text", show_default=True)
+def show(path, fmt) -> None:
+    """The logical requests (chains) of a recording, round by round: what was asked, what was
+    answered, how long the user took."""
+    from .outputs.show import render_json, render_mermaid, render_text
+
+    builder = _analyse((path,), Config())
+    chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
+    builder.close()
+    if fmt == "text":
+        render_text(chains, sys.stdout, color=sys.stdout.isatty())
+    elif fmt == "mermaid":
+        render_mermaid(chains, sys.stdout)
+    else:
+        render_json(chains, sys.stdout)
+
+
+
+
+@main.command()
+@click.option("--out", "out_dir", default="mrtr-inspect-demo", show_default=True,
+              help="Where the demo leaves its recording and report.")
+def demo(out_dir) -> None:
+    """The main job on a bundled sample: a sample MRTR server, mrtr-inspect in front of it, a
+    scripted client through it; then the chains it recorded."""
+    from .demo import run_demo
+
+    sys.exit(run_demo(out_dir))
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

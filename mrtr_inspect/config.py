@@ -1,0 +1,29 @@
+"""Settings that change what the analysis reports (not how traffic flows)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass
+class Config:
+    #: rule id -> severity (error, warning, info) replacing the rule's default
+    severity: dict[str, str] = field(default_factory=dict)
+    #: rule ids that never report
+    disabled: set[str] = field(default_factory=set)
+    #: seconds an `input_required` round may wait for its retry before the chain counts as abandoned
+    #: (None: only at the end of the capture). The specification sets no limit.
+    abandon_after: float | None = None
+    #: a request header whose value identifies the principal on HTTP (overrides Authorization, then
+    #: client address plus clientInfo; RULES.md §10.4)
+    peer_header: str | None = None
+    #: rounds after which `chain-long` reports a chain
+    chain_long_rounds: int = 10
+    #: deepest JSON nesting accepted
+    max_depth: int = 200
+    #: JSON paths (dotted, `*` for any member) whose string values recordings redact
+    redact_paths: list[str] = field(default_factory=list)
+    #: request headers, beyond the defaults, whose values recordings redact
+    redact_headers: list[str] = field(default_factory=list)
+    #: closed-chain states remembered to recognise a replay
+    remembered_states: int = 100_000

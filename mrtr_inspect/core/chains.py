@@ -1,0 +1,631 @@
+"""Chains: the logical request behind several `input_required` exchanges (RULES.md §3).
+
+A chain starts at a `tools/call`, `prompts/get` or `resources/read` and follows each retry: first by
+the `requestState` the retry echoes (keyed by SHA-256, so opaque state never appears in output),
+then by the `inputResponses` keys it answers, then by its parameters. How a retry was tied is kept
+as the link's evidence (`state`, `keys`, `params`). The stitcher is deterministic: the same
+messages always give the same chains.
+
+The stitcher decides links; it does not judge them. What it saw goes out as observations
+(`Linked`, `NotLinked`, `RoundOpened`, `ChainClosed`) for the rules to judge.
+
+Memory: a chain lives while it is open. Once closed it is handed out and forgotten, except for the
+states its rounds issued, kept in a bounded index so a replay of an old state is still recognised.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections import OrderedDict
+from typing import Any
+
+from .messages import ERROR, MRTR_METHODS, RESULT, Message, target_of
+from .observations import ChainClosed, Linked, NotLinked, RoundOpened
+
+# -------------------------------------------------------------------------------------------------
+# keys
+
+
+def _canon_num(v: Any) -> Any:
+    if type(v) is float and v.is_integer() and abs(v) < 2**53:
+        return int(v)
+    if type(v) is dict:
+        return {k: _canon_num(x) for k, x in v.items()}
+    if type(v) is list:
+        return [_canon_num(x) for x in v]
+    return v
+
+
+def canonical_json(value: Any) -> str:
+    """Canonical JSON in the manner of RFC 8785: sorted members, no spaces, integral floats as integers."""
+    try:
+        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        return json.dumps(_canon_num(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+
+
+_EXCLUDED = ("_meta", "inputResponses", "requestState")
+
+
+def params_digest(method: str | None, params: Any) -> str:
+    """digest(R): the canonical params without _meta, inputResponses and requestState
+    (an absent `arguments` counts as {})."""
+    if type(params) is not dict:
+        p: Any = params
+    else:
+        p = {k: v for k, v in params.items() if k not in _EXCLUDED}
+        if method != "resources/read" and "arguments" not in p:
+            p["arguments"] = {}
+        p = _canon_num(p)
+    return hashlib.sha256(canonical_json(p).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+def state_hash(state: str) -> str:
+    return hashlib.sha256(state.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+# -------------------------------------------------------------------------------------------------
+# model
+
+
+class ChainRequest:
+    """One request of a chain: the first, or a retry of one of its rounds."""
+
+    __slots__ = (
+        "chain", "msg", "index", "id", "time", "round", "link", "response_kind", "response_index",
+        "response_time", "cancelled", "answered_summary", "error_code",
+    )
+
+    def __init__(self, chain: "Chain", msg: Message, round_: "Round | None") -> None:
+        self.chain = chain
+        self.msg: Message | None = msg  # dropped once answered
+        self.index = msg.index
+        self.id = msg.id
+        self.time = msg.time
+        self.round = round_  # the round this request retries (None for the first request)
+        self.link: Linked | None = None
+        self.response_kind: str | None = None  # None in flight; result, input_required, error, task, none
+        self.response_index: int | None = None
+        self.response_time: float | None = None
+        self.cancelled = False
+        self.answered_summary: dict | None = None
+        self.error_code: Any = None
+
+    @property
+    def in_flight(self) -> bool:
+        return self.response_kind is None and not self.cancelled
+
+
+class Round:
+    """One `input_required` result and what it asked."""
+
+    __slots__ = (
+        "chain", "n", "request", "irr_index", "irr_time", "input_requests", "state", "state_hash",
+        "state_token", "retries", "peer", "key", "asked", "had_state", "expired",
+    )
+
+    def __init__(self, chain: "Chain", n: int, request: ChainRequest, irr: Message) -> None:
+        result = irr.result if type(irr.result) is dict else {}
+        self.chain = chain
+        self.n = n
+        self.request = request
+        self.irr_index = irr.index
+        self.irr_time = irr.time
+        ir = result.get("inputRequests")
+        self.input_requests: dict | None = ir if type(ir) is dict else None
+        st = result.get("requestState")
+        self.had_state = "requestState" in result
+        self.state: str | None = st if type(st) is str else None
+        self.state_hash = state_hash(st) if type(st) is str else None
+        self.state_token = irr.raw_token("result", "requestState") if type(st) is str else None
+        self.retries: list[ChainRequest] = []
+        self.peer = chain.peer
+        self.key = chain.key
+        self.asked = summarize_requests(self.input_requests)
+        self.expired = False
+
+    @property
+    def keys(self) -> frozenset:
+        return frozenset(self.input_requests) if self.input_requests else frozenset()
+
+    @property
+    def consumed(self) -> bool:
+        return bool(self.retries)
+
+
+class Chain:
+    __slots__ = (
+        "id", "seq", "method", "target", "digest", "key", "peer", "session", "transport", "era", "requests",
+        "rounds", "outcome", "vias", "start", "end", "error_code", "tainted", "closed", "final_index",
+    )
+
+    def __init__(self, seq: int, msg: Message, peer: str, digest: str) -> None:
+        self.id = f"c{seq}"
+        self.seq = seq
+        self.method = msg.method
+        self.target = target_of(msg.method, msg.params)
+        self.digest = digest
+        self.key = (msg.method, self.target, digest)
+        self.peer = peer
+        self.session = msg.session
+        self.transport = msg.transport
+        self.era = msg.era
+        self.requests: list[ChainRequest] = []
+        self.rounds: list[Round] = []
+        self.outcome: str | None = None
+        self.vias: list[str] = []
+        self.start = msg.time
+        self.end = msg.time
+        self.error_code: Any = None
+        self.tainted = False
+        self.closed = False
+        self.final_index: int | None = None
+
+    @property
+    def link(self) -> str | None:
+        """How the retries were tied: the weakest evidence used (state, then keys, then params)."""
+        if not self.vias:
+            return None
+        for via in ("params", "keys", "state"):
+            if via in self.vias:
+                return via
+        return self.vias[-1]
+
+    @property
+    def in_flight(self) -> list[ChainRequest]:
+        return [r for r in self.requests if r.in_flight]
+
+    @property
+    def open_round(self) -> Round | None:
+        if self.rounds and not self.rounds[-1].consumed and not self.rounds[-1].expired:
+            return self.rounds[-1]
+        return None
+
+    @property
+    def duration_ms(self) -> float:
+        return round((self.end - self.start) * 1000.0, 3)
+
+    def summary(self) -> dict:
+        """The chain as the JSON report shows it (CONTRACTS.md), with its timeline."""
+        timeline = []
+        for r in self.requests:
+            entry: dict[str, Any] = {"id": r.id, "message": r.index, "time": r.time}
+            if r.round is not None:
+                entry["retries_round"] = r.round.n
+                entry["wait_ms"] = round((r.time - r.round.irr_time) * 1000.0, 3)
+                if r.link is not None:
+                    entry["link"] = r.link.via
+                if r.answered_summary is not None:
+                    entry["answered"] = r.answered_summary
+            entry["response"] = r.response_kind if not r.cancelled else "cancelled"
+            if r.response_index is not None:
+                entry["response_message"] = r.response_index
+                entry["response_time"] = r.response_time
+            if r.error_code is not None:
+                entry["error_code"] = r.error_code
+            timeline.append(entry)
+        rounds = []
+        for rd in self.rounds:
+            rounds.append({
+                "round": rd.n,
+                "message": rd.irr_index,
+                "time": rd.irr_time,
+                "asked": rd.asked,
+                "request_state": rd.state_hash[:16] if rd.state_hash else None,
+            })
+        return {
+            "id": self.id,
+            "method": self.method,
+            "target": self.target,
+            "rounds": len(self.rounds),
+            "requests": [r.id for r in self.requests],
+            "outcome": self.outcome or "open",
+            "link": self.link,
+            "duration_ms": self.duration_ms,
+            "era": self.era,
+            "peer": self.peer,
+            "start": self.start,
+            "end": self.end,
+            "error_code": self.error_code,
+            "timeline": timeline,
+            "round_details": rounds,
+        }
+
+
+# -------------------------------------------------------------------------------------------------
+# summaries for `show`
+
+
+def _short(text: Any, n: int = 72) -> str:
+    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def summarize_requests(input_requests: dict | None) -> dict:
+    out: dict[str, Any] = {}
+    for key, req in (input_requests or {}).items():
+        if type(req) is not dict:
+            out[key] = {"method": None, "summary": _short(req)}
+            continue
+        method = req.get("method")
+        params = req.get("params") if type(req.get("params")) is dict else {}
+        s: dict[str, Any] = {"method": method}
+        if method == "elicitation/create":
+            s["mode"] = params.get("mode", "form")
+            s["summary"] = _short(params.get("message", ""))
+            schema = params.get("requestedSchema")
+            if type(schema) is dict and type(schema.get("properties")) is dict:
+                s["fields"] = list(schema["properties"])
+            if params.get("url"):
+                s["url"] = _short(params.get("url"))
+        elif method == "sampling/createMessage":
+            msgs = params.get("messages")
+            first = ""
+            if type(msgs) is list and msgs and type(msgs[0]) is dict:
+                c = msgs[0].get("content")
+                if type(c) is dict:
+                    first = c.get("text", c.get("type", ""))
+                elif type(c) is list and c and type(c[0]) is dict:
+                    first = c[0].get("text", c[0].get("type", ""))
+            s["summary"] = _short(first)
+            if "maxTokens" in params:
+                s["maxTokens"] = params.get("maxTokens")
+        elif method == "roots/list":
+            s["summary"] = "the client's roots"
+        else:
+            s["summary"] = _short(params)
+        out[key] = s
+    return out
+
+
+def summarize_responses(input_responses: Any) -> dict | None:
+    if type(input_responses) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for key, resp in input_responses.items():
+        if type(resp) is not dict:
+            out[key] = {"summary": _short(resp)}
+        elif "action" in resp:
+            s: dict[str, Any] = {"action": resp.get("action")}
+            if "content" in resp:
+                s["summary"] = _short(resp.get("content"))
+            out[key] = s
+        elif "roots" in resp:
+            roots = resp.get("roots")
+            n = len(roots) if type(roots) is list else 0
+            first = roots[0].get("uri") if n and type(roots[0]) is dict else None
+            out[key] = {"summary": f"{n} root{'s' if n != 1 else ''}" + (f": {first}" + (" …" if n > 1 else "") if first else "")}
+        elif "model" in resp or "role" in resp:
+            c = resp.get("content")
+            text = c.get("text", c.get("type")) if type(c) is dict else c
+            out[key] = {"model": resp.get("model"), "summary": _short(text)}
+        else:
+            out[key] = {"summary": _short(resp)}
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# the stitcher
+
+
+class Stitcher:
+    """MRTR stitching per RULES.md §3. One per inspector."""
+
+    def __init__(self, abandon_after: float | None = None, retired_states: int = 100_000) -> None:
+        self.abandon_after = abandon_after
+        self._retired_limit = retired_states
+        self._seq = 0
+        self._state_index: dict[str, list[Round]] = {}
+        self._retired: OrderedDict[str, None] = OrderedDict()  # state hashes of closed chains, oldest first
+        self._open_by_peer: dict[str, list[Round]] = {}
+        self._open_chains: dict[str, Chain] = {}  # chain id -> chain, insertion (start) order
+        self._completed: OrderedDict[tuple, tuple[Chain, bool]] = OrderedDict()  # (peer,key) -> (chain, stray)
+        self._stray_states: OrderedDict[str, Chain] = OrderedDict()  # state hashes on complete results
+
+    # -- queries --------------------------------------------------------------------------------
+    @property
+    def open_chains(self) -> list[Chain]:
+        return list(self._open_chains.values())
+
+    def _new_chain(self, msg: Message, peer: str, digest: str) -> Chain:
+        self._seq += 1
+        c = Chain(self._seq, msg, peer, digest)
+        self._open_chains[c.id] = c
+        return c
+
+    def _open_rounds(self, peer: str, key: tuple) -> list[Round]:
+        return [rd for rd in self._open_by_peer.get(peer, ()) if rd.key == key and not rd.consumed and not rd.expired]
+
+    # -- requests -------------------------------------------------------------------------------
+    def on_request(self, msg: Message, peer: str, covered: bool) -> tuple[ChainRequest | None, list]:
+        """A client request. Returns its place in a chain (None when it is not an MRTR request)
+        and the observations made."""
+        obs: list = []
+        params = msg.params if type(msg.params) is dict else {}
+        has_st = "requestState" in params
+        st_raw = params.get("requestState")
+        st = st_raw if type(st_raw) is str else (canonical_json(st_raw) if has_st else None)
+        ir = params.get("inputResponses") if "inputResponses" in params else None
+        ir_keys = frozenset(ir) if type(ir) is dict else frozenset()
+        m = msg.method
+        stitch = msg.era in ("modern", "malformed")
+
+        if m not in MRTR_METHODS:
+            if stitch and (has_st or "inputResponses" in params):
+                h = state_hash(st) if st is not None else None
+                related = None
+                if h is not None and self._state_index.get(h):
+                    related = self._state_index[h][-1]
+                elif ir_keys:
+                    for rd in self._open_by_peer.get(peer, ()):
+                        if not rd.consumed and rd.keys & ir_keys:
+                            related = rd
+                            break
+                reason = "parallel-misuse" if related is not None else "unsupported-method"
+                obs.append(NotLinked(msg, reason, related))
+            return None, obs
+
+        digest = params_digest(m, params)
+        key = (m, target_of(m, params), digest)
+
+        if not stitch:
+            chain = self._new_chain(msg, peer, digest)
+            creq = ChainRequest(chain, msg, None)
+            chain.requests.append(creq)
+            return creq, obs
+
+        if has_st and st is not None:
+            h = state_hash(st)
+            rounds = [rd for rd in self._state_index.get(h, ()) if not rd.expired or rd.consumed]
+            if rounds:
+                rd = max(
+                    rounds,
+                    key=lambda r: (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time, -r.chain.seq),
+                )
+                if rd.key[:2] != key[:2]:
+                    chain = self._new_chain(msg, peer, digest)
+                    chain.tainted = True
+                    creq = ChainRequest(chain, msg, None)
+                    chain.requests.append(creq)
+                    obs.append(NotLinked(msg, "parallel-misuse", rd))
+                    return creq, obs
+                replay = forked = None
+                if rd.consumed:
+                    answered = [r for r in rd.retries if r.response_kind is not None and r.response_kind != "none"]
+                    if answered:
+                        replay = "errored" if all(r.response_kind == "error" for r in answered) else "answered"
+                    elif any(r.in_flight for r in rd.retries):
+                        forked = True
+                    else:
+                        replay = "broken"
+                relation = self._state_relation(rd, msg, has_st, st_raw)
+                return self._link(msg, rd, "state", relation, peer, key, obs, replay=replay, forked=forked,
+                                  ambiguous=len(rounds) > 1)
+            cand = self._open_rounds(peer, key)
+            with_state = [rd for rd in cand if rd.had_state]
+            if with_state:
+                rd = self._most_recent(with_state)
+                return self._link(msg, rd, "params", "altered", peer, key, obs, ambiguous=len(with_state) > 1)
+            if cand:
+                rd = self._most_recent(cand)
+                return self._link(msg, rd, "params", "fabricated", peer, key, obs, ambiguous=len(cand) > 1)
+            chain = self._new_chain(msg, peer, digest)
+            creq = ChainRequest(chain, msg, None)
+            chain.requests.append(creq)
+            stray = self._stray_states.get(h)
+            if stray is not None:
+                obs.append(NotLinked(msg, "after-complete", None, completed=stray))
+            else:
+                obs.append(NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered))
+            return creq, obs
+
+        cand = self._open_rounds(peer, key)
+        if ir is not None:
+            if cand:
+                scored = sorted(cand, key=lambda r: (len(ir_keys & r.keys), r.irr_time, -r.chain.seq), reverse=True)
+                rd = scored[0]
+                score = len(ir_keys & rd.keys)
+                ties = [r for r in scored if len(ir_keys & r.keys) == score and r.irr_time == rd.irr_time]
+                if score > 0 or not rd.input_requests:
+                    relation = "dropped" if rd.had_state else "none"
+                    return self._link(msg, rd, "keys" if score > 0 else "params", relation, peer, key, obs,
+                                      ambiguous=len(ties) > 1)
+                rd = self._most_recent(cand)
+                relation = "dropped" if rd.had_state else "none"
+                return self._link(msg, rd, "params", relation, peer, key, obs, ambiguous=len(cand) > 1)
+            chain = self._new_chain(msg, peer, digest)
+            creq = ChainRequest(chain, msg, None)
+            chain.requests.append(creq)
+            done = self._completed.get((peer, key))
+            if done is not None and done[1]:
+                obs.append(NotLinked(msg, "after-complete", None, completed=done[0]))
+            else:
+                obs.append(NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered))
+            return creq, obs
+
+        chain = self._new_chain(msg, peer, digest)
+        creq = ChainRequest(chain, msg, None)
+        chain.requests.append(creq)
+        for rd in cand:
+            if rd.had_state and not rd.input_requests:
+                obs.append(NotLinked(msg, "possible-state-dropped", rd))
+                break
+        return creq, obs
+
+    @staticmethod
+    def _most_recent(rounds: list[Round]) -> Round:
+        return max(rounds, key=lambda r: (r.irr_time, -r.chain.seq))
+
+    @staticmethod
+    def _state_relation(rd: Round, msg: Message, has_st: bool, st_raw: Any) -> str:
+        if not rd.had_state:
+            return "fabricated" if has_st else "none"
+        if not has_st:
+            return "dropped"
+        if st_raw != rd.state or type(st_raw) is not str:
+            return "altered"
+        token = msg.raw_token("params", "requestState")
+        if rd.state_token is not None and token is not None and token != rd.state_token:
+            return "reencoded"
+        return "echoed"
+
+    def _link(self, msg: Message, rd: Round, via: str, relation: str, peer: str, key: tuple, obs: list,
+              replay: str | None = None, forked: bool | None = None, ambiguous: bool = False):
+        chain = rd.chain
+        earlier = list(chain.requests)
+        if chain.closed:
+            # a state replayed after its chain ended: the replay is a logical request of its own,
+            # tied to the round it replays by the link
+            chain = self._new_chain(msg, peer, key[2])
+            chain.tainted = True
+            creq = ChainRequest(chain, msg, None)
+        else:
+            creq = ChainRequest(chain, msg, rd)
+            chain.vias.append(via)
+            chain.end = max(chain.end, msg.time)
+        params = msg.params if type(msg.params) is dict else {}
+        creq.answered_summary = summarize_responses(params.get("inputResponses"))
+        chain.requests.append(creq)
+        rd.retries.append(creq)
+        link = Linked(
+            chain=chain, round=rd, request=msg, creq=creq, via=via, state=relation, replay=replay,
+            forked=bool(forked), params_changed=key[2] != rd.key[2], cross_principal=peer != rd.peer,
+            ambiguous=ambiguous, earlier=earlier,
+        )
+        creq.link = link
+        obs.append(link)
+        return creq, obs
+
+    # -- responses ------------------------------------------------------------------------------
+    def on_response(self, creq: ChainRequest, resp: Message) -> list:
+        chain = creq.chain
+        obs: list = []
+        result = resp.result if type(resp.result) is dict else None
+        rtype = result.get("resultType") if result is not None else None
+        if creq.response_kind is not None or creq.cancelled:
+            # a second answer, or one after cancellation: noted by the rules, does not move the chain
+            chain.end = max(chain.end, resp.time)
+            return obs
+        creq.response_index = resp.index
+        creq.response_time = resp.time
+        creq.msg = None
+        chain.end = max(chain.end, resp.time)
+        stitch = chain.era in ("modern", "malformed")
+        if resp.kind == ERROR:
+            creq.response_kind = "error"
+            err = resp.error if type(resp.error) is dict else {}
+            creq.error_code = err.get("code")
+            chain.error_code = creq.error_code
+            self._finish(chain, "error", resp, obs)
+        elif rtype == "input_required" and stitch:
+            creq.response_kind = "input_required"
+            prev = chain.rounds[-1] if chain.rounds else None
+            rd = Round(chain, len(chain.rounds) + 1, creq, resp)
+            chain.rounds.append(rd)
+            if rd.state_hash is not None:
+                self._state_index.setdefault(rd.state_hash, []).append(rd)
+            self._open_by_peer.setdefault(chain.peer, []).append(rd)
+            obs.append(RoundOpened(chain, rd, prev))
+            self._maybe_close(chain, obs)
+        elif rtype == "task":
+            creq.response_kind = "task"
+            self._finish(chain, "task", resp, obs)
+        else:
+            creq.response_kind = "result"
+            if result is not None and ("inputRequests" in result or "requestState" in result):
+                st = result.get("requestState")
+                if type(st) is str:
+                    self._remember(self._stray_states, state_hash(st), chain)
+                self._remember(self._completed, (chain.peer, chain.key), (chain, True))
+            else:
+                self._remember(self._completed, (chain.peer, chain.key), (chain, False))
+            self._finish(chain, "complete", resp, obs)
+        return obs
+
+    def _remember(self, od: OrderedDict, key: Any, value: Any) -> None:
+        od[key] = value
+        od.move_to_end(key)
+        while len(od) > self._retired_limit:
+            od.popitem(last=False)
+
+    def on_no_response(self, creq: ChainRequest, time: float) -> list:
+        """The request's HTTP exchange ended with no JSON-RPC response."""
+        obs: list = []
+        if creq.response_kind is None and not creq.cancelled:
+            creq.response_kind = "none"
+            creq.msg = None
+            chain = creq.chain
+            chain.end = max(chain.end, time)
+            if not chain.in_flight and chain.open_round is None:
+                self._close(chain, "abandoned" if chain.rounds else "error", obs)
+        return obs
+
+    def on_cancel(self, creq: ChainRequest, time: float) -> list:
+        obs: list = []
+        if creq.in_flight:
+            creq.cancelled = True
+            creq.msg = None
+            chain = creq.chain
+            chain.end = max(chain.end, time)
+            if not chain.in_flight:
+                self._close(chain, "cancelled", obs)
+        return obs
+
+    def _finish(self, chain: Chain, outcome: str, resp: Message, obs: list) -> None:
+        chain.outcome = outcome
+        chain.final_index = resp.index
+        self._maybe_close(chain, obs)
+
+    def _maybe_close(self, chain: Chain, obs: list) -> None:
+        if chain.closed or chain.in_flight:
+            return
+        if chain.outcome is not None:
+            self._close(chain, chain.outcome, obs)
+
+    def _close(self, chain: Chain, outcome: str, obs: list) -> None:
+        chain.outcome = outcome
+        chain.closed = True
+        self._open_chains.pop(chain.id, None)
+        for rd in chain.rounds:
+            lst = self._open_by_peer.get(rd.peer)
+            if lst is not None and rd in lst:
+                lst.remove(rd)
+                if not lst:
+                    del self._open_by_peer[rd.peer]
+            if rd.state_hash is not None:
+                self._retired[rd.state_hash] = None
+                self._retired.move_to_end(rd.state_hash)
+        while len(self._retired) > self._retired_limit:
+            h, _ = self._retired.popitem(last=False)
+            self._state_index.pop(h, None)
+        obs.append(ChainClosed(chain))
+
+    # -- time and the end -----------------------------------------------------------------------
+    def expire(self, now: float) -> list:
+        """Abandon chains whose open round has waited longer than `abandon_after`."""
+        if self.abandon_after is None:
+            return []
+        obs: list = []
+        limit = now - self.abandon_after
+        for chain in list(self._open_chains.values()):
+            rd = chain.open_round
+            if rd is not None and rd.irr_time < limit and not chain.in_flight:
+                rd.expired = True
+                self._close(chain, "abandoned", obs)
+        return obs
+
+    def close_all(self, now: float, session: str | None = None) -> list:
+        """End of capture (or of one session): open rounds are abandoned, requests in flight open."""
+        obs: list = []
+        for chain in list(self._open_chains.values()):
+            if session is not None and chain.session != session:
+                continue
+            if chain.in_flight:
+                self._close(chain, "open", obs)
+            elif chain.outcome is not None:
+                self._close(chain, chain.outcome, obs)
+            else:
+                self._close(chain, "abandoned", obs)
+        return obs

@@ -1,0 +1,91 @@
+"""The protocol era of each request (RULES.md §2).
+
+* modern: the request declares `_meta["io.modelcontextprotocol/protocolVersion"]` (2026-07-28 on);
+* legacy: `initialize`, or a request on a stdio process / HTTP session that completed `initialize`,
+  or an HTTP request whose `MCP-Protocol-Version` header names a legacy version;
+* malformed: no version in `_meta`, from a peer or endpoint that has already spoken modern (the
+  server is expected to reject it with -32602);
+* unknown: none of the above (a legacy candidate).
+
+Responses inherit the era of the request they answer; server messages no request covers inherit
+the era of their context (the stdio process, the legacy HTTP session).
+"""
+
+from __future__ import annotations
+
+from .events import Headers, header
+from .messages import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY, Message
+
+MODERN = "modern"
+LEGACY = "legacy"
+MALFORMED = "malformed"
+UNKNOWN = "unknown"
+
+
+class EraTracker:
+    def __init__(self) -> None:
+        self._stdio_initialized: set[str] = set()  # sessions whose initialize succeeded
+        self._stdio_pending_init: dict[str, tuple] = {}  # session -> initialize request id
+        self._legacy_http_sessions: set[str] = set()  # Mcp-Session-Id values minted by initialize
+        self._spoke_modern: set[str] = set()  # contexts (stdio session, http endpoint) that spoke modern
+        self._spoke_legacy: set[str] = set()
+
+    # -- requests -----------------------------------------------------------------------------
+    def classify_request(self, msg: Message, context: str, http_headers: Headers | None = None) -> str:
+        """Set msg.era / msg.version for a client request; `context` is the stdio session or HTTP endpoint."""
+        meta = msg.meta
+        version = meta.get(PROTOCOL_VERSION_KEY) if meta is not None else None
+        if type(version) is str:
+            msg.era, msg.version = MODERN, version
+            self._spoke_modern.add(context)
+            return MODERN
+        if msg.method == "initialize":
+            p = msg.params if type(msg.params) is dict else {}
+            v = p.get("protocolVersion")
+            msg.era, msg.version = LEGACY, v if type(v) is str else None
+            self._spoke_legacy.add(context)
+            return LEGACY
+        if http_headers is not None:
+            hv = header(http_headers, "mcp-protocol-version")
+            sid = header(http_headers, "mcp-session-id")
+            if (hv is not None and hv.strip() in LEGACY_VERSIONS) or (sid is not None and sid in self._legacy_http_sessions):
+                msg.era, msg.version = LEGACY, hv.strip() if hv else None
+                self._spoke_legacy.add(context)
+                return LEGACY
+        elif context in self._stdio_initialized:
+            msg.era = LEGACY
+            return LEGACY
+        if context in self._spoke_modern:
+            msg.era = MALFORMED
+            return MALFORMED
+        msg.era = UNKNOWN
+        return UNKNOWN
+
+    def context_era(self, context: str, http_headers: Headers | None = None) -> str:
+        """The era of a server message that answers no request."""
+        if http_headers is not None:
+            sid = header(http_headers, "mcp-session-id")
+            if sid is not None and sid in self._legacy_http_sessions:
+                return LEGACY
+        elif context in self._stdio_initialized:
+            return LEGACY
+        if context in self._spoke_modern:
+            return MODERN
+        if context in self._spoke_legacy:
+            return LEGACY
+        return UNKNOWN
+
+    def spoke(self, context: str) -> tuple[bool, bool]:
+        return context in self._spoke_modern, context in self._spoke_legacy
+
+    # -- initialize ---------------------------------------------------------------------------
+    def initialize_answered(self, request: Message, response: Message, context: str, session_id: str | None = None) -> None:
+        if response.kind != "result":
+            return
+        if session_id:
+            self._legacy_http_sessions.add(session_id)
+        else:
+            self._stdio_initialized.add(context)
+
+    def legacy_session(self, session_id: str | None) -> bool:
+        return session_id is not None and session_id in self._legacy_http_sessions

@@ -1,0 +1,157 @@
+"""The vocabulary the core consumes: wire events.
+
+Everything the inspector knows arrives as one of these small, immutable records. Adapters (the stdio
+tee, the mitmproxy addon) produce them from live traffic, through the framers in `framing.py`; the
+recording reader produces the very same records from a file. Time is always carried by the event:
+the core never looks at a clock.
+
+Two levels exist:
+
+* chunk level, what an adapter sees: some bytes in one direction (`framing.StdioFramer`,
+  `framing.HttpFramer` turn those into frames);
+* frame level, one unit of the protocol: a stdio line, an HTTP request with its body, a response
+  head, one SSE event, a whole JSON response body, the end of a response. Frames are what a
+  recording stores and what `Inspector.feed` consumes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal, Union
+
+Direction = Literal["c2s", "s2c"]
+Transport = Literal["stdio", "http"]
+Headers = tuple[tuple[str, str], ...]
+
+C2S: Direction = "c2s"
+S2C: Direction = "s2c"
+
+
+def header(headers: Headers, name: str) -> str | None:
+    """The first value of a header, matched case-insensitively (None when absent)."""
+    name = name.lower()
+    for k, v in headers:
+        if k.lower() == name:
+            return v
+    return None
+
+
+def header_all(headers: Headers, name: str) -> list[str]:
+    name = name.lower()
+    return [v for k, v in headers if k.lower() == name]
+
+
+@dataclass(frozen=True, slots=True)
+class SessionStart:
+    """A capture session begins: one tee run around one child, or one proxy run."""
+
+    time: float
+    session: str
+    transport: Transport
+    info: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class SessionEnd:
+    """The capture session ends (child exited, proxy shut down, recording ended)."""
+
+    time: float
+    session: str
+    info: dict = field(default_factory=dict, compare=False)
+
+
+@dataclass(frozen=True, slots=True)
+class StdioLine:
+    """One line of a stdio stream, without its terminating LF.
+
+    `eol` is False for bytes the stream ended with and no LF after them (a last line without a
+    newline, or a message torn by the process dying).
+    """
+
+    time: float
+    session: str
+    direction: Direction
+    data: bytes
+    eol: bool = True
+
+
+@dataclass(frozen=True, slots=True)
+class StdioClose:
+    """End of file on one direction of a stdio session (stdin closed, or stdout closed)."""
+
+    time: float
+    session: str
+    direction: Direction
+
+
+@dataclass(frozen=True, slots=True)
+class HttpRequest:
+    """An HTTP request with its whole body (content-encoding removed, see `body_note`).
+
+    `exchange` numbers the request/response pair within the session. `client` is the client's
+    address without port. `complete` is False when the body was cut short.
+    """
+
+    time: float
+    session: str
+    exchange: int
+    method: str
+    path: str
+    headers: Headers
+    body: bytes = b""
+    client: str = ""
+    complete: bool = True
+    body_note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class HttpResponse:
+    """The status line and headers of the response to `exchange`."""
+
+    time: float
+    session: str
+    exchange: int
+    status: int
+    headers: Headers
+
+
+@dataclass(frozen=True, slots=True)
+class HttpBody:
+    """A whole response body that is not an event stream (content-encoding removed)."""
+
+    time: float
+    session: str
+    exchange: int
+    data: bytes
+    complete: bool = True
+    body_note: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SseEvent:
+    """One server-sent event exactly as it crossed the wire, its terminating blank line included."""
+
+    time: float
+    session: str
+    exchange: int
+    raw: bytes
+
+
+@dataclass(frozen=True, slots=True)
+class HttpEnd:
+    """The response to `exchange` is over.
+
+    `error` is None for a normal end; otherwise one of `client-disconnected` (the client went away
+    before the response ended), `upstream-error: …` (the server could not be reached or failed),
+    or another short reason.
+    """
+
+    time: float
+    session: str
+    exchange: int
+    error: str | None = None
+
+
+Frame = Union[
+    SessionStart, SessionEnd, StdioLine, StdioClose, HttpRequest, HttpResponse, HttpBody, SseEvent, HttpEnd
+]

@@ -1,0 +1,125 @@
+"""Exchanges: responses paired with the requests they answer.
+
+On stdio the pipe is the peer: a response from the server answers the client's request with the
+same id, and the other way round for the server requests of the legacy era. On HTTP a request and
+its response share an HTTP exchange (`HttpExchange`); the legacy era adds server requests on a GET
+stream answered by POSTed responses, paired by id within the legacy session.
+
+Ids are compared by type and value: `1` and `"1"` are different ids.
+"""
+
+from __future__ import annotations
+
+from .events import Headers
+from .messages import Message
+
+
+class InFlight:
+    """Requests sent by one side within one scope and not yet answered."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self) -> None:
+        self._by_id: dict[tuple, Message] = {}
+
+    def add(self, msg: Message) -> Message | None:
+        """Track a request; returns the request already in flight under the same id, if any."""
+        if msg.idk is None:
+            return None
+        prior = self._by_id.get(msg.idk)
+        self._by_id[msg.idk] = msg
+        return prior
+
+    def pop(self, idk: tuple | None) -> Message | None:
+        if idk is None:
+            return None
+        return self._by_id.pop(idk, None)
+
+    def get(self, idk: tuple | None) -> Message | None:
+        return self._by_id.get(idk) if idk is not None else None
+
+    def discard(self, msg: Message) -> None:
+        if msg.idk is not None and self._by_id.get(msg.idk) is msg:
+            del self._by_id[msg.idk]
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self):
+        return iter(list(self._by_id.values()))
+
+
+class ExchangeTracker:
+    """In-flight requests per scope and direction.
+
+    A scope is the stdio session, or on HTTP the peer (client requests) or the legacy session
+    (server requests).
+    """
+
+    def __init__(self) -> None:
+        self._client: dict[str, InFlight] = {}
+        self._server: dict[str, InFlight] = {}
+
+    def client_scope(self, scope: str) -> InFlight:
+        s = self._client.get(scope)
+        if s is None:
+            s = self._client[scope] = InFlight()
+        return s
+
+    def server_scope(self, scope: str) -> InFlight:
+        s = self._server.get(scope)
+        if s is None:
+            s = self._server[scope] = InFlight()
+        return s
+
+    def drop_scope(self, scope: str) -> list[Message]:
+        """Forget a scope (session over); returns the client requests left unanswered."""
+        left = list(self._client.pop(scope, InFlight()))
+        self._server.pop(scope, None)
+        return left
+
+
+class HttpExchange:
+    """Everything seen on one HTTP request/response pair."""
+
+    __slots__ = (
+        "session", "number", "time", "method", "path", "headers", "client", "body_note", "complete",
+        "request_messages", "status", "response_headers", "response_time", "event_stream", "body_messages",
+        "events", "responses", "after_response_events", "end_time", "error", "peer", "era", "last_event_time",
+        "body_bytes", "cancelled",
+    )
+
+    def __init__(self, session: str, number: int) -> None:
+        self.session = session
+        self.number = number
+        self.time = 0.0
+        self.method = ""
+        self.path = ""
+        self.headers: Headers = ()
+        self.client = ""
+        self.body_note: str | None = None
+        self.complete = True
+        self.request_messages: list[Message] = []
+        self.status: int | None = None
+        self.response_headers: Headers = ()
+        self.response_time: float | None = None
+        self.event_stream = False
+        self.body_messages: list[Message] = []  # messages of a non-SSE response body
+        self.events = 0  # SSE events seen
+        self.responses: list[Message] = []  # JSON-RPC responses seen on this exchange
+        self.after_response_events = 0  # SSE events after the first response
+        self.end_time: float | None = None
+        self.error: str | None = None
+        self.peer = ""
+        self.era = "unknown"
+        self.last_event_time: float | None = None
+        self.body_bytes = 0
+        self.cancelled = False
+
+    @property
+    def request(self) -> Message | None:
+        """The single JSON-RPC request POSTed on this exchange, if it was one."""
+        for m in self.request_messages:
+            if m.kind == "request":
+                return m
+        return None

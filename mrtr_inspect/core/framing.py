@@ -1,0 +1,447 @@
+"""Framing: from bytes as they arrive to frames (one protocol unit each).
+
+Sans-IO and incremental. Every decoder here gives the same frames however its input is split, and
+never raises on any input: what it cannot frame it passes on as a frame anyway, for the decoder to
+judge.
+
+* `LineSplitter`: stdio lines, split on LF only (a CR stays part of the line; RULES.md §4.7).
+* `SseDecoder`: server-sent events, lines ended by LF, CR or CRLF (a CR at the end of one chunk and
+  an LF at the start of the next are one line end); an event ends at a blank line. Each event is
+  kept as its raw bytes; `parse_sse_event` derives its fields.
+* `BodyDecoder`: content-encoding (gzip, deflate, and br/zstd when their modules are installed),
+  incremental, on a copy: the bytes forwarded are never touched.
+* `StdioFramer` and `HttpFramer` turn an adapter's chunks into the frames of `events.py`.
+"""
+
+from __future__ import annotations
+
+import zlib
+from dataclasses import dataclass
+
+from .events import (
+    Direction,
+    Headers,
+    HttpBody,
+    HttpEnd,
+    HttpRequest,
+    HttpResponse,
+    SseEvent,
+    StdioClose,
+    StdioLine,
+    header,
+)
+
+# ---------------------------------------------------------------------------------------------
+# stdio lines
+
+
+class LineSplitter:
+    """Split a byte stream on LF. Keeps the pieces of an unfinished line, never rescans them."""
+
+    __slots__ = ("_pending", "_pending_len")
+
+    def __init__(self) -> None:
+        self._pending: list[bytes] = []
+        self._pending_len = 0
+
+    def feed(self, data: bytes) -> list[bytes]:
+        if not data:
+            return []
+        parts = data.split(b"\n")
+        tail = parts.pop()
+        if parts and self._pending:
+            self._pending.append(parts[0])
+            parts[0] = b"".join(self._pending)
+            self._pending = []
+            self._pending_len = 0
+        if tail:
+            self._pending.append(tail)
+            self._pending_len += len(tail)
+        return parts
+
+    @property
+    def pending(self) -> int:
+        """How many bytes wait for their LF."""
+        return self._pending_len
+
+    def close(self) -> bytes | None:
+        """The bytes after the last LF, if any (the stream ended without a newline)."""
+        if not self._pending:
+            return None
+        rest = b"".join(self._pending)
+        self._pending = []
+        self._pending_len = 0
+        return rest
+
+
+# ---------------------------------------------------------------------------------------------
+# server-sent events
+
+
+class SseDecoder:
+    """Incremental splitter of an event stream into raw events.
+
+    An event is everything up to and including the blank line that ends it. Blank-line-only and
+    comment-only blocks are events too (keep-alives): they cross the wire, so they are kept.
+    """
+
+    __slots__ = ("_buf", "_line", "_scan")
+
+    def __init__(self) -> None:
+        self._buf = bytearray()
+        self._line = 0  # start of the current line in _buf
+        self._scan = 0  # where to resume looking for a line end
+
+    def feed(self, data: bytes) -> list[bytes]:
+        buf = self._buf
+        buf += data
+        out: list[bytes] = []
+        n = len(buf)
+        scan = self._scan
+        line = self._line
+        event_start = 0
+        while scan < n:
+            i_lf = buf.find(b"\n", scan)
+            i_cr = buf.find(b"\r", scan, i_lf if i_lf >= 0 else n)
+            if i_cr >= 0:
+                if i_cr + 1 == n:  # a CR that may be the first half of a CRLF: wait
+                    break
+                end = i_cr + 2 if buf[i_cr + 1] == 0x0A else i_cr + 1
+                eol_at = i_cr
+            elif i_lf >= 0:
+                end = i_lf + 1
+                eol_at = i_lf
+            else:
+                scan = n
+                break
+            blank = eol_at == line
+            scan = line = end
+            if blank:
+                out.append(bytes(buf[event_start:end]))
+                event_start = end
+        if event_start:
+            del buf[:event_start]
+            scan -= event_start
+            line -= event_start
+        self._scan = scan
+        self._line = line
+        return out
+
+    def close(self) -> bytes | None:
+        """Bytes of an event the stream ended in the middle of (not dispatched, per the SSE rules)."""
+        rest = bytes(self._buf)
+        self._buf.clear()
+        self._scan = self._line = 0
+        return rest or None
+
+
+@dataclass(frozen=True, slots=True)
+class SseFields:
+    data: bytes | None  # None: the event had no data field
+    event: str | None
+    id: str | None
+    retry: str | None
+    comments: int
+    complete: bool  # ended by a blank line
+
+
+def _split_sse_lines(raw: bytes) -> tuple[list[bytes], bool]:
+    """The lines of an event, and whether the last one was ended by a line break."""
+    lines: list[bytes] = []
+    i = 0
+    n = len(raw)
+    while i < n:
+        j_lf = raw.find(b"\n", i)
+        j_cr = raw.find(b"\r", i, j_lf if j_lf >= 0 else n)
+        if j_cr >= 0:
+            lines.append(raw[i:j_cr])
+            i = j_cr + 2 if j_cr + 1 < n and raw[j_cr + 1] == 0x0A else j_cr + 1
+        elif j_lf >= 0:
+            lines.append(raw[i:j_lf])
+            i = j_lf + 1
+        else:
+            lines.append(raw[i:])
+            return lines, False
+    return lines, True
+
+
+def parse_sse_event(raw: bytes) -> SseFields:
+    """Interpret one raw event per the HTML event-stream rules (fields, comments, data joining)."""
+    if raw.startswith(b"\xef\xbb\xbf"):
+        raw = raw[3:]
+    lines, terminated = _split_sse_lines(raw)
+    complete = terminated and bool(lines) and lines[-1] == b""
+    data: list[bytes] | None = None
+    event = ident = retry = None
+    comments = 0
+    for line in lines:
+        if not line:
+            continue
+        if line[:1] == b":":
+            comments += 1
+            continue
+        name, sep, value = line.partition(b":")
+        if sep and value[:1] == b" ":
+            value = value[1:]
+        if name == b"data":
+            if data is None:
+                data = []
+            data.append(value)
+        elif name == b"event":
+            event = value.decode("utf-8", "replace")
+        elif name == b"id":
+            if b"\x00" not in value:
+                ident = value.decode("utf-8", "replace")
+        elif name == b"retry":
+            retry = value.decode("utf-8", "replace")
+    return SseFields(
+        data=b"\n".join(data) if data is not None else None,
+        event=event,
+        id=ident,
+        retry=retry,
+        comments=comments,
+        complete=complete,
+    )
+
+
+# ---------------------------------------------------------------------------------------------
+# content-encoding
+
+
+def _optional_module(name: str):
+    try:
+        return __import__(name)
+    except Exception:  # pragma: no cover - depends on the environment
+        return None
+
+
+class BodyDecoder:
+    """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`."""
+
+    __slots__ = ("encoding", "_obj", "error")
+
+    def __init__(self, encoding: str | None) -> None:
+        enc = (encoding or "identity").strip().lower()
+        self.encoding = enc
+        self.error: str | None = None
+        self._obj = None
+        try:
+            if enc in ("identity", ""):
+                self._obj = None
+            elif enc in ("gzip", "x-gzip"):
+                self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
+            elif enc == "deflate":
+                self._obj = _Deflate()
+            elif enc == "br" and (brotli := _optional_module("brotli")) is not None:
+                self._obj = brotli.Decompressor()
+            elif enc == "zstd" and (zstd := _optional_module("zstandard")) is not None:
+                self._obj = zstd.ZstdDecompressor().decompressobj()
+            else:
+                self.error = f"content-encoding {enc!r} not decoded"
+        except Exception as e:  # pragma: no cover
+            self.error = f"content-encoding {enc!r}: {e}"
+
+    @property
+    def identity(self) -> bool:
+        return self._obj is None and self.error is None
+
+    def feed(self, data: bytes) -> bytes:
+        if self._obj is None or self.error is not None:
+            return data if self.error is None else b""
+        try:
+            if hasattr(self._obj, "decompress"):
+                return self._obj.decompress(data)
+            return self._obj.process(data)  # brotli's older API
+        except Exception as e:
+            self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
+            return b""
+
+    def flush(self) -> bytes:
+        if self._obj is None or self.error is not None:
+            return b""
+        try:
+            f = getattr(self._obj, "flush", None)
+            return f() if f is not None else b""
+        except Exception as e:
+            self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
+            return b""
+
+
+class _Deflate:
+    """`deflate` is zlib-wrapped by the RFC, raw deflate in practice: accept both."""
+
+    def __init__(self) -> None:
+        self._obj = None
+        self._first = b""
+
+    def decompress(self, data: bytes) -> bytes:
+        if self._obj is None:
+            self._first += data
+            if len(self._first) < 2:
+                return b""
+            data, self._first = self._first, b""
+            zlib_header = (data[0] & 0x0F) == 8 and ((data[0] << 8) | data[1]) % 31 == 0
+            self._obj = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
+        return self._obj.decompress(data)
+
+    def flush(self) -> bytes:
+        return self._obj.flush() if self._obj is not None else b""
+
+
+def media_type(content_type: str | None) -> str:
+    """`application/json; charset=utf-8` → `application/json` (lower-case, no parameters)."""
+    if not content_type:
+        return ""
+    return content_type.split(";", 1)[0].strip().lower()
+
+
+def charset(content_type: str | None) -> str | None:
+    if not content_type:
+        return None
+    for part in content_type.split(";")[1:]:
+        k, _, v = part.partition("=")
+        if k.strip().lower() == "charset":
+            return v.strip().strip('"').lower()
+    return None
+
+
+def is_event_stream(headers: Headers) -> bool:
+    return media_type(header(headers, "content-type")) == "text/event-stream"
+
+
+def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
+    """Decode a whole body. Returns (bytes, note); on failure the wire bytes and why."""
+    dec = BodyDecoder(encoding)
+    if dec.identity:
+        return data, None
+    out = dec.feed(data) + dec.flush()
+    if dec.error is not None:
+        return data, dec.error
+    return out, f"decoded from content-encoding {dec.encoding}"
+
+
+# ---------------------------------------------------------------------------------------------
+# framers: chunks in, frames out
+
+
+class StdioFramer:
+    """Frames both directions of one stdio session."""
+
+    __slots__ = ("session", "_split")
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self._split = {"c2s": LineSplitter(), "s2c": LineSplitter()}
+
+    def data(self, time: float, direction: Direction, chunk: bytes) -> list[StdioLine]:
+        s = self.session
+        return [StdioLine(time, s, direction, line) for line in self._split[direction].feed(chunk)]
+
+    def close(self, time: float, direction: Direction) -> list[StdioLine | StdioClose]:
+        out: list[StdioLine | StdioClose] = []
+        rest = self._split[direction].close()
+        if rest is not None:
+            out.append(StdioLine(time, self.session, direction, rest, eol=False))
+        out.append(StdioClose(time, self.session, direction))
+        return out
+
+
+class _Exchange:
+    __slots__ = (
+        "method", "path", "headers", "client", "req_chunks", "req_decoder",
+        "resp_sse", "resp_decoder", "resp_chunks", "resp_head_seen", "req_time",
+    )
+
+    def __init__(self) -> None:
+        self.method = ""
+        self.path = ""
+        self.headers: Headers = ()
+        self.client = ""
+        self.req_chunks: list[bytes] = []
+        self.req_decoder: BodyDecoder | None = None
+        self.resp_sse: SseDecoder | None = None
+        self.resp_decoder: BodyDecoder | None = None
+        self.resp_chunks: list[bytes] = []
+        self.resp_head_seen = False
+        self.req_time = 0.0
+
+
+class HttpFramer:
+    """Frames the exchanges of one HTTP capture session.
+
+    Request bodies are collected until they end (a request carries one message); event-stream
+    responses are split into events as bytes arrive; other bodies are collected whole.
+    """
+
+    def __init__(self, session: str) -> None:
+        self.session = session
+        self._x: dict[int, _Exchange] = {}
+
+    def _get(self, exchange: int) -> _Exchange:
+        x = self._x.get(exchange)
+        if x is None:
+            x = self._x[exchange] = _Exchange()
+        return x
+
+    def request_head(self, time: float, exchange: int, method: str, path: str, headers: Headers, client: str = "") -> list:
+        x = self._get(exchange)
+        x.method, x.path, x.headers, x.client, x.req_time = method, path, headers, client, time
+        x.req_decoder = BodyDecoder(header(headers, "content-encoding"))
+        return []
+
+    def request_data(self, time: float, exchange: int, data: bytes) -> list:
+        if data:
+            self._get(exchange).req_chunks.append(data)
+        return []
+
+    def request_end(self, time: float, exchange: int, complete: bool = True) -> list[HttpRequest]:
+        x = self._get(exchange)
+        wire = b"".join(x.req_chunks)
+        x.req_chunks = []
+        body, note = decode_body(wire, header(x.headers, "content-encoding"))
+        return [HttpRequest(time, self.session, exchange, x.method, x.path, x.headers, body, x.client, complete, note)]
+
+    def response_head(self, time: float, exchange: int, status: int, headers: Headers) -> list[HttpResponse]:
+        x = self._get(exchange)
+        x.resp_head_seen = True
+        x.resp_decoder = BodyDecoder(header(headers, "content-encoding"))
+        if is_event_stream(headers):
+            x.resp_sse = SseDecoder()
+        return [HttpResponse(time, self.session, exchange, status, headers)]
+
+    def response_data(self, time: float, exchange: int, data: bytes) -> list[SseEvent]:
+        x = self._get(exchange)
+        if not data:
+            return []
+        if x.resp_sse is None:
+            x.resp_chunks.append(data)
+            return []
+        dec = x.resp_decoder
+        plain = data if dec is None or dec.identity else dec.feed(data)
+        return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(plain)]
+
+    def response_end(self, time: float, exchange: int, error: str | None = None) -> list:
+        x = self._x.pop(exchange, None)
+        out: list = []
+        if x is None:
+            return [HttpEnd(time, self.session, exchange, error)]
+        if x.resp_sse is not None:
+            dec = x.resp_decoder
+            if dec is not None and not dec.identity:
+                tail = dec.flush()
+                if tail:
+                    out.extend(SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(tail))
+            rest = x.resp_sse.close()
+            if rest is not None:
+                out.append(SseEvent(time, self.session, exchange, rest))
+        elif x.resp_head_seen:
+            wire = b"".join(x.resp_chunks)
+            enc = x.resp_decoder.encoding if x.resp_decoder is not None else None
+            body, note = decode_body(wire, enc)
+            if body or note:
+                out.append(HttpBody(time, self.session, exchange, body, error is None, note))
+        out.append(HttpEnd(time, self.session, exchange, error))
+        return out
+
+    def open_exchanges(self) -> list[int]:
+        return list(self._x)

@@ -1,0 +1,442 @@
+"""The pipeline: frames in; messages, chain updates and findings out.
+
+    insp = Inspector()
+    for frame in frames:                 # from an adapter's framer, or from a recording
+        for out in insp.feed(frame):     # Message, ChainEvent or Finding
+            ...
+    for out in insp.close():
+        ...
+
+No I/O, no clock, no threads: the same frames always give the same outputs, which is why a
+recording analysed later shows exactly what the live session showed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from typing import Any
+
+from ..config import Config
+from ..rules import load_rules
+from ..rules.registry import REGISTRY, RuleEngine
+from .chains import Chain, ChainRequest, Stitcher
+from .era import EraTracker
+from .events import (
+    Frame,
+    HttpBody,
+    HttpEnd,
+    HttpRequest,
+    HttpResponse,
+    SessionEnd,
+    SessionStart,
+    SseEvent,
+    StdioClose,
+    StdioLine,
+    header,
+)
+from .exchanges import ExchangeTracker, HttpExchange
+from .framing import media_type, parse_sse_event
+from .messages import (
+    BATCH,
+    CLIENT_INFO_KEY,
+    ERROR,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
+    Message,
+    decode_message,
+    id_key,
+    split_batch,
+)
+from .observations import (
+    Answered,
+    Cancelled,
+    ChainClosed,
+    Decoded,
+    ExchangeDone,
+    InFlightReuse,
+    Linked,
+    RoundOpened,
+    SessionOver,
+    SseSeen,
+)
+
+
+@dataclass(slots=True)
+class ChainEvent:
+    """A chain changed: opened, retry (a retry linked), round (an input_required arrived), closed."""
+
+    kind: str
+    chain: Chain
+    time: float
+
+
+class Knowledge:
+    """What the server told about itself, for the rules that need it (per capture session)."""
+
+    def __init__(self) -> None:
+        self.tools: dict[str, dict[str, dict]] = {}  # session -> tool name -> tool definition
+        self.discover: dict[str, dict] = {}  # session -> last DiscoverResult
+
+    def tool(self, session: str, name: Any) -> dict | None:
+        if type(name) is not str:
+            return None
+        return self.tools.get(session, {}).get(name)
+
+
+class _Session:
+    __slots__ = ("id", "transport", "covered", "info", "ended")
+
+    def __init__(self, sid: str, transport: str, covered: bool, info: dict | None = None) -> None:
+        self.id = sid
+        self.transport = transport
+        self.covered = covered
+        self.info = info or {}
+        self.ended = False
+
+
+def _sha(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+class Inspector:
+    def __init__(self, config: Config | None = None) -> None:
+        load_rules()
+        self.config = config or Config()
+        self.era = EraTracker()
+        self.exchanges = ExchangeTracker()
+        self.stitcher = Stitcher(self.config.abandon_after, self.config.remembered_states)
+        self.knowledge = Knowledge()
+        self.engine = RuleEngine(self.config, self)
+        self.messages = 0
+        self._sessions: dict[str, _Session] = {}
+        self._http: dict[tuple[str, int], HttpExchange] = {}
+        self._peers_seen: set[str] = set()
+        self._out: list = []
+        self._last_expire = 0.0
+        self._now = 0.0
+
+    # -- public -----------------------------------------------------------------------------------
+    def feed(self, frame: Frame) -> list:
+        """Analyse one frame. Never raises: a failure becomes an `inspector-error` finding."""
+        out = self._out = []
+        t = frame.time
+        if t > self._now:
+            self._now = t
+        self.engine.now = t
+        try:
+            self._feed(frame)
+        except Exception as e:  # the pipeline must survive anything
+            self.engine.report(REGISTRY["inspector-error"],
+                               f"could not analyse a {type(frame).__name__} frame: {type(e).__name__}: {e}; "
+                               "the traffic was not affected, analysis goes on", [], None, t, None, None)
+        if self.config.abandon_after is not None and t - self._last_expire >= 1.0:
+            self._last_expire = t
+            self._obs_list(self.stitcher.expire(t))
+        out.extend(self.engine.drain())
+        self._out = []
+        return out
+
+    def close(self, time: float | None = None) -> list:
+        """The capture is over: open rounds are abandoned, requests in flight stay open."""
+        t = self._now if time is None else time
+        out = self._out = []
+        self.engine.now = t
+        try:
+            for key, x in list(self._http.items()):
+                self._end_exchange(x, HttpEnd(t, x.session, x.number, "capture-ended"))
+            for s in list(self._sessions.values()):
+                if not s.ended:
+                    self._end_session(s, t, {})
+            self._obs_list(self.stitcher.close_all(t))
+        except Exception as e:  # pragma: no cover - defensive
+            self.engine.report(REGISTRY["inspector-error"], f"could not close the analysis: {type(e).__name__}: {e}",
+                               [], None, t, None, None)
+        out.extend(self.engine.drain())
+        self._out = []
+        return out
+
+    @property
+    def open_chains(self) -> list[Chain]:
+        return self.stitcher.open_chains
+
+    # -- dispatch ---------------------------------------------------------------------------------
+    def _feed(self, f: Frame) -> None:
+        tf = type(f)
+        if tf is StdioLine:
+            self._stdio_line(f)  # type: ignore[arg-type]
+        elif tf is SseEvent:
+            self._sse_event(f)  # type: ignore[arg-type]
+        elif tf is HttpRequest:
+            self._http_request(f)  # type: ignore[arg-type]
+        elif tf is HttpResponse:
+            self._http_response(f)  # type: ignore[arg-type]
+        elif tf is HttpBody:
+            self._http_body(f)  # type: ignore[arg-type]
+        elif tf is HttpEnd:
+            x = self._http.get((f.session, f.exchange))
+            if x is not None:
+                self._end_exchange(x, f)  # type: ignore[arg-type]
+        elif tf is StdioClose:
+            self._session(f.session, "stdio")
+        elif tf is SessionStart:
+            self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
+        elif tf is SessionEnd:
+            s = self._sessions.get(f.session)
+            if s is not None and not s.ended:
+                self._end_session(s, f.time, dict(f.info))
+
+    def _session(self, sid: str, transport: str) -> _Session:
+        s = self._sessions.get(sid)
+        if s is None:
+            # frames without a session start: the capture may have begun mid-way
+            s = self._sessions[sid] = _Session(sid, transport, transport == "stdio")
+        return s
+
+    def _obs(self, obs: Any) -> None:
+        self.engine.dispatch(obs)
+        t = type(obs)
+        if t is Linked:
+            self._out.append(ChainEvent("retry", obs.chain, obs.request.time))
+        elif t is RoundOpened:
+            self._out.append(ChainEvent("round", obs.chain, self._now))
+        elif t is ChainClosed:
+            self._out.append(ChainEvent("closed", obs.chain, self._now))
+
+    def _obs_list(self, items: list) -> None:
+        for o in items:
+            self._obs(o)
+
+    def _new_message(self, raw: bytes, time: float, session: str, direction: str, transport: str,
+                     exchange: int | None = None) -> Message:
+        msg = decode_message(raw, self.config.max_depth)
+        msg.time = time
+        msg.session = session
+        msg.direction = direction  # type: ignore[assignment]
+        msg.transport = transport  # type: ignore[assignment]
+        msg.exchange = exchange
+        return msg
+
+    def _number(self, msg: Message) -> None:
+        msg.index = self.messages
+        self.messages += 1
+        self._out.append(msg)
+
+    # -- stdio ------------------------------------------------------------------------------------
+    def _stdio_line(self, f: StdioLine) -> None:
+        self._session(f.session, "stdio")
+        msg = self._new_message(f.data, f.time, f.session, f.direction, "stdio")
+        if not f.eol:
+            msg.note = "the stream ended without a newline after this message"
+        self._message(msg, context=f.session, peer="stdio:" + f.session, scope=f.session, headers=None, x=None)
+
+    # -- HTTP -------------------------------------------------------------------------------------
+    def _http_request(self, f: HttpRequest) -> None:
+        self._session(f.session, "http")
+        x = HttpExchange(f.session, f.exchange)
+        x.time, x.method, x.path, x.headers, x.client = f.time, f.method, f.path, f.headers, f.client
+        x.body_note, x.complete = f.body_note, f.complete
+        x.body_bytes = len(f.body)
+        self._http[(f.session, f.exchange)] = x
+        context = f"{f.session}|{f.path}"
+        if f.body or (f.method == "POST"):
+            msg = self._new_message(f.body, f.time, f.session, "c2s", "http", f.exchange)
+            if f.body_note:
+                msg.note = f.body_note
+            if not f.complete:
+                msg.note = "the request body was cut short"
+            x.request_messages.append(msg)
+            x.peer = self._http_peer(x, msg)
+            scope = x.peer
+            self._message(msg, context=context, peer=x.peer, scope=scope, headers=f.headers, x=x)
+            x.era = msg.era if msg.kind == REQUEST else x.era
+        else:
+            x.peer = self._http_peer(x, None)
+
+    def _http_peer(self, x: HttpExchange, msg: Message | None) -> str:
+        base = x.session
+        if self.config.peer_header:
+            v = header(x.headers, self.config.peer_header)
+            if v:
+                return f"{base}|hdr:{_sha(v)}"
+        auth = header(x.headers, "authorization")
+        if auth:
+            return f"{base}|auth:{_sha(auth)}"
+        who = ""
+        if msg is not None:
+            meta = msg.meta
+            ci = meta.get(CLIENT_INFO_KEY) if meta is not None else None
+            if type(ci) is dict:
+                who = f"{ci.get('name')}/{ci.get('version')}"
+        return f"{base}|ip:{x.client}|{who}"
+
+    def _http_response(self, f: HttpResponse) -> None:
+        x = self._http.get((f.session, f.exchange))
+        if x is None:
+            x = HttpExchange(f.session, f.exchange)
+            self._http[(f.session, f.exchange)] = x
+        x.status, x.response_headers, x.response_time = f.status, f.headers, f.time
+        x.event_stream = media_type(header(f.headers, "content-type")) == "text/event-stream"
+
+    def _http_body(self, f: HttpBody) -> None:
+        x = self._http.get((f.session, f.exchange))
+        if x is None:
+            return
+        if not f.data.strip():
+            return
+        msg = self._new_message(f.data, f.time, f.session, "s2c", "http", f.exchange)
+        if f.body_note:
+            msg.note = f.body_note
+        if not f.complete:
+            msg.note = "the response body was cut short"
+        x.body_messages.append(msg)
+        self._server_message_http(msg, x)
+
+    def _sse_event(self, f: SseEvent) -> None:
+        x = self._http.get((f.session, f.exchange))
+        if x is None:
+            return
+        fields = parse_sse_event(f.raw)
+        x.events += 1
+        x.last_event_time = f.time
+        if x.responses:
+            x.after_response_events += 1
+        msg = None
+        if fields.data is not None:
+            msg = self._new_message(fields.data, f.time, f.session, "s2c", "http", f.exchange)
+            if not fields.complete:
+                msg.note = "the event stream ended in the middle of this event"
+        self._obs(SseSeen(x, fields, msg, f.time))
+        if msg is not None:
+            self._server_message_http(msg, x)
+
+    def _server_message_http(self, msg: Message, x: HttpExchange) -> None:
+        context = f"{x.session}|{x.path}"
+        sid = header(x.headers, "mcp-session-id") or header(x.response_headers, "mcp-session-id")
+        scope = f"{x.session}|legacy:{sid}" if sid else context
+        self._message(msg, context=context, peer=x.peer, scope=scope, headers=x.headers, x=x)
+
+    def _end_exchange(self, x: HttpExchange, f: HttpEnd) -> None:
+        self._http.pop((x.session, x.number), None)
+        x.end_time, x.error = f.time, f.error
+        req = x.request
+        if req is not None:
+            answered = any(r.idk == req.idk for r in x.responses if r.idk is not None)
+            inflight = self.exchanges.client_scope(x.peer)
+            if not answered:
+                inflight.discard(req)
+                creq = req.creq
+                if creq is not None:
+                    if f.error == "client-disconnected":
+                        x.cancelled = True
+                        self._obs(Cancelled(req, req, creq))
+                        self._obs_list(self.stitcher.on_cancel(creq, f.time))
+                    else:
+                        self._obs_list(self.stitcher.on_no_response(creq, f.time))
+        self._obs(ExchangeDone(x))
+
+    # -- the common path --------------------------------------------------------------------------
+    def _message(self, msg: Message, *, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
+        self._number(msg)
+        msg.peer = peer
+        kind = msg.kind
+        if kind == BATCH:
+            msg.era = self.era.context_era(context, headers)
+            self._obs(Decoded(msg, x))
+            for member in split_batch(msg):
+                member.time, member.session, member.direction = msg.time, msg.session, msg.direction
+                member.transport, member.exchange = msg.transport, msg.exchange
+                self._message(member, context=context, peer=peer, scope=scope, headers=headers, x=x)
+            return
+        c2s = msg.direction == "c2s"
+        if kind == REQUEST:
+            if c2s:
+                self._client_request(msg, context, peer, scope, headers, x)
+            else:
+                msg.era = self.era.context_era(context, headers)
+                self.exchanges.server_scope(scope).add(msg)
+                self._obs(Decoded(msg, x))
+            return
+        if kind == RESULT or kind == ERROR:
+            if c2s:
+                req = self.exchanges.server_scope(scope).pop(msg.idk)
+                msg.request = req
+                msg.era = req.era if req is not None else self.era.context_era(context, headers)
+                self._obs(Decoded(msg, x))
+                self._obs(Answered(msg, req, None, x))
+            else:
+                self._server_response(msg, context, scope, headers, x)
+            return
+        msg.era = self.era.context_era(context, headers)
+        self._obs(Decoded(msg, x))
+        if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
+            p = msg.params if type(msg.params) is dict else {}
+            rid = id_key(p.get("requestId"))
+            req = self.exchanges.client_scope(scope if x is None else peer).get(rid)
+            creq = req.creq if req is not None else None
+            self._obs(Cancelled(msg, req, creq))
+            if creq is not None:
+                self._obs_list(self.stitcher.on_cancel(creq, msg.time))
+
+    def _client_request(self, msg: Message, context: str, peer: str, scope: str, headers, x) -> None:
+        self.era.classify_request(msg, context, headers)
+        covered = peer in self._peers_seen or (x is None and self._sessions[msg.session].covered)
+        self._peers_seen.add(peer)
+        inflight = self.exchanges.client_scope(peer if x is not None else scope)
+        prior = inflight.add(msg)
+        creq, obs = self.stitcher.on_request(msg, peer, covered)
+        msg.creq = creq
+        self._obs(Decoded(msg, x))
+        if prior is not None:
+            self._obs(InFlightReuse(msg, prior))
+        if creq is not None and creq.chain.requests[0] is creq:
+            self._out.append(ChainEvent("opened", creq.chain, msg.time))
+        self._obs_list(obs)
+
+    def _server_response(self, msg: Message, context: str, scope: str, headers, x: HttpExchange | None) -> None:
+        if x is not None:
+            x.responses.append(msg)
+            req = x.request
+            if req is not None and (msg.idk != req.idk or len([r for r in x.responses if r.idk == req.idk]) > 1):
+                req = None if msg.idk != req.idk else req
+            inflight = self.exchanges.client_scope(x.peer)
+            if req is not None:
+                inflight.discard(req)
+            elif msg.idk is not None:
+                req = inflight.pop(msg.idk) if x.request is None else None
+        else:
+            req = self.exchanges.client_scope(scope).pop(msg.idk)
+        msg.request = req
+        msg.era = req.era if req is not None else self.era.context_era(context, headers)
+        if req is not None and req.method == "initialize":
+            sid = header(x.response_headers, "mcp-session-id") if x is not None else None
+            self.era.initialize_answered(req, msg, context, sid)
+        creq: ChainRequest | None = req.creq if req is not None else None
+        self._learn(msg, req)
+        self._obs(Decoded(msg, x))
+        self._obs(Answered(msg, req, creq, x))
+        if creq is not None:
+            self._obs_list(self.stitcher.on_response(creq, msg))
+
+    def _learn(self, msg: Message, req: Message | None) -> None:
+        if req is None or msg.kind != RESULT or type(msg.result) is not dict:
+            return
+        if req.method == "tools/list":
+            tools = msg.result.get("tools")
+            if type(tools) is list:
+                known = self.knowledge.tools.setdefault(msg.session, {})
+                for t in tools:
+                    if type(t) is dict and type(t.get("name")) is str:
+                        known[t["name"]] = t
+        elif req.method == "server/discover":
+            self.knowledge.discover[msg.session] = msg.result
+
+    def _end_session(self, s: _Session, time: float, info: dict) -> None:
+        s.ended = True
+        for key, x in list(self._http.items()):
+            if x.session == s.id:
+                self._end_exchange(x, HttpEnd(time, s.id, x.number, "capture-ended"))
+        self._obs_list(self.stitcher.close_all(time, s.id))
+        self.exchanges.drop_scope(s.id)
+        self._obs(SessionOver(s.id, s.transport, time, {**s.info, **info}))

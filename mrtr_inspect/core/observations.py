@@ -1,0 +1,131 @@
+"""Observations: what the pipeline saw, handed to the rules to judge.
+
+The core decodes, pairs and stitches; it does not judge. Each stage states what it saw as one of
+these records, and the rule engine passes each record to the rules that subscribe to its type.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chains import Chain, ChainRequest, Round
+    from .exchanges import HttpExchange
+    from .framing import SseFields
+    from .messages import Message
+
+
+@dataclass(slots=True)
+class Decoded:
+    """Any message, decoded (or not: kind `invalid`), its era known. `exchange` on HTTP."""
+
+    msg: "Message"
+    exchange: "HttpExchange | None" = None
+
+
+@dataclass(slots=True)
+class Answered:
+    """A response paired with the request it answers (`request` None: it answers nothing known)."""
+
+    response: "Message"
+    request: "Message | None"
+    creq: "ChainRequest | None" = None  # its place in a chain, for MRTR requests
+    exchange: "HttpExchange | None" = None
+
+
+@dataclass(slots=True)
+class Linked:
+    """A retry tied to the round it answers.
+
+    `via`: state, keys or params. `state`: how the retry's requestState relates to the round's:
+    echoed, reencoded (same value, other escapes), altered, dropped, fabricated, none (neither had
+    one). `replay`: None, or how the round's earlier retry ended: answered, errored, broken (no
+    response). `earlier`: the chain's requests before this one.
+    """
+
+    chain: "Chain"
+    round: "Round"
+    request: "Message"
+    creq: "ChainRequest"
+    via: str
+    state: str
+    replay: str | None = None
+    forked: bool = False
+    params_changed: bool = False
+    cross_principal: bool = False
+    ambiguous: bool = False
+    earlier: list = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class NotLinked:
+    """A request carrying MRTR fields that ties to no open round.
+
+    reason: parallel-misuse (fields of another chain), unsupported-method (MRTR fields on a method
+    that takes none), state-unsolicited, responses-unsolicited, after-complete (a retry of a chain
+    whose last result was complete), possible-state-dropped (a fresh call where a state-only round
+    was open).
+    """
+
+    request: "Message"
+    reason: str
+    round: "Round | None" = None
+    capture_incomplete: bool = False
+    completed: Any = None  # the completed chain, for after-complete
+
+
+@dataclass(slots=True)
+class RoundOpened:
+    """An `input_required` result opened round `round` of `chain`; `previous` is the round before."""
+
+    chain: "Chain"
+    round: "Round"
+    previous: "Round | None"
+
+
+@dataclass(slots=True)
+class ChainClosed:
+    chain: "Chain"
+
+
+@dataclass(slots=True)
+class SseSeen:
+    """One server-sent event on `exchange`, its fields, and its message if it carried data."""
+
+    exchange: "HttpExchange"
+    fields: "SseFields"
+    msg: "Message | None"
+    time: float
+
+
+@dataclass(slots=True)
+class ExchangeDone:
+    """An HTTP exchange is over: everything about it is known."""
+
+    exchange: "HttpExchange"
+
+
+@dataclass(slots=True)
+class Cancelled:
+    """A `notifications/cancelled` for a request (`request` None: unknown or already answered)."""
+
+    notification: "Message"
+    request: "Message | None"
+    creq: "ChainRequest | None"
+
+
+@dataclass(slots=True)
+class InFlightReuse:
+    """A request reuses the id of a request from the same sender that is still unanswered."""
+
+    msg: "Message"
+    prior: "Message"
+
+
+@dataclass(slots=True)
+class SessionOver:
+    session: str
+    transport: str
+    time: float
+    info: dict

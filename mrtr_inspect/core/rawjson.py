@@ -1,0 +1,192 @@
+"""Raw-preserving JSON: what `json.loads` hides.
+
+* strict UTF-8 (a message that is not UTF-8 is not JSON-RPC: transports/index.mdx);
+* duplicate member names, anywhere, with the path of the object that repeats them (Python keeps the
+  last value, other parsers the first: RULES.md §7.23, §9);
+* `NaN`, `Infinity` and `-Infinity` refused (not JSON, though Python accepts them);
+* nesting depth bounded, so a hostile message cannot exhaust the stack;
+* the raw token of a string member (`requestState`), to tell an escape-form change from a value
+  change (`request-state-reencoded` against `request-state-altered`).
+
+The common path is one C-speed parse whose object hook only counts members; the slow path, taken
+only when a duplicate is seen, parses again to find where.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+MAX_DEPTH = 200
+
+Path = tuple  # of str (member names) and int (array indexes)
+
+
+class ParseError(Exception):
+    """Why bytes are not one JSON value. `reason` is one of: utf8, json, extra-data, constant, depth,
+    empty."""
+
+    def __init__(self, reason: str, detail: str, position: int | None = None) -> None:
+        super().__init__(detail)
+        self.reason = reason
+        self.detail = detail
+        self.position = position
+
+
+@dataclass(frozen=True, slots=True)
+class Duplicate:
+    path: Path  # the object holding the repeated names
+    name: str  # the repeated member name
+    count: int  # how many times it appears
+
+
+@dataclass(frozen=True, slots=True)
+class Parsed:
+    value: Any
+    duplicates: tuple[Duplicate, ...] = ()
+
+
+class _Dup(Exception):
+    pass
+
+
+def _strict_pairs(pairs: list) -> dict:
+    d = dict(pairs)
+    if len(d) != len(pairs):
+        raise _Dup
+    return d
+
+
+def _refuse_constant(name: str) -> Any:
+    raise ParseError("constant", f"{name} is not a JSON value")
+
+
+_FAST = json.JSONDecoder(object_pairs_hook=_strict_pairs, parse_constant=_refuse_constant)
+
+
+class _Pairs(list):
+    """An object as its member list, so the slow path can see repeats."""
+
+    __slots__ = ()
+
+
+_SLOW = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=_refuse_constant)
+
+
+def _rebuild(node: Any, path: Path, dups: list[Duplicate]) -> Any:
+    if type(node) is _Pairs:
+        seen: dict[str, int] = {}
+        out: dict = {}
+        for k, v in node:
+            seen[k] = seen.get(k, 0) + 1
+            out[k] = _rebuild(v, path + (k,), dups)
+        for k, c in seen.items():
+            if c > 1:
+                dups.append(Duplicate(path, k, c))
+        return out
+    if type(node) is list:
+        return [_rebuild(v, path + (i,), dups) for i, v in enumerate(node)]
+    return node
+
+
+_STRUCT_OR_STRING = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}]', re.S)
+
+
+def nesting_depth(text: str) -> int:
+    depth = best = 0
+    for m in _STRUCT_OR_STRING.finditer(text):
+        c = m.group()
+        if c == "{" or c == "[":
+            depth += 1
+            if depth > best:
+                best = depth
+        elif c == "}" or c == "]":
+            depth -= 1
+    return best
+
+
+def decode_utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        raise ParseError("utf8", f"invalid UTF-8 at byte {e.start}: {raw[e.start:e.start + 4]!r}", e.start) from None
+
+
+def parse_text(text: str, max_depth: int = MAX_DEPTH) -> Parsed:
+    if not text.strip():
+        raise ParseError("empty", "empty message")
+    if text.count("{") + text.count("[") > max_depth:
+        depth = nesting_depth(text)
+        if depth > max_depth:
+            raise ParseError("depth", f"nesting depth {depth} exceeds {max_depth}")
+    try:
+        return Parsed(_FAST.decode(text))
+    except _Dup:
+        pass
+    except json.JSONDecodeError as e:
+        if e.msg.startswith("Extra data"):
+            raise ParseError("extra-data", f"more than one JSON value (extra data at char {e.pos})", e.pos) from None
+        raise ParseError("json", f"{e.msg} at char {e.pos}", e.pos) from None
+    except RecursionError:  # pragma: no cover - guarded by the depth check
+        raise ParseError("depth", "nesting too deep") from None
+    dups: list[Duplicate] = []
+    value = _rebuild(_SLOW.decode(text), (), dups)
+    return Parsed(value, tuple(dups))
+
+
+def parse(raw: bytes, max_depth: int = MAX_DEPTH) -> Parsed:
+    """Parse one message's bytes. Raises `ParseError`, never anything else."""
+    return parse_text(decode_utf8(raw), max_depth)
+
+
+# ---------------------------------------------------------------------------------------------
+# raw tokens
+
+_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
+
+
+def raw_member_token(text: str, path: Path) -> str | None:
+    """The raw JSON token (quotes and escapes as sent) of the scalar at `path`, where `path` names
+    object members only, e.g. ("params", "requestState"). None when absent or not a scalar.
+
+    With repeated member names the last one is returned, as Python's parser keeps the last value.
+    """
+    want = tuple(path)
+    depth_wanted = len(want)
+    kinds: list[str] = []  # '{' or '[' for each open container
+    names: list = []  # the member name each open container was found under (None at the root, in arrays)
+    key = None
+    expect_key = False
+    found: str | None = None
+    for m in _TOKEN.finditer(text):
+        tok = m.group()
+        c = tok[0]
+        if c == "{" or c == "[":
+            kinds.append(c)
+            names.append(key)
+            key = None
+            expect_key = c == "{"
+        elif c == "}" or c == "]":
+            if kinds:
+                kinds.pop()
+                names.pop()
+            key = None
+            expect_key = False
+        elif c == ",":
+            expect_key = bool(kinds) and kinds[-1] == "{"
+            key = None
+        elif c == ":":
+            expect_key = False
+        elif expect_key:
+            try:
+                key = json.loads(tok) if c == '"' else tok
+            except ValueError:
+                key = tok
+        else:
+            if key is not None and len(kinds) == depth_wanted and kinds[-1] == "{":
+                if tuple(names[1:]) + (key,) == want:
+                    found = tok
+            key = None
+    return found

@@ -1,0 +1,1 @@
+"""Outputs: the JSON report, text and live views, and the export formats."""

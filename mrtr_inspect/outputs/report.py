@@ -1,0 +1,132 @@
+"""The JSON report (CONTRACTS.md, format `mrtr-inspect.report/1`), built as outputs stream in.
+
+Closed chains and findings are spooled (in memory while small, then to a temporary file), so a
+report over millions of messages costs disk, not memory.
+"""
+
+from __future__ import annotations
+
+import json
+import tempfile
+from typing import IO, Any, Iterable, Iterator
+
+from .. import __version__
+from ..core.findings import Finding
+from ..core.inspector import ChainEvent
+from ..core.messages import Message
+
+FORMAT = "mrtr-inspect.report/1"
+_SPOOL_BYTES = 8 * 1024 * 1024
+
+
+class _Spool:
+    """JSON lines, in memory up to a size, then on disk."""
+
+    def __init__(self) -> None:
+        self._f = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+b")
+        self.count = 0
+
+    def add(self, obj: Any) -> None:
+        self._f.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8") + b"\n")
+        self.count += 1
+
+    def __iter__(self) -> Iterator[dict]:
+        self._f.seek(0)
+        for line in self._f:
+            yield json.loads(line)
+        self._f.seek(0, 2)
+
+    def close(self) -> None:
+        self._f.close()
+
+
+class ReportBuilder:
+    def __init__(self, inputs: Iterable[str] = ()) -> None:
+        self.inputs = list(inputs)
+        self.messages = 0
+        self.severity_counts = {"error": 0, "warning": 0, "info": 0}
+        self.rule_counts: dict[str, int] = {}
+        self._chains = _Spool()
+        self._findings = _Spool()
+        self.notes: list[str] = []
+
+    def add(self, out: Any) -> None:
+        t = type(out)
+        if t is Message:
+            self.messages += 1
+        elif t is Finding:
+            self.add_finding(out)
+        elif t is ChainEvent and out.kind == "closed":
+            self._chains.add(out.chain.summary())
+
+    def add_all(self, outs: Iterable[Any]) -> None:
+        for o in outs:
+            self.add(o)
+
+    def add_finding(self, f: Finding) -> None:
+        self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1
+        self.rule_counts[f.rule] = self.rule_counts.get(f.rule, 0) + 1
+        self._findings.add(f.to_json())
+
+    @property
+    def chain_count(self) -> int:
+        return self._chains.count
+
+    def chains(self) -> Iterator[dict]:
+        return iter(self._chains)
+
+    def findings(self) -> Iterator[dict]:
+        return iter(self._findings)
+
+    def summary(self) -> dict:
+        return {
+            "messages": self.messages,
+            "chains": self._chains.count,
+            "errors": self.severity_counts.get("error", 0),
+            "warnings": self.severity_counts.get("warning", 0),
+            "infos": self.severity_counts.get("info", 0),
+        }
+
+    def write_json(self, fp: IO[str]) -> None:
+        """Stream the whole report to `fp`."""
+        head = {
+            "format": FORMAT,
+            "tool": {"name": "mrtr-inspect", "version": __version__},
+            "inputs": self.inputs,
+            "summary": self.summary(),
+        }
+        if self.notes:
+            head["notes"] = self.notes
+        text = json.dumps(head, ensure_ascii=False, indent=2)
+        fp.write(text[:-2] + ",\n  \"chains\": [")
+        self._write_list(fp, self.chains())
+        fp.write("],\n  \"findings\": [")
+        self._write_list(fp, self.findings())
+        fp.write("]\n}\n")
+
+    @staticmethod
+    def _write_list(fp: IO[str], items: Iterator[dict]) -> None:
+        first = True
+        for item in items:
+            fp.write(("\n    " if first else ",\n    ") + json.dumps(item, ensure_ascii=False, default=str))
+            first = False
+        if not first:
+            fp.write("\n  ")
+
+    def to_dict(self) -> dict:
+        """The whole report in memory (for tests and small inputs)."""
+        d = {
+            "format": FORMAT,
+            "tool": {"name": "mrtr-inspect", "version": __version__},
+            "inputs": self.inputs,
+            "summary": self.summary(),
+            "chains": list(self.chains()),
+            "findings": list(self.findings()),
+        }
+        if self.notes:
+            d["notes"] = self.notes
+        return d
+
+    def close(self) -> None:
+        self._chains.close()
+        self._findings.close()

@@ -1,0 +1,140 @@
+"""`show`: each chain round by round, as a tree (text), a sequence diagram (mermaid) or JSON."""
+
+from __future__ import annotations
+
+import json
+from typing import IO, Iterable
+
+from rich.console import Console
+from rich.tree import Tree
+
+from ..core.messages import format_id
+from .text import chain_line
+
+
+def _ms(v: float | None) -> str:
+    if v is None:
+        return "?"
+    if v >= 10_000:
+        return f"{v / 1000:.1f} s"
+    return f"{v:.0f} ms"
+
+
+def _asked(asked: dict) -> list[str]:
+    out = []
+    for key, a in (asked or {}).items():
+        m = a.get("method")
+        s = f"{key}: {m}"
+        if m == "elicitation/create":
+            s += f" ({a.get('mode', 'form')})"
+        if a.get("summary"):
+            s += f" {a['summary']!r}"
+        if a.get("fields"):
+            s += f" fields {', '.join(a['fields'])}"
+        if a.get("maxTokens") is not None:
+            s += f" maxTokens {a['maxTokens']}"
+        out.append(s)
+    return out
+
+
+def _answered(answered: dict | None) -> list[str]:
+    out = []
+    for key, a in (answered or {}).items():
+        s = f"{key}:"
+        if "action" in a:
+            s += f" {a['action']}"
+        if a.get("model"):
+            s += f" model {a['model']}"
+        if a.get("summary"):
+            s += f" {a['summary']}"
+        out.append(s)
+    return out
+
+
+def chain_tree(c: dict) -> Tree:
+    tree = Tree(f"[bold]{chain_line(c)}[/bold]")
+    rounds = {r["round"]: r for r in c.get("round_details", [])}
+    start = c.get("start") or 0.0
+    for e in c.get("timeline", []):
+        rel = (e["time"] - start) * 1000.0
+        if e.get("retries_round"):
+            label = f"→ retry id {format_id(e['id'])} [dim](#{e['message']}, +{_ms(rel)}, linked via {e.get('link')})[/dim]"
+            node = tree.add(f"[dim]… the user took {_ms(e.get('wait_ms'))} to answer round {e['retries_round']}[/dim]")
+            node = tree.add(label)
+            for line in _answered(e.get("answered")):
+                node.add(f"answers {line}")
+        else:
+            tree.add(f"→ request id {format_id(e['id'])} [dim](#{e['message']}, +0 ms)[/dim]")
+        resp = e.get("response")
+        rt = e.get("response_time")
+        rrel = f", +{_ms((rt - start) * 1000.0)}" if rt else ""
+        if resp == "input_required":
+            rd = next((r for r in rounds.values() if r["message"] == e.get("response_message")), None)
+            node = tree.add(f"← [yellow]input_required[/yellow] round {rd['round'] if rd else '?'} "
+                            f"[dim](#{e.get('response_message')}{rrel})[/dim]")
+            for line in _asked(rd["asked"] if rd else {}):
+                node.add(f"asks {line}")
+            if rd and rd.get("request_state"):
+                node.add(f"[dim]requestState sha256:{rd['request_state']}…[/dim]")
+        elif resp == "error":
+            tree.add(f"← [red]error {e.get('error_code')}[/red] [dim](#{e.get('response_message')}{rrel})[/dim]")
+        elif resp in ("result", "task"):
+            tree.add(f"← [green]{'complete' if resp == 'result' else 'task'}[/green] [dim](#{e.get('response_message')}{rrel})[/dim]")
+        elif resp == "cancelled":
+            tree.add("✗ [magenta]cancelled[/magenta]")
+        elif resp == "none":
+            tree.add("✗ [magenta]no response (the stream ended)[/magenta]")
+        else:
+            tree.add("[dim]… no response yet[/dim]")
+    return tree
+
+
+def render_text(chains: Iterable[dict], stream: IO[str], color: bool = False) -> int:
+    console = Console(file=stream, force_terminal=color, no_color=not color, highlight=False, width=120)
+    n = 0
+    for c in chains:
+        console.print(chain_tree(c))
+        n += 1
+    if n == 0:
+        console.print("no chains (no tools/call, prompts/get or resources/read in this recording)")
+    return n
+
+
+def _mm(text: str) -> str:
+    return text.replace('"', "'").replace(";", ",").replace("#", "").replace("\n", " ")[:80]
+
+
+def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
+    n = 0
+    for c in chains:
+        n += 1
+        rounds = {r["message"]: r for r in c.get("round_details", [])}
+        stream.write(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, {c.get('rounds')} round(s)\n")
+        stream.write("sequenceDiagram\n    participant C as Client\n    participant S as Server\n")
+        for e in c.get("timeline", []):
+            if e.get("retries_round"):
+                stream.write(f"    Note over C: user answered in {_ms(e.get('wait_ms'))}\n")
+                ans = "; ".join(_answered(e.get("answered")))
+                stream.write(f"    C->>S: {c.get('method')} id {_mm(format_id(e['id']))} (retry{', ' + _mm(ans) if ans else ''})\n")
+            else:
+                stream.write(f"    C->>S: {c.get('method')} {_mm(str(c.get('target')))} id {_mm(format_id(e['id']))}\n")
+            resp = e.get("response")
+            if resp == "input_required":
+                rd = rounds.get(e.get("response_message"))
+                asked = "; ".join(_asked(rd["asked"])) if rd else ""
+                stream.write(f"    S-->>C: input_required ({_mm(asked)})\n")
+            elif resp == "error":
+                stream.write(f"    S-->>C: error {e.get('error_code')}\n")
+            elif resp in ("result", "task"):
+                stream.write(f"    S-->>C: {'complete' if resp == 'result' else 'task'}\n")
+            elif resp == "cancelled":
+                stream.write("    Note over C,S: cancelled\n")
+        stream.write("\n")
+    return n
+
+
+def render_json(chains: Iterable[dict], stream: IO[str]) -> int:
+    items = list(chains)
+    json.dump({"chains": items}, stream, ensure_ascii=False, indent=2, default=str)
+    stream.write("\n")
+    return len(items)

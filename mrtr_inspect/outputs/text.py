@@ -1,0 +1,99 @@
+"""Findings and chains as text: rich on a terminal, plain lines otherwise."""
+
+from __future__ import annotations
+
+import sys
+from typing import IO, Any
+
+from rich.console import Console
+
+from rich.text import Text
+
+from ..core.findings import RANK, Finding, spec_url
+
+SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def _where(f: Finding | dict) -> str:
+    chain = f.chain if isinstance(f, Finding) else f.get("chain")
+    msgs = f.messages if isinstance(f, Finding) else f.get("messages") or []
+    parts = []
+    if chain:
+        parts.append(chain)
+    if msgs:
+        parts.append(",".join(f"#{m}" for m in msgs))
+    return f"[{' '.join(parts)}] " if parts else ""
+
+
+def _get(f: Finding | dict, name: str) -> Any:
+    return getattr(f, name) if isinstance(f, Finding) else f.get(name)
+
+
+def plain_finding(f: Finding | dict) -> str:
+    url = spec_url(_get(f, "spec"))
+    line = f"{_get(f, 'severity')} {_get(f, 'rule')} {_where(f)}{_get(f, 'message')}"
+    if url:
+        line += f" (spec: {url})"
+    return line
+
+
+def rich_finding(f: Finding | dict) -> Text:
+    sev = _get(f, "severity")
+    t = Text()
+    t.append(f"{sev:<7}", style=SEV_STYLE.get(sev, ""))
+    t.append(f" {_get(f, 'rule')} ", style="bold")
+    t.append(_where(f), style="dim")
+    t.append(str(_get(f, "message")))
+    url = spec_url(_get(f, "spec"))
+    if url:
+        t.append(f"\n         {url}", style="dim underline")
+    return t
+
+
+class FindingPrinter:
+    """Prints findings at or above a severity to a stream (stderr for live adapters)."""
+
+    def __init__(self, stream: IO[str] | None = None, min_severity: str = "warning", color: bool | None = None,
+                 prefix: str = "") -> None:
+        self.stream = stream if stream is not None else sys.stderr
+        self.min_rank = RANK.get(min_severity, 0)
+        self.color = self.stream.isatty() if color is None else color
+        self.prefix = prefix
+        self.console = Console(file=self.stream, force_terminal=self.color, highlight=False, soft_wrap=True) if self.color else None
+
+    def finding(self, f: Finding | dict) -> None:
+        if RANK.get(_get(f, "severity"), 0) < self.min_rank:
+            return
+        if self.console is not None:
+            self.console.print(rich_finding(f))
+        else:
+            self.stream.write(self.prefix + plain_finding(f) + "\n")
+            self.stream.flush()
+
+    def line(self, text: str, style: str = "") -> None:
+        if self.console is not None:
+            self.console.print(Text(text, style=style))
+        else:
+            self.stream.write(self.prefix + text + "\n")
+            self.stream.flush()
+
+
+def chain_line(c: dict) -> str:
+    """One line per logical request: `c1 tools/call deploy  complete  2 rounds  5012 ms  (waited 5003 ms for input)`."""
+    waits = sum(e.get("wait_ms", 0) for e in c.get("timeline", []))
+    rounds = c.get("rounds", 0)
+    s = (f"{c['id']} {c.get('method')} {c.get('target')}  {c.get('outcome')}  {rounds} round{'s' if rounds != 1 else ''}"
+         f"  {c.get('duration_ms', 0):.0f} ms")
+    if waits:
+        s += f" (waited {waits:.0f} ms for input)"
+    if c.get("link"):
+        s += f"  link: {c['link']}"
+    return s
+
+
+def summary_line(summary: dict) -> str:
+    return (f"{summary['messages']} messages, {summary['chains']} chains: {summary['errors']} errors, "
+            f"{summary['warnings']} warnings, {summary['infos']} infos")
+
+
+

@@ -1,0 +1,174 @@
+"""Recording format v1: one frame per line (see docs/recording-format.md).
+
+    {"mrtr-inspect":"recording","version":1,"session":"a1b2c3d4","transport":"stdio",…}
+    {"t":1795997950.62,"s":"a1b2c3d4","k":"line","d":"c2s"}<TAB>{"jsonrpc":"2.0","id":1,…}
+
+A line is a JSON object (the record), then, when the frame has a payload that is UTF-8 without CR
+or LF, a TAB and the payload exactly as it crossed the wire. Other payloads go inside the record:
+`"text"` (UTF-8 with line breaks, e.g. an SSE event) or `"b64"` (anything else). Record JSON never
+holds a raw TAB, so the first TAB of a line always separates the two.
+
+This module converts between frames and lines, nothing else: no files (see writer.py, reader.py).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from typing import Any
+
+from ..core.events import (
+    Frame,
+    HttpBody,
+    HttpEnd,
+    HttpRequest,
+    HttpResponse,
+    SessionEnd,
+    SessionStart,
+    SseEvent,
+    StdioClose,
+    StdioLine,
+)
+
+FORMAT = "mrtr-inspect"
+KIND = "recording"
+VERSION = 1
+
+_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+class FormatError(ValueError):
+    pass
+
+
+def _payload(rec: dict, data: bytes) -> bytes:
+    """Serialise `rec` with `data` as its payload."""
+    if b"\n" not in data and b"\r" not in data:
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError:
+            pass
+        else:
+            return _dumps(rec).encode("utf-8") + b"\t" + data + b"\n"
+    try:
+        rec["text"] = data.decode("utf-8")
+    except UnicodeDecodeError:
+        rec["b64"] = base64.b64encode(data).decode("ascii")
+    return _dumps(rec).encode("utf-8") + b"\n"
+
+
+def _plain(rec: dict) -> bytes:
+    return _dumps(rec).encode("utf-8") + b"\n"
+
+
+def encode(frame: Frame) -> bytes:
+    """One frame as one line of the recording (with its trailing LF)."""
+    t = type(frame)
+    if t is StdioLine:
+        rec: dict[str, Any] = {"t": frame.time, "s": frame.session, "k": "line", "d": frame.direction}
+        if not frame.eol:
+            rec["eol"] = False
+        return _payload(rec, frame.data)
+    if t is SseEvent:
+        return _payload({"t": frame.time, "s": frame.session, "k": "sse", "x": frame.exchange}, frame.raw)
+    if t is HttpRequest:
+        rec = {"t": frame.time, "s": frame.session, "k": "req", "x": frame.exchange, "method": frame.method,
+               "path": frame.path, "headers": [list(h) for h in frame.headers], "client": frame.client}
+        if not frame.complete:
+            rec["complete"] = False
+        if frame.body_note:
+            rec["note"] = frame.body_note
+        return _payload(rec, frame.body) if frame.body else _plain(rec)
+    if t is HttpResponse:
+        return _plain({"t": frame.time, "s": frame.session, "k": "resp", "x": frame.exchange, "status": frame.status,
+                       "headers": [list(h) for h in frame.headers]})
+    if t is HttpBody:
+        rec = {"t": frame.time, "s": frame.session, "k": "body", "x": frame.exchange}
+        if not frame.complete:
+            rec["complete"] = False
+        if frame.body_note:
+            rec["note"] = frame.body_note
+        return _payload(rec, frame.data)
+    if t is HttpEnd:
+        rec = {"t": frame.time, "s": frame.session, "k": "end", "x": frame.exchange}
+        if frame.error:
+            rec["error"] = frame.error
+        return _plain(rec)
+    if t is StdioClose:
+        return _plain({"t": frame.time, "s": frame.session, "k": "close", "d": frame.direction})
+    if t is SessionStart:
+        rec = {FORMAT: KIND, "version": VERSION, "session": frame.session, "transport": frame.transport,
+               "t": frame.time}
+        rec.update({k: v for k, v in frame.info.items() if k not in rec})
+        return _plain(rec)
+    if t is SessionEnd:
+        return _plain({"t": frame.time, "s": frame.session, "k": "session-end", "info": frame.info})
+    raise TypeError(f"not a frame: {frame!r}")
+
+
+def _data(rec: dict, tail: bytes | None) -> bytes:
+    if tail is not None:
+        return tail
+    if "text" in rec:
+        return rec["text"].encode("utf-8", "surrogatepass")
+    if "b64" in rec:
+        return base64.b64decode(rec["b64"])
+    return b""
+
+
+def _headers(rec: dict) -> tuple[tuple[str, str], ...]:
+    return tuple((str(k), str(v)) for k, v in rec.get("headers") or ())
+
+
+def decode(line: bytes) -> Frame:
+    """One line (with or without its LF) back into its frame. Raises FormatError."""
+    if line.endswith(b"\n"):
+        line = line[:-1]
+    head, sep, tail = line.partition(b"\t")
+    try:
+        rec = json.loads(head)
+    except ValueError as e:
+        raise FormatError(f"not a record: {e}") from None
+    if type(rec) is not dict:
+        raise FormatError("not a record")
+    payload = tail if sep else None
+    try:
+        k = rec.get("k")
+        if k == "line":
+            return StdioLine(rec["t"], rec["s"], rec["d"], _data(rec, payload), rec.get("eol", True))
+        if k == "sse":
+            return SseEvent(rec["t"], rec["s"], rec["x"], _data(rec, payload))
+        if k == "req":
+            return HttpRequest(rec["t"], rec["s"], rec["x"], rec["method"], rec["path"], _headers(rec),
+                               _data(rec, payload), rec.get("client", ""), rec.get("complete", True), rec.get("note"))
+        if k == "resp":
+            return HttpResponse(rec["t"], rec["s"], rec["x"], int(rec["status"]), _headers(rec))
+        if k == "body":
+            return HttpBody(rec["t"], rec["s"], rec["x"], _data(rec, payload), rec.get("complete", True), rec.get("note"))
+        if k == "end":
+            return HttpEnd(rec["t"], rec["s"], rec["x"], rec.get("error"))
+        if k == "close":
+            return StdioClose(rec["t"], rec["s"], rec["d"])
+        if k == "session-end":
+            return SessionEnd(rec["t"], rec["s"], rec.get("info") or {})
+        if rec.get(FORMAT) == KIND:
+            v = rec.get("version")
+            if v != VERSION:
+                raise FormatError(f"recording format version {v!r} is not supported (this mrtr-inspect reads version {VERSION})")
+            info = {k: v for k, v in rec.items() if k not in (FORMAT, "version", "session", "transport", "t")}
+            return SessionStart(rec.get("t", 0.0), rec["session"], rec["transport"], info)
+    except (KeyError, TypeError, ValueError) as e:
+        if isinstance(e, FormatError):
+            raise
+        raise FormatError(f"bad {rec.get('k', 'record')!r} record: {type(e).__name__}: {e}") from None
+    raise FormatError(f"unknown record kind {rec.get('k')!r}")
+
+
+def is_header(line: bytes) -> bool:
+    """Whether a line starts a session of this format (any version)."""
+    head = line.split(b"\t", 1)[0]
+    try:
+        rec = json.loads(head)
+    except ValueError:
+        return False
+    return type(rec) is dict and rec.get(FORMAT) == KIND

@@ -1,0 +1,121 @@
+"""Writing recordings: as frames flow, one write per frame, mode 0600, appending.
+
+A crash or `kill -9` loses at most the frame being written: each frame is one `write()` on a file
+opened with O_APPEND, so lines of concurrent writers (a client that starts the same stdio command
+twice) stay whole. An existing recording is appended to as a new session, never overwritten.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import time
+import uuid
+from pathlib import Path
+from typing import Iterable
+
+from .. import __version__
+from ..core.events import Frame, SessionEnd, SessionStart
+from . import format as fmt
+from .redaction import Redactor
+
+
+class RecordingError(Exception):
+    pass
+
+
+def cache_dir() -> Path:
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mrtr-inspect"
+
+
+def redaction_key() -> bytes:
+    """The key of the redaction placeholders: $MRTR_INSPECT_REDACTION_KEY, else a random key kept
+    (0600) in the user's cache folder, so placeholders stay the same across recordings."""
+    env = os.environ.get("MRTR_INSPECT_REDACTION_KEY")
+    if env:
+        return env.encode("utf-8")
+    path = cache_dir() / "redaction.key"
+    try:
+        return path.read_bytes().strip()
+    except OSError:
+        pass
+    key = secrets.token_hex(32).encode("ascii")
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(key)
+    except FileExistsError:
+        return path.read_bytes().strip()
+    except OSError:
+        pass  # an unwritable cache: placeholders are stable within this run only
+    return key
+
+
+def new_session_id() -> str:
+    return uuid.uuid4().hex[:12]
+
+
+class RecordingWriter:
+    """Appends one session to a recording file."""
+
+    def __init__(self, path: str | os.PathLike, transport: str, info: dict | None = None,
+                 redactor: Redactor | None = None, session: str | None = None, start_time: float | None = None) -> None:
+        self.path = Path(path)
+        self.session = session or new_session_id()
+        self.transport = transport
+        self.redactor = redactor if redactor is not None else Redactor(redaction_key())
+        self._check_existing()
+        try:
+            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+        except OSError as e:
+            raise RecordingError(f"cannot write recording {self.path}: {e.strerror}") from None
+        self.frames = 0
+        t = time.time() if start_time is None else start_time
+        meta = {"tool": f"mrtr-inspect {__version__}", "pid": os.getpid()}
+        meta.update(info or {})
+        self.start = SessionStart(t, self.session, transport, meta)  # type: ignore[arg-type]
+        self._write(fmt.encode(self.start))
+        self.closed = False
+
+    def _check_existing(self) -> None:
+        try:
+            with open(self.path, "rb") as f:
+                first = f.readline()
+        except FileNotFoundError:
+            return
+        except OSError as e:
+            raise RecordingError(f"cannot read {self.path}: {e.strerror}") from None
+        if first and not fmt.is_header(first):
+            raise RecordingError(f"{self.path} exists and is not an mrtr-inspect recording; not appending to it")
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.write(self._fd, view)
+            view = view[n:]
+
+    def write(self, frame: Frame) -> None:
+        """Redact and append one frame."""
+        self._write(fmt.encode(self.redactor.frame(frame)))
+        self.frames += 1
+
+    def write_many(self, frames: Iterable[Frame]) -> None:
+        for f in frames:
+            self.write(f)
+
+    def close(self, info: dict | None = None, end_time: float | None = None) -> None:
+        if self.closed:
+            return
+        self.closed = True
+        try:
+            self._write(fmt.encode(SessionEnd(time.time() if end_time is None else end_time, self.session, info or {})))
+        finally:
+            os.close(self._fd)
+
+    def __enter__(self) -> "RecordingWriter":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.close()

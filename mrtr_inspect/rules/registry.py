@@ -1,0 +1,237 @@
+"""The rule registry and the engine that runs the rules.
+
+A rule is a small documented unit, like a mitmproxy addon: one id (RULES.md spelling), one default
+severity, one specification reference, the conformance-suite check id where one exists, and a check
+that subscribes to one kind of observation (`core/observations.py`). Its docstring says what it
+detects; `why`, `example` and `quote` feed `docs/rules.md` and the text of each finding.
+
+    @rule("retry-reused-id", ERROR, on=Linked, section="4.2",
+          spec="basic/patterns/mrtr.mdx#client-requirements-basic-workflow",
+          conformance="sep-2322-client-jsonrpc-id-different",
+          quote="The JSON-RPC id MUST be different between the initial request and the retry",
+          summary="A retry reuses the JSON-RPC id of an earlier request of its chain.")
+    def retry_reused_id(obs, ctx):
+        ...
+        ctx.emit("retry id 3 repeats …", messages=[...], chain=obs.chain.id)
+
+The engine dispatches each observation to the rules that subscribe to its type, narrowed by the
+message kinds and methods a rule names, so a message costs only the rules that can apply to it. A
+rule that raises becomes an `inspector-error` finding; the pipeline goes on.
+"""
+
+from __future__ import annotations
+
+import traceback
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable
+
+from ..config import Config
+from ..core.findings import ERROR, INFO, SEVERITIES, WARNING, Finding
+from ..core.observations import Answered, Decoded
+
+__all__ = ["Rule", "rule", "declare", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    severity: str
+    summary: str
+    section: str = ""
+    spec: str | None = None
+    quote: str | None = None
+    conformance: str | None = None
+    why: str = ""
+    example: str = ""
+    doc: str = ""
+    on: tuple[type, ...] = ()
+    kinds: frozenset[str] | None = None
+    methods: frozenset[str] | None = None
+    directions: frozenset[str] | None = None
+    check: Callable[[Any, "Context"], None] | None = None
+    observable: bool = True  # False: documented, but a passive observer cannot see it (✗)
+    emitted_by: str | None = None  # a rule whose check emits this id (one check, several ids)
+
+    @property
+    def detects(self) -> str:
+        return self.doc or self.summary
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def _register(r: Rule) -> Rule:
+    if r.severity not in SEVERITIES:
+        raise ValueError(f"{r.id}: bad severity {r.severity!r}")
+    if r.id in REGISTRY:
+        raise ValueError(f"rule {r.id} registered twice")
+    REGISTRY[r.id] = r
+    return r
+
+
+def rule(
+    id: str,
+    severity: str,
+    *,
+    summary: str,
+    on: type | tuple[type, ...],
+    section: str = "",
+    spec: str | None = None,
+    quote: str | None = None,
+    conformance: str | None = None,
+    why: str = "",
+    example: str = "",
+    kinds: Iterable[str] | None = None,
+    methods: Iterable[str] | None = None,
+    directions: Iterable[str] | None = None,
+) -> Callable:
+    """Register the decorated function as the check of rule `id`."""
+
+    def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
+        _register(
+            Rule(
+                id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
+                conformance=conformance, why=why, example=example, doc=_doc(fn),
+                on=on if isinstance(on, tuple) else (on,),
+                kinds=frozenset(kinds) if kinds is not None else None,
+                methods=frozenset(methods) if methods is not None else None,
+                directions=frozenset(directions) if directions is not None else None,
+                check=fn,
+            )
+        )
+        return fn
+
+    return deco
+
+
+def declare(id: str, severity: str, *, summary: str, section: str = "", spec: str | None = None,
+            quote: str | None = None, conformance: str | None = None, why: str = "", example: str = "",
+            doc: str = "", observable: bool = True, emitted_by: str | None = None) -> Rule:
+    """Register a rule that has no check of its own: one emitted by another rule's check
+    (`emitted_by`), or one a passive observer cannot see (`observable=False`)."""
+    return _register(Rule(id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
+                          conformance=conformance, why=why, example=example, doc=doc, observable=observable,
+                          emitted_by=emitted_by))
+
+
+def _doc(fn: Callable) -> str:
+    d = (fn.__doc__ or "").strip()
+    return " ".join(d.split())
+
+
+class Context:
+    """What a check sees besides its observation: where to report, shared knowledge, memory."""
+
+    __slots__ = ("engine", "inspector", "_rule", "_mem")
+
+    def __init__(self, engine: "RuleEngine", inspector: Any) -> None:
+        self.engine = engine
+        self.inspector = inspector
+        self._rule: Rule | None = None
+        self._mem: dict[str, dict] = {}
+
+    @property
+    def config(self) -> Config:
+        return self.engine.config
+
+    @property
+    def knowledge(self) -> Any:
+        return self.inspector.knowledge
+
+    @property
+    def mem(self) -> dict:
+        """A dict private to the running rule, kept across observations (keep it bounded)."""
+        rid = self._rule.id if self._rule is not None else ""
+        m = self._mem.get(rid)
+        if m is None:
+            m = self._mem[rid] = {}
+        return m
+
+    def emit(self, message: str, *, messages: Iterable[int] = (), chain: str | None = None,
+             time: float | None = None, details: dict | None = None, severity: str | None = None,
+             rule_id: str | None = None) -> None:
+        """Report a finding of the running rule (or of `rule_id`, a rule declared as emitted by it).
+        `severity` replaces the default for this one finding (a documented downgrade)."""
+        r = self._rule if rule_id is None else REGISTRY[rule_id]
+        assert r is not None
+        self.engine.report(r, message, list(messages), chain, time, details, severity)
+
+
+class RuleEngine:
+    def __init__(self, config: Config | None = None, inspector: Any = None) -> None:
+        self.config = config or Config()
+        self.ctx = Context(self, inspector)
+        self.findings: list[Finding] = []  # drained by the inspector after each frame
+        self.now = 0.0
+        self._active = [r for r in REGISTRY.values() if r.check is not None and r.id not in self.config.disabled]
+        self._by_type: dict[type, list[Rule]] = {}
+        for r in self._active:
+            for t in r.on:
+                self._by_type.setdefault(t, []).append(r)
+        self._method_filtered = {m for r in self._active if r.methods for m in r.methods}
+        self._cache: dict[tuple, list[Rule]] = {}
+
+    def _select(self, t: type, kind: str | None, method: str | None, direction: str | None) -> list[Rule]:
+        if method not in self._method_filtered:
+            method = None
+        key = (t, kind, method, direction)
+        rules = self._cache.get(key)
+        if rules is None:
+            rules = [
+                r for r in self._by_type.get(t, ())
+                if (r.kinds is None or kind in r.kinds)
+                and (r.methods is None or method in r.methods)
+                and (r.directions is None or direction in r.directions)
+            ]
+            self._cache[key] = rules
+        return rules
+
+    def dispatch(self, obs: Any) -> None:
+        t = type(obs)
+        if t is Decoded:
+            m = obs.msg
+            rules = self._select(t, m.kind, m.method, m.direction)
+        elif t is Answered:
+            req = obs.request
+            rules = self._select(t, obs.response.kind, req.method if req is not None else None, None)
+        else:
+            rules = self._by_type.get(t)
+            if not rules:
+                return
+        ctx = self.ctx
+        for r in rules:
+            ctx._rule = r
+            try:
+                r.check(obs, ctx)  # type: ignore[misc]
+            except Exception as e:  # a broken rule must not break the pipeline
+                self._internal_error(r, e)
+        ctx._rule = None
+
+    def _internal_error(self, r: Rule, e: BaseException) -> None:
+        tb = traceback.extract_tb(e.__traceback__)
+        where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
+        self.report(REGISTRY["inspector-error"], f"rule {r.id} failed on this input: {type(e).__name__}: {e} ({where}); "
+                    "the traffic was not affected, analysis goes on", [], None, None, {"rule": r.id}, None)
+
+    def report(self, r: Rule, message: str, messages: list[int], chain: str | None, time: float | None,
+               details: dict | None, severity: str | None) -> None:
+        if r.id in self.config.disabled:
+            return
+        sev = self.config.severity.get(r.id) or severity or r.severity
+        self.findings.append(Finding(r.id, sev, message, self.now if time is None else time, chain, messages,
+                                     r.spec, r.conformance, details))
+
+    def drain(self) -> list[Finding]:
+        out = self.findings
+        self.findings = []
+        return out
+
+
+# Rules of the tool itself (not of the specification): the analysis failing, the upstream failing.
+declare(
+    "inspector-error", WARNING, section="tool",
+    summary="The analysis failed on some input; the traffic passed unchanged and analysis went on.",
+    doc="An exception inside a rule or the decoder. mrtr-inspect never lets its own failure touch the "
+        "traffic: the bytes were forwarded before analysis, and the failure is reported here instead.",
+    why="A silent analysis failure would hide findings; a loud one must not break the session.",
+)
