@@ -248,8 +248,7 @@ class Inspector:
                 msg.note = "the request body was cut short"
             x.request_messages.append(msg)
             x.peer = self._http_peer(x, msg)
-            scope = x.peer
-            self._message(msg, context=context, peer=x.peer, scope=scope, headers=f.headers, x=x)
+            self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=f.headers, x=x)
             x.era = msg.era if msg.kind == REQUEST else x.era
         else:
             x.peer = self._http_peer(x, None)
@@ -311,11 +310,15 @@ class Inspector:
         if msg is not None:
             self._server_message_http(msg, x)
 
+    @staticmethod
+    def _server_scope(x: HttpExchange) -> str:
+        """Where server requests of the legacy era are answered: the legacy session, else the endpoint."""
+        sid = header(x.headers, "mcp-session-id") or header(x.response_headers, "mcp-session-id")
+        return f"{x.session}|legacy:{sid}" if sid else f"{x.session}|{x.path}"
+
     def _server_message_http(self, msg: Message, x: HttpExchange) -> None:
         context = f"{x.session}|{x.path}"
-        sid = header(x.headers, "mcp-session-id") or header(x.response_headers, "mcp-session-id")
-        scope = f"{x.session}|legacy:{sid}" if sid else context
-        self._message(msg, context=context, peer=x.peer, scope=scope, headers=x.headers, x=x)
+        self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=x.headers, x=x)
 
     def _end_exchange(self, x: HttpExchange, f: HttpEnd) -> None:
         self._http.pop((x.session, x.number), None)
@@ -398,8 +401,8 @@ class Inspector:
         if x is not None:
             x.responses.append(msg)
             req = x.request
-            if req is not None and (msg.idk != req.idk or len([r for r in x.responses if r.idk == req.idk]) > 1):
-                req = None if msg.idk != req.idk else req
+            if req is not None and msg.idk != req.idk:
+                req = None
             inflight = self.exchanges.client_scope(x.peer)
             if req is not None:
                 inflight.discard(req)
