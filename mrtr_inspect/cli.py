@@ -32,11 +32,22 @@ def _parse_severity(items: tuple[str, ...]) -> dict[str, str]:
 
 
 def build_config(severity: tuple[str, ...] = (), disable: tuple[str, ...] = (), base: Config | None = None) -> Config:
+    """`base`, else the configuration file (`--config PATH`, or the one found from the current
+    directory; see settings.py), with the command-line options on top."""
     from .rules import load_rules
     from .rules.registry import REGISTRY
+    from .settings import SettingsError, load
 
     load_rules()
-    cfg = base or Config()
+    if base is None:
+        ctx = click.get_current_context(silent=True)
+        try:
+            base, found = load(REGISTRY, ctx.meta.get(CONFIG_META) if ctx is not None else None)
+        except SettingsError as e:
+            fail(str(e))
+        for note in found.notes if found is not None else ():
+            click.echo(f"mrtr-inspect: note: {note}", err=True)
+    cfg = base
     sev = _parse_severity(severity)
     for rid in list(sev) + list(disable):
         if rid not in REGISTRY:
@@ -46,7 +57,18 @@ def build_config(severity: tuple[str, ...] = (), disable: tuple[str, ...] = (), 
     return cfg
 
 
+CONFIG_META = "mrtr_inspect.config"
+
+
+def _remember_config(ctx: click.Context, _param, value: str | None) -> None:
+    if value is not None:
+        ctx.meta[CONFIG_META] = value
+
+
 def rule_options(fn):
+    fn = click.option("--config", metavar="PATH", expose_value=False, callback=_remember_config,
+                      help="Settings file (.mrtr-inspect.toml or pyproject.toml) instead of the one found "
+                           "from the current directory.")(fn)
     fn = click.option("--disable", "disable", multiple=True, metavar="ID", help="Turn a rule off (repeatable).")(fn)
     fn = click.option("--severity", "severity", multiple=True, metavar="ID=LEVEL",
                       help="Change a rule's severity: error, warning or info (repeatable).")(fn)
@@ -193,6 +215,16 @@ def show(path, fmt) -> None:
     else:
         render_json(chains, sys.stdout)
 
+
+@main.command("rules")
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@rule_options
+def rules_command(fmt, severity, disable) -> None:
+    """Every rule: id, severity and summary by RULES.md section, with the configuration applied
+    (the effective severity; disabled rules marked). docs/rules.md has the details."""
+    from .docs import registered, write_listing
+
+    write_listing(fmt, registered(), build_config(severity, disable), sys.stdout)
 
 
 

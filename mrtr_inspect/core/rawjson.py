@@ -122,18 +122,28 @@ def parse_text(text: str, max_depth: int = MAX_DEPTH) -> Parsed:
         if depth > max_depth:
             raise ParseError("depth", f"nesting depth {depth} exceeds {max_depth}")
     try:
-        return Parsed(_FAST.decode(text))
+        return Parsed(_decode(_FAST, text))
     except _Dup:
         pass
+    dups: list[Duplicate] = []
+    try:  # the slow pass meets the errors the fast one stopped short of (extra data after a duplicate)
+        value = _rebuild(_decode(_SLOW, text), (), dups)
+    except RecursionError:  # a max_depth beyond what Python's stack holds
+        raise ParseError("depth", "nesting too deep") from None
+    return Parsed(value, tuple(dups))
+
+
+def _decode(decoder: json.JSONDecoder, text: str) -> Any:
+    try:
+        return decoder.decode(text)
     except json.JSONDecodeError as e:
         if e.msg.startswith("Extra data"):
             raise ParseError("extra-data", f"more than one JSON value (extra data at char {e.pos})", e.pos) from None
         raise ParseError("json", f"{e.msg} at char {e.pos}", e.pos) from None
-    except RecursionError:  # pragma: no cover - guarded by the depth check
+    except ValueError:  # a number longer than Python converts (sys.get_int_max_str_digits)
+        raise ParseError("json", "a number with more digits than Python converts") from None
+    except RecursionError:  # a max_depth beyond what Python's stack holds
         raise ParseError("depth", "nesting too deep") from None
-    dups: list[Duplicate] = []
-    value = _rebuild(_SLOW.decode(text), (), dups)
-    return Parsed(value, tuple(dups))
 
 
 def parse(raw: bytes, max_depth: int = MAX_DEPTH) -> Parsed:

@@ -1,0 +1,176 @@
+"""Configuration files: `.mrtr-inspect.toml`, or the `[tool.mrtr-inspect]` table of a `pyproject.toml`.
+
+The file is found by walking up from the current directory; the first directory that holds a
+`.mrtr-inspect.toml`, or a `pyproject.toml` with a `[tool.mrtr-inspect]` table, decides (a
+`pyproject.toml` without the table does not stop the walk), as ruff does. When one directory holds
+both, `.mrtr-inspect.toml` is used and the table is ignored, with a note. `--config PATH` names the
+file instead. Command-line options apply on top (docs/configuration.md).
+
+    severity = {"chain-linked" = "warning"}
+    disable = ["request-state-reencoded"]
+    abandon_after = 600
+"""
+
+from __future__ import annotations
+
+import difflib
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable, Collection
+
+from .config import Config
+from .core.findings import SEVERITIES
+
+DEDICATED = ".mrtr-inspect.toml"
+PYPROJECT = "pyproject.toml"
+TABLE = "mrtr-inspect"
+
+
+class SettingsError(Exception):
+    """A configuration file that cannot be used; the message names the file and says why."""
+
+
+@dataclass
+class Settings:
+    path: Path
+    table: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with open(path, "rb") as f:
+            return tomllib.load(f)
+    except OSError as e:
+        raise SettingsError(f"{path}: cannot read it: {e.strerror or e}") from None
+    except tomllib.TOMLDecodeError as e:
+        raise SettingsError(f"{path}: not valid TOML: {e}") from None
+
+
+def _tool_table(path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
+    tool = doc.get("tool")
+    table = tool.get(TABLE) if isinstance(tool, dict) else None
+    if table is not None and not isinstance(table, dict):
+        raise SettingsError(f"{path}: [tool.{TABLE}] must be a table")
+    return table
+
+
+def read(path: Path) -> Settings:
+    """The settings in `path`: its `[tool.mrtr-inspect]` table for a pyproject.toml, the whole
+    file otherwise."""
+    doc = _read_toml(path)
+    if path.name != PYPROJECT:
+        return Settings(path, doc)
+    table = _tool_table(path, doc)
+    if table is None:
+        raise SettingsError(f"{path}: no [tool.{TABLE}] table")
+    return Settings(path, table)
+
+
+def _pyproject_table(d: Path) -> dict[str, Any] | None:
+    pyproject = d / PYPROJECT
+    return _tool_table(pyproject, _read_toml(pyproject)) if pyproject.is_file() else None
+
+
+def discover(start: Path) -> Settings | None:
+    """The settings that apply in `start`: the nearest directory at or above it that holds either
+    file decides."""
+    for d in (start, *start.parents):
+        dedicated = d / DEDICATED
+        if dedicated.is_file():
+            found = read(dedicated)
+            try:
+                shadowed = _pyproject_table(d) is not None
+            except SettingsError:  # a broken pyproject.toml that is not used anyway
+                shadowed = False
+            if shadowed:
+                found.notes.append(f"{dedicated} is used; [tool.{TABLE}] in {d / PYPROJECT} is ignored")
+            return found
+        table = _pyproject_table(d)
+        if table is not None:
+            return Settings(d / PYPROJECT, table)
+    return None
+
+
+# --- validation ----------------------------------------------------------------------------------------
+
+
+def _positive_number(v: Any) -> bool:
+    return type(v) in (int, float) and v > 0
+
+
+def _positive_int(v: Any) -> bool:
+    return type(v) is int and v > 0
+
+
+def _nonempty_string(v: Any) -> bool:
+    return type(v) is str and v.strip() != ""
+
+
+def _strings(v: Any) -> bool:
+    return type(v) is list and all(type(x) is str for x in v)
+
+
+#: Config fields a file may set: key -> (accepts, what it must be)
+FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
+    "abandon_after": (_positive_number, "a number of seconds above 0"),
+    "peer_header": (_nonempty_string, "a header name"),
+    "chain_long_rounds": (_positive_int, "a whole number above 0"),
+    "redact_paths": (_strings, "a list of strings"),
+    "redact_headers": (_strings, "a list of strings"),
+}
+KEYS = ("severity", "disable", *FIELDS)
+
+
+def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Config:
+    """Check `settings` and set them on `config`; SettingsError names the file and the key."""
+    where = f"{settings.path}: " + (f"[tool.{TABLE}] " if settings.path.name == PYPROJECT else "")
+
+    def bad(key: str, problem: str) -> SettingsError:
+        return SettingsError(f"{where}{key}: {problem}")
+
+    def known(key: str, rid: Any) -> str:
+        if type(rid) is str and rid in rule_ids:
+            return rid
+        close = difflib.get_close_matches(str(rid), rule_ids, n=1)
+        raise bad(key, f"unknown rule id {rid!r}" + (f" (did you mean {close[0]!r}?)" if close else
+                                                        " (see `mrtr-inspect rules`)"))
+
+    t = settings.table
+    for key in t:
+        if key not in KEYS:
+            close = difflib.get_close_matches(key.replace("-", "_"), KEYS, n=1)
+            raise bad(key, "unknown key" + (f" (did you mean {close[0]!r}?)" if close else f"; known: {', '.join(KEYS)}"))
+    severity = t.get("severity", {})
+    if type(severity) is not dict:
+        raise bad("severity", 'must be a table of rule id = "error" | "warning" | "info"')
+    levels = {}
+    for rid, level in severity.items():
+        known("severity", rid)
+        if type(level) is not str or level.strip().lower() not in SEVERITIES:
+            raise bad("severity", f"{rid} = {level!r}: the level must be error, warning or info")
+        levels[rid] = level.strip().lower()
+    disable = t.get("disable", [])
+    if type(disable) is not list:
+        raise bad("disable", "must be a list of rule ids")
+    disabled = {known("disable", rid) for rid in disable}
+    for key, (accepts, what) in FIELDS.items():
+        if key in t and not accepts(t[key]):
+            raise bad(key, f"must be {what}, not {t[key]!r}")
+    config.severity.update(levels)
+    config.disabled.update(disabled)
+    for key in FIELDS:
+        if key in t:
+            setattr(config, key, list(t[key]) if type(t[key]) is list else t[key])
+    return config
+
+
+def load(rule_ids: Collection[str], explicit: str | Path | None = None, start: Path | None = None) -> tuple[Config, Settings | None]:
+    """A Config from `explicit`, else from the file found above `start` (the current directory),
+    else the defaults; with the settings used (None when no file applies)."""
+    settings = read(Path(explicit)) if explicit is not None else discover((start or Path.cwd()).resolve())
+    config = Config()
+    if settings is not None:
+        apply(settings, config, rule_ids)
+    return config, settings

@@ -1,0 +1,170 @@
+"""rawjson: what json.loads hides (duplicates, constants, depth, UTF-8), and raw string tokens."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mrtr_inspect.core import rawjson
+from mrtr_inspect.core.rawjson import Duplicate, ParseError, parse, raw_member_token
+from tests.core.strategies import FUZZ
+
+
+def reason(raw: bytes, **kw) -> str:
+    with pytest.raises(ParseError) as e:
+        parse(raw, **kw)
+    return e.value.reason
+
+
+# ---------------------------------------------------------------------------------------------
+# parse
+
+
+def test_plain_message_has_no_duplicates():
+    p = parse(b'{"jsonrpc":"2.0","id":1,"result":{"a":[1,{"b":2}]}}')
+    assert p.value == {"jsonrpc": "2.0", "id": 1, "result": {"a": [1, {"b": 2}]}}
+    assert p.duplicates == ()
+
+
+def test_duplicates_with_their_path_and_count_the_last_value_wins():
+    raw = b'{"id":1,"id":2,"result":{"inputRequests":{"k":1,"k":2,"k":3}},"list":[{"x":0},{"x":1,"x":2}]}'
+    p = parse(raw)
+    assert p.value["id"] == 2 and p.value["result"]["inputRequests"] == {"k": 3}
+    assert set(p.duplicates) == {
+        Duplicate((), "id", 2),
+        Duplicate(("result", "inputRequests"), "k", 3),
+        Duplicate(("list", 1), "x", 2),
+    }
+
+
+def test_duplicate_names_spelled_with_different_escapes_are_duplicates():
+    p = parse(b'{"a":1,"\\u0061":2}')
+    assert p.value == {"a": 2} and p.duplicates == (Duplicate((), "a", 2),)
+
+
+@pytest.mark.parametrize("raw", [b"NaN", b"[Infinity]", b'{"a":-Infinity}', b'{"a":1,"a":2,"b":NaN}'])
+def test_non_json_constants_are_refused(raw):
+    assert reason(raw) == "constant"
+
+
+def test_depth_is_bounded():
+    deep = b"[" * 201 + b"]" * 201
+    assert reason(deep) == "depth"
+    assert parse(b"[" * 200 + b"]" * 200).value is not None
+    assert reason(b"[" * 6 + b"]" * 6, max_depth=5) == "depth"
+    # brackets inside strings do not count
+    assert parse(b'["' + b"[" * 500 + b'"]').value == ["[" * 500]
+
+
+def test_deep_nesting_with_a_duplicate_and_a_generous_bound_is_a_parse_error_not_a_crash():
+    raw = b"[" * 3000 + b'{"a":1,"a":1}' + b"]" * 3000
+    assert reason(raw, max_depth=10_000) == "depth"
+
+
+@pytest.mark.parametrize("raw, why", [
+    (b'{"a":1} {"b":2}', "extra-data"),
+    (b'{"a":1}x', "extra-data"),
+    (b'{"a":1,"a":2} x', "extra-data"),  # a duplicate before the extra data
+    (b'[{"a":1,"a":2},', "json"),  # a duplicate before the syntax error
+    (b"", "empty"),
+    (b"  \t ", "empty"),
+    (b"{", "json"),
+    (b"{'a':1}", "json"),
+])
+def test_not_one_json_value(raw, why):
+    assert reason(raw) == why
+
+
+def test_a_number_longer_than_python_converts_is_a_parse_error():
+    assert reason(b"1" * 5000) == "json"
+    assert reason(b'{"id":' + b"9" * 5000 + b',"a":1,"a":2}') == "json"
+
+
+def test_invalid_utf8_with_its_position():
+    with pytest.raises(ParseError) as e:
+        parse(b'{"a":"caf\xc3"}')
+    assert e.value.reason == "utf8" and e.value.position == 9
+    with pytest.raises(ParseError) as e:
+        parse(b'\xff{"a":1}')
+    assert e.value.position == 0
+
+
+def test_lone_surrogate_escapes_are_json():
+    assert parse(b'"\\ud800"').value == "\ud800"
+
+
+_TOKENS = [b"{", b"}", b"[", b"]", b":", b",", b'"a"', b'"b"', b'"\\u0061"', b'"\\"', b"1", b"-0.5e3", b"true",
+           b"null", b"NaN", b"Infinity", b" ", b"\n", b"x", b"\xc3\xa9", b"\xff", b'"', b"1" * 4400]
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=300), st.lists(st.sampled_from(_TOKENS), max_size=40).map(b"".join)))
+def test_parse_raises_only_parse_error(raw):
+    try:
+        p = parse(raw)
+    except ParseError as e:
+        assert e.reason in ("utf8", "json", "extra-data", "constant", "depth", "empty")
+        return
+    # accepted: Python's own parser agrees on the value
+    assert p.value == json.loads(raw)
+
+
+@FUZZ
+@given(st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=4), c, max_size=4), max_leaves=30))
+def test_parse_agrees_with_json_on_valid_documents(value):
+    raw = json.dumps(value, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert reason(raw) == "utf8"
+        return
+    p = parse(raw)
+    assert p.value == json.loads(raw) and p.duplicates == ()
+
+
+# ---------------------------------------------------------------------------------------------
+# raw_member_token
+
+STATE_PATH = ("params", "requestState")
+
+
+@pytest.mark.parametrize("text, token", [
+    ('{"params":{"requestState":"abc"}}', '"abc"'),
+    ('{"params":{"requestState":"a\\u0062c\\/"}}', '"a\\u0062c\\/"'),  # escapes as sent
+    ('{"params":{"requestState":"say \\"hi\\""}}', '"say \\"hi\\""'),
+    ('{ "params" : { "requestState" : "x" , "b" : 1 } }', '"x"'),
+    ('{"params":{"requestState":12}}', "12"),
+    ('{"params":{"requ\\u0065stState":"esc-name"}}', '"esc-name"'),  # a name spelled with an escape
+    # decoys: the same name elsewhere, in strings, deeper, in arrays
+    ('{"requestState":"top","params":{"x":{"requestState":"deep"},"requestState":"real"}}', '"real"'),
+    ('{"params":{"note":"\\"requestState\\":\\"fake\\"","requestState":"real"}}', '"real"'),
+    ('{"params":[{"requestState":"in-array"}]}', None),
+    ('{"params":{"requestState":{"nested":"obj"}}}', None),
+    ('{"params":{"requestState":"first","requestState":"last"}}', '"last"'),  # the last wins, as in Python
+    ('{"params":{"other":1}}', None),
+    ('{"result":{"requestState":"r"}}', None),
+])
+def test_raw_member_token(text, token):
+    assert raw_member_token(text, STATE_PATH) == token
+
+
+def test_raw_member_token_agrees_with_the_parsed_value():
+    text = '{"jsonrpc":"2.0","result":{"resultType":"input_required","requestState":"\\u00e9t\\u00E9\\n"}}'
+    tok = raw_member_token(text, ("result", "requestState"))
+    assert json.loads(tok) == json.loads(text)["result"]["requestState"] == "été\n"
+
+
+@FUZZ
+@given(st.text(max_size=200))
+def test_raw_member_token_never_raises(text):
+    tok = raw_member_token(text, STATE_PATH)
+    assert tok is None or isinstance(tok, str)
+
+
+def test_nesting_depth_ignores_brackets_in_strings():
+    assert rawjson.nesting_depth('[{"a":"[[[{{{"}]') == 2
