@@ -163,13 +163,19 @@ def raw_member_token(text: str, path: Path) -> str | None:
 
     With repeated member names the last one is returned, as Python's parser keeps the last value.
     """
+    span = raw_member_span(text, path)
+    return text[span[0]:span[1]] if span is not None else None
+
+
+def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:
+    """Where the raw token of `raw_member_token` lies in `text` (start, end), to replace it in place."""
     want = tuple(path)
     depth_wanted = len(want)
     kinds: list[str] = []  # '{' or '[' for each open container
     names: list = []  # the member name each open container was found under (None at the root, in arrays)
     key = None
     expect_key = False
-    found: str | None = None
+    found: tuple[int, int] | None = None
     for m in _TOKEN.finditer(text):
         tok = m.group()
         c = tok[0]
@@ -197,6 +203,6 @@ def raw_member_token(text: str, path: Path) -> str | None:
         else:
             if key is not None and len(kinds) == depth_wanted and kinds[-1] == "{":
                 if tuple(names[1:]) + (key,) == want:
-                    found = tok
+                    found = m.span()
             key = None
     return found
