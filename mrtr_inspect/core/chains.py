@@ -378,7 +378,7 @@ class Stitcher:
 
         if has_st and st is not None:
             h = state_hash(st)
-            rounds = [rd for rd in self._state_index.get(h, ()) if not rd.expired or rd.consumed]
+            rounds = list(self._state_index.get(h, ()))  # an expired round too: a late retry is no stranger
             if rounds:
                 rd = max(
                     rounds,

@@ -126,14 +126,16 @@ class Inspector:
             self._now = t
         self.engine.now = t
         try:
+            # rounds that waited too long expire first: a retry that comes after the timeout finds
+            # its chain abandoned whether or not other traffic came in between
+            if self.config.abandon_after is not None and t - self._last_expire >= 1.0:
+                self._last_expire = t
+                self._obs_list(self.stitcher.expire(t))
             self._feed(frame)
         except Exception as e:  # the pipeline must survive anything
             self.engine.report(REGISTRY["inspector-error"],
                                f"could not analyse a {type(frame).__name__} frame: {type(e).__name__}: {e}; "
                                "the traffic was not affected, analysis goes on", [], None, t, None, None)
-        if self.config.abandon_after is not None and t - self._last_expire >= 1.0:
-            self._last_expire = t
-            self._obs_list(self.stitcher.expire(t))
         out.extend(self.engine.drain())
         self._out = []
         return out

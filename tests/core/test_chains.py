@@ -1,0 +1,405 @@
+"""Chain stitching scenarios (RULES.md §3, §10.3), through the whole pipeline."""
+
+from __future__ import annotations
+
+import pytest
+
+from mrtr_inspect.config import Config
+from mrtr_inspect.core.chains import params_digest
+from tests.traffic import ACCEPT, ELICIT, ROOTS, ROOTS_ANSWER, SAMPLE, SAMPLED, Traffic
+
+PROD = {"env": "prod"}
+
+
+def retry(t: Traffic, answers: dict, state: str | None = None, arguments: dict = PROD, name: str = "deploy", **kw):
+    """A tools/call retry of `name` with `answers` (and the state, when given)."""
+    extra = {"inputResponses": answers, **kw}
+    if state is not None:
+        extra["requestState"] = state
+    return t.tool(name, arguments, **extra)
+
+
+def asked_and_retried(transport: str = "stdio") -> tuple[Traffic, object, object]:
+    """A deploy call answered input_required (state s1), and its retry, not answered yet."""
+    t = Traffic(transport)
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    return t, a, retry(t, {"confirm": ACCEPT}, "s1")
+
+
+def events(r) -> list[tuple[str, str]]:
+    return [(e.kind, e.chain.id) for e in r.events]
+
+
+def shape(c: dict) -> tuple:
+    return c["requests"], c["rounds"], c["outcome"], c["link"]
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_one_round(transport):
+    t = Traffic(transport)
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(3.0)  # the user answers
+    b = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(b, {"content": []})
+    r = t.run()
+    assert events(r) == [("opened", "c1"), ("round", "c1"), ("retry", "c1"), ("closed", "c1")]
+    c = r.chain("c1")
+    assert shape(c) == ([a, b], 1, "complete", "state")
+    assert (c["method"], c["target"], c["era"]) == ("tools/call", "deploy", "modern")
+    wait = c["timeline"][1]["wait_ms"]
+    assert wait == pytest.approx((c["timeline"][1]["time"] - c["round_details"][0]["time"]) * 1000, abs=0.01)
+    assert 3000 < wait < 3010
+    assert c["timeline"][1]["link"] == "state"
+    assert c["duration_ms"] == pytest.approx((c["end"] - c["start"]) * 1000, abs=0.01)
+    assert c["duration_ms"] > 3000  # the user's answering time is part of the logical request
+    assert "chain-linked" in r.rules()
+    assert not r.errors()
+
+
+def test_three_rounds_with_a_rotating_state():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="opaque-1")
+    t.tick(1.0)
+    b = retry(t, {"confirm": ACCEPT}, "opaque-1")
+    t.irr(b, {"summary": SAMPLE}, state="opaque-2")
+    t.tick(2.0)
+    c = retry(t, {"summary": SAMPLED}, "opaque-2")
+    t.irr(c, {"roots": ROOTS}, state="opaque-3")
+    t.tick(4.0)
+    d = retry(t, {"roots": ROOTS_ANSWER}, "opaque-3")
+    t.result(d, {"content": []})
+    r = t.run()
+    assert len(r.chains) == 1
+    ch = r.chain("c1")
+    assert shape(ch) == ([a, b, c, d], 3, "complete", "state")
+    assert [e.get("wait_ms") for e in ch["timeline"]] == [None, pytest.approx(1001.0), pytest.approx(2001.0),
+                                                            pytest.approx(4001.0)]
+    assert [e["response"] for e in ch["timeline"]] == ["input_required"] * 3 + ["result"]
+    states = [rd["request_state"] for rd in ch["round_details"]]
+    assert len(set(states)) == 3 and all(len(s) == 16 for s in states)  # hashes, never the state itself
+    assert "opaque" not in str(ch)
+    assert [list(rd["asked"]) for rd in ch["round_details"]] == [["confirm"], ["summary"], ["roots"]]
+    assert ch["duration_ms"] > 7000
+    assert not r.errors()
+
+
+def test_interleaved_chains_of_the_same_tool_with_different_arguments():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", {"env": "dev"})
+    t.irr(a, {"confirm": ELICIT})
+    t.irr(b, {"confirm": ELICIT})
+    a2 = retry(t, {"confirm": ACCEPT})  # prod: the older round, though dev's is more recent
+    b2 = retry(t, {"confirm": ACCEPT}, arguments={"env": "dev"})
+    t.result(b2, {"content": []})
+    t.result(a2, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, a2], 1, "complete", "keys")
+    assert shape(r.chain("c2")) == ([b, b2], 1, "complete", "keys")
+    assert "chain-ambiguous-link" not in r.rules()
+    assert not r.errors()
+
+
+def test_interleaved_chains_with_the_same_arguments_told_apart_by_state():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="sa")
+    t.irr(b, {"confirm": ELICIT}, state="sb")
+    a2 = retry(t, {"confirm": ACCEPT}, "sa")
+    b2 = retry(t, {"confirm": ACCEPT}, "sb")
+    t.result(a2, {"content": []})
+    t.result(b2, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, a2], 1, "complete", "state")
+    assert shape(r.chain("c2")) == ([b, b2], 1, "complete", "state")
+    assert not r.errors() and "chain-ambiguous-link" not in r.rules()
+
+
+def test_interleaved_chains_with_the_same_arguments_and_no_state_go_to_the_most_recent_round():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT})
+    t.irr(b, {"confirm": ELICIT})
+    x = retry(t, {"confirm": ACCEPT})  # could answer either: the most recent round (b's) takes it
+    y = retry(t, {"confirm": ACCEPT})  # then a's is the only open one
+    t.result(x, {"content": []})
+    t.result(y, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c2")) == ([b, x], 1, "complete", "keys")
+    assert shape(r.chain("c1")) == ([a, y], 1, "complete", "keys")
+    assert "chain-ambiguous-link" not in r.rules()  # recency decided
+
+
+def test_rounds_opened_at_the_same_instant_are_ambiguous_and_the_lower_chain_wins():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", PROD)
+    irr = {"resultType": "input_required", "inputRequests": {"confirm": ELICIT}}
+    t.line("s2c", [{"jsonrpc": "2.0", "id": a, "result": irr}, {"jsonrpc": "2.0", "id": b, "result": irr}])  # one batch
+    x = retry(t, {"confirm": ACCEPT})
+    t.result(x, {"content": []})
+    r = t.run(close=False)
+    assert shape(r.chain("c1")) == ([a, x], 1, "complete", "keys")
+    assert [f.chain for f in r.of("chain-ambiguous-link")] == ["c1"]
+
+
+def test_linked_by_input_response_keys_when_there_is_no_state():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT})
+    t.irr(b, {"roots": ROOTS})
+    a2 = retry(t, {"confirm": ACCEPT})  # a's key, though b's round is more recent
+    t.result(a2, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, a2], 1, "complete", "keys")
+    assert shape(r.chain("c2")) == ([b], 1, "abandoned", None)
+    assert r.chain("c1")["timeline"][1]["answered"] == {"confirm": {"action": "accept", "summary": '{"confirm": true}'}}
+
+
+def test_linked_by_params_when_the_keys_match_no_round():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT})
+    b = retry(t, {"something-else": ACCEPT})
+    t.result(b, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "params")
+    assert "input-responses-unknown-key" in r.rules() or "input-responses-missing-key" in r.rules()
+
+
+def test_a_state_only_round_links_its_retry_by_state():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, None, state="busy")  # load shedding: no inputRequests
+    b = t.tool("deploy", PROD, requestState="busy")
+    t.result(b, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+
+
+def test_the_weakest_evidence_names_the_link():
+    t, a, b = asked_and_retried()
+    t.irr(b, {"summary": SAMPLE})
+    c = retry(t, {"summary": SAMPLED})
+    t.result(c, {"content": []})
+    assert t.run().chain("c1")["link"] == "keys"
+
+
+def test_abandoned_at_the_end_of_the_capture():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(100.0)
+    r = t.run()
+    c = r.chain("c1")
+    assert shape(c) == ([a], 1, "abandoned", None)
+    assert c["duration_ms"] == pytest.approx(1.0)  # from the request to the input_required, not to the end
+    assert "chain-abandoned" in r.rules()
+
+
+def test_open_at_the_end_when_a_request_is_in_flight():
+    t, a, b = asked_and_retried()
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "open", "state")
+    assert r.chain("c1")["timeline"][1]["response"] is None
+    assert "chain-abandoned" not in r.rules()
+
+
+def test_cancelled_by_notifications_cancelled():
+    t, a, b = asked_and_retried()
+    t.notify("notifications/cancelled", {"requestId": b, "reason": "user"})
+    t.result(b, {"content": []})  # a late answer does not move the closed chain
+    r = t.run()
+    c = r.chain("c1")
+    assert shape(c) == ([a, b], 1, "cancelled", "state")
+    assert c["timeline"][1]["response"] == "cancelled"
+    assert "chain-cancelled" in r.rules()
+    assert [e for e in events(r) if e[0] == "closed"] == [("closed", "c1")]
+
+
+def test_cancelling_another_id_does_not_cancel_the_chain():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.notify("notifications/cancelled", {"requestId": str(a)})  # "1" is not 1
+    t.result(a, {"content": []})
+    assert t.run().chain("c1")["outcome"] == "complete"
+
+
+def test_cancelled_on_http_by_the_client_closing_the_response():
+    h, a, b = asked_and_retried("http")
+    h.respond_sse(h._x_of_id.pop(str(b)), [], end_error="client-disconnected")
+    r = h.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "cancelled", "state")
+
+
+def test_error_outcome_with_its_code():
+    t, a, b = asked_and_retried()
+    t.error(b, -32602, "Invalid or expired requestState")
+    r = t.run()
+    c = r.chain("c1")
+    assert shape(c) == ([a, b], 1, "error", "state")
+    assert c["error_code"] == -32602 and c["timeline"][1]["error_code"] == -32602
+    assert "chain-ended-error" in r.rules()
+
+
+def test_task_outcome():
+    t, a, b = asked_and_retried()
+    t.result(b, {"task": {"taskId": "t-1", "status": "working"}}, result_type="task")
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "task", "state")
+    assert "chain-task-handoff" in r.rules()
+
+
+def test_a_call_complete_at_once_is_a_chain_of_no_round():
+    t = Traffic()
+    a = t.call("prompts/get", {"name": "greet", "arguments": {}})
+    t.result(a, {"messages": []})
+    b = t.call("resources/read", {"uri": "file:///a"})
+    t.result(b, {"contents": []}, result_type=None)  # no resultType: complete
+    t.call("tools/list")  # not an MRTR method: no chain
+    r = t.run()
+    assert [(c["method"], c["target"], c["rounds"], c["outcome"], c["link"]) for c in r.chains] == [
+        ("prompts/get", "greet", 0, "complete", None), ("resources/read", "file:///a", 0, "complete", None)]
+    assert [c["id"] for c in r.chains] == ["c1", "c2"]
+
+
+def test_chain_ids_and_requests_keep_json_rpc_ids_in_order_and_type():
+    t = Traffic()
+    a = t.tool("deploy", PROD, id="first")
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    b = retry(t, {"confirm": ACCEPT}, "s1", id=2)
+    t.irr(b, {"k": ELICIT}, state="s2")
+    c = retry(t, {"k": ACCEPT}, "s2", id="2")
+    t.result(c, {"content": []})
+    d = t.tool("other", {})
+    t.result(d, {"content": []})
+    r = t.run()
+    assert r.chain("c1")["requests"] == ["first", 2, "2"]
+    assert r.chain("c2")["requests"] == [d]
+    assert "retry-id-stringly-equal" in r.rules() and "retry-reused-id" not in r.rules()
+
+
+def test_replaying_a_consumed_state_after_the_chain_closed():
+    t, a, b = asked_and_retried()
+    t.result(b, {"content": []})
+    c = retry(t, {"confirm": ACCEPT}, "s1")  # the same state again: a second deployment
+    t.result(c, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+    assert shape(r.chain("c2")) == ([c], 0, "complete", None)  # its own logical request
+    replayed = r.of("request-state-replayed")
+    assert [(f.severity, f.chain) for f in replayed] == [("error", "c2")]
+    assert "server-accepted-altered-state" in r.rules()
+
+
+def test_replaying_a_state_whose_retry_failed_is_only_info():
+    t, a, b = asked_and_retried()
+    t.error(b, -32603, "internal error")
+    c = retry(t, {"confirm": ACCEPT}, "s1")  # re-issued with a new id after a failure: allowed
+    t.result(c, {"content": []})
+    r = t.run()
+    assert [f.severity for f in r.of("request-state-replayed")] == ["info"]
+
+
+def test_a_fork_two_retries_in_flight_for_one_round():
+    t, a, b = asked_and_retried()
+    c = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(b, {"content": []})
+    t.result(c, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b, c], 1, "complete", "state")
+    assert len(r.chains) == 1
+    assert [f.chain for f in r.of("chain-forked")] == ["c1"]
+    assert "request-state-replayed" not in r.rules()
+
+
+def test_parallel_misuse_of_a_state_on_another_request():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    p = t.call("prompts/get", {"name": "greet", "arguments": {}, "requestState": "s1"})  # another chain's state
+    t.result(p, {"messages": []})
+    t.call("tools/list", {"requestState": "s1"})  # on a method that takes none
+    t.call("tools/list", {"requestState": "unknown"})
+    b = retry(t, {"confirm": ACCEPT}, "s1")  # the real retry still links
+    t.result(b, {"content": []})
+    r = t.run()
+    misuse = r.of("mrtr-fields-parallel-misuse")
+    assert [(f.chain, f.messages[-1]) for f in misuse] == [("c1", 2), ("c1", 4)]
+    assert len(r.of("mrtr-fields-on-unsupported-method")) == 1
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+    assert shape(r.chain("c2")) == ([p], 0, "complete", None)
+
+
+def test_legacy_era_tools_call_is_not_stitched():
+    t = Traffic()
+    i = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "c", "version": "1"}},
+               with_meta=False)
+    t.result(i, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+             with_meta=False, result_type=None)
+    a = t.call("tools/call", {"name": "deploy", "arguments": PROD}, with_meta=False)
+    t.irr(a, {"confirm": ELICIT}, state="s1")  # looks like MRTR, but legacy MRTR does not exist
+    b = t.call("tools/call", {"name": "deploy", "arguments": PROD, "inputResponses": {"confirm": ACCEPT},
+                              "requestState": "s1"}, with_meta=False)
+    t.result(b, {"content": []}, result_type=None)
+    r = t.run()
+    assert [(c["requests"], c["rounds"], c["outcome"], c["link"], c["era"]) for c in r.chains] == [
+        ([a], 0, "complete", None, "legacy"), ([b], 0, "complete", None, "legacy")]
+    assert not {"chain-linked", "request-state-unsolicited", "request-state-replayed"} & r.rules()
+
+
+def test_abandon_after_closes_a_waiting_chain_while_traffic_flows():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(61.0)
+    t.call("tools/list")  # any later frame moves the clock
+    r = t.run(Config(abandon_after=60.0), close=False)
+    assert shape(r.chain("c1")) == ([a], 1, "abandoned", None)
+    assert "chain-abandoned" in r.rules()
+
+
+def test_a_retry_within_abandon_after_still_links():
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(50.0)
+    t.call("tools/list")
+    t.tick(9.0)
+    b = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(b, {"content": []})
+    r = t.run(Config(abandon_after=60.0))
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+
+
+@pytest.mark.parametrize("traffic_between", [True, False])
+def test_a_retry_after_abandon_after_is_late_not_unsolicited(traffic_between):
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(3600.0)  # the user answered an hour later, after the chain counts as abandoned
+    if traffic_between:
+        t.call("tools/list")
+    b = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(b, {"content": []})
+    r = t.run(Config(abandon_after=60.0))
+    # the same outcome whether or not other traffic moved the clock before the retry came
+    assert shape(r.chain("c1")) == ([a], 1, "abandoned", None)
+    assert shape(r.chain("c2")) == ([b], 0, "complete", None)
+    assert not r.errors(), [f.message for f in r.errors()]  # the server did issue that state
+
+
+def test_params_digest_ignores_meta_and_mrtr_fields_and_absent_arguments():
+    base = params_digest("tools/call", {"name": "x"})
+    assert base == params_digest("tools/call", {"name": "x", "arguments": {}, "_meta": {"a": 1},
+                                                "inputResponses": {"k": {}}, "requestState": "s"})
+    assert params_digest("tools/call", {"name": "x", "arguments": {"n": 1}}) == params_digest(
+        "tools/call", {"arguments": {"n": 1.0}, "name": "x"})  # member order and integral floats
+    assert base != params_digest("tools/call", {"name": "x", "arguments": {"n": 1}})
+    assert params_digest("resources/read", {"uri": "u"}) != params_digest("resources/read", {"uri": "u", "arguments": {}})
