@@ -196,10 +196,15 @@ def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:
         elif c == ":":
             expect_key = False
         elif expect_key:
-            try:
-                key = json.loads(tok) if c == '"' else tok
-            except ValueError:
+            if c != '"':
                 key = tok
+            elif "\\" not in tok:
+                key = tok[1:-1]  # no escape: the name as written (json.loads only when needed: it is slow)
+            else:
+                try:
+                    key = json.loads(tok)
+                except ValueError:
+                    key = tok
         else:
             if key is not None and len(kinds) == depth_wanted and kinds[-1] == "{":
                 if tuple(names[1:]) + (key,) == want:
