@@ -337,7 +337,7 @@ class Inspector:
                         x.cancelled = True
                         self._obs(Cancelled(req, req, creq))
                         self._obs_list(self.stitcher.on_cancel(creq, f.time))
-                    else:
+                    elif f.error != "capture-ended":  # the capture ended first: the chain stays open (§10.3)
                         self._obs_list(self.stitcher.on_no_response(creq, f.time))
         self._obs(ExchangeDone(x))
 

@@ -18,6 +18,7 @@ _MODULES = (
     "legacy",  # §4.8
     "tasks",  # §4.9
     "seed",  # §10.5: the first seed's gateway bugs
+    "tool",  # the tool itself: upstream-error
 )
 
 _loaded = False
