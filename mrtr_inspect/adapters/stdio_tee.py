@@ -3,29 +3,44 @@
 The client starts the tee instead of the server; the tee starts the server and sits on its pipes.
 
     client stdin ──▶ tee ──▶ child stdin          child stdout ──▶ tee ──▶ client stdout
-                      └──────────── chunks, with their time ───────────┘
-                                          ▼
-                         analysis thread: frame → record → inspect → stderr
+                      └──── chunks, with their time ────┘
+                                     ▼
+                        spooler thread ──pipe──▶ analysis process: frame → record → inspect → stderr
 
-Forward first, analyse after: each chunk is written on before it is queued for analysis, bytes
-unchanged, and the forwarding threads never wait for the analysis (the queue is unbounded; the
-analysis may trail, it never slows the stream). The child's stderr is the tee's stderr. SIGINT and
-SIGTERM are passed to the child; the tee's exit status is the child's. EOF on either side is passed
-on to the other.
+Forwarding never waits for the analysis. Each forwarding thread hands its chunk to an unbounded
+queue (a reference, never blocking) just before writing it on, bytes unchanged; so the analysis
+sees a message before anything the peer answers to it, whatever the thread scheduling. A spooler
+thread moves the queue into a pipe to the analysis process, which a reader thread there drains
+eagerly: framing, recording and rules run in another process and never hold this one's GIL.
+The analysis may trail the stream; it never slows it.
+
+The analysis process is forked before the child starts, in a session of its own: terminal and
+process-group signals (an MCP client's SIGTERM/SIGKILL to the tee's group) do not reach it, and it
+ends when its pipe does, after writing the end of the recording and the report. The tee waits for
+it, unless a signal comes once the child has exited: the tee then exits at once and the analysis
+finishes on its own.
+
+The child's stderr is the tee's stderr; the tee's own lines go to stderr too, never stdout. SIGINT,
+SIGTERM and SIGHUP are passed to the child (in a process group of its own); the tee's exit status
+is the child's (128+N when a signal N ended it). End of file, or a reader that went away, on
+either side is passed on to the other, as a direct pipe would.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import queue
 import signal
+import struct
 import subprocess
 import sys
 import threading
 import time
-from typing import Any, Callable
+from typing import Callable
 
 from ..config import Config
+from ..core.events import SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import StdioFramer
 from ..core.inspector import ChainEvent, Inspector
@@ -34,59 +49,56 @@ from ..outputs.text import FindingPrinter, chain_line
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id
 
 CHUNK = 1 << 16
-_EOF = b""
+_HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
+_C2S, _S2C, _C2S_EOF, _S2C_EOF, _END = range(5)
+_DIRECTION = {_C2S: "c2s", _S2C: "s2c", _C2S_EOF: "c2s", _S2C_EOF: "s2c"}
+_SPOOL_BATCH = 64  # items per write to the analysis pipe
 
 
 class TeeAnalysis:
-    """Consumes (time, direction, chunk) items: frames them, records them, analyses them.
+    """Frames, records and analyses the chunks of one session, in order.
 
     Recording comes before analysis and each is guarded on its own: a failing analysis never
     stops the recording, and nothing here can reach the forwarding threads.
     """
 
-    def __init__(self, session: str, config: Config, writer: RecordingWriter | None,
-                 printer: FindingPrinter | None, report: ReportBuilder | None) -> None:
-        self.session = session
-        self.framer = StdioFramer(session)
+    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
+                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None) -> None:
+        self.session = start.session
+        self.framer = StdioFramer(start.session)
         self.writer = writer
         self.inspector = Inspector(config)
         self.printer = printer
         self.report = report
-        self.q: queue.SimpleQueue = queue.SimpleQueue()
+        self.report_path = report_path
         self.errors = 0
-        self._thread = threading.Thread(target=self._run, name="mrtr-inspect-analysis", daemon=True)
+        self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
-    def start(self) -> None:
-        self._thread.start()
-        from ..core.events import SessionStart
-        info: dict[str, Any] = {}
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
+
+    def eof(self, t: float, direction: str) -> None:
+        self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
+
+    def end(self, info: dict, t: float) -> None:
+        """The session is over: a line the stream ended in, the session end, the report."""
+        for direction in ("c2s", "s2c"):
+            rest = self.framer.close(t, direction)  # type: ignore[arg-type]
+            self._analyse([f for f in rest if type(f) is StdioLine])  # not an end of file: no close frame
+        self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
+        self._handle(self.inspector.close(t))
         if self.writer is not None:
-            info = dict(self.writer.start.info)
-        self.q.put(("start", SessionStart(time.time(), self.session, "stdio", info)))
-
-    def put(self, t: float, direction: str, chunk: bytes) -> None:
-        self.q.put((t, direction, chunk))
-
-    def finish(self, info: dict, timeout: float | None = None) -> None:
-        self.q.put(("end", info))
-        self._thread.join(timeout)
-
-    def _run(self) -> None:
-        while True:
-            item = self.q.get()
-            if item[0] == "end":
-                self._end(item[1])
-                return
-            if item[0] == "start":
-                self._analyse([item[1]], record=False)
-                continue
-            t, direction, chunk = item
             try:
-                frames = self.framer.close(t, direction) if chunk is _EOF else self.framer.data(t, direction, chunk)
-            except Exception as e:  # pragma: no cover - the framer does not raise
-                self._internal(e)
-                continue
-            self._analyse(frames)
+                self.writer.close(info, t)
+            except Exception as e:
+                self._internal(e, "recording")
+        if self.report is not None and self.report_path:
+            try:
+                with open(self.report_path, "w", encoding="utf-8") as f:
+                    self.report.write_json(f)
+            except OSError as e:
+                self._say(f"cannot write report {self.report_path}: {e.strerror}")
+            self.report.close()
 
     def _analyse(self, frames: list, record: bool = True) -> None:
         if record and self.writer is not None:
@@ -96,12 +108,7 @@ class TeeAnalysis:
             except Exception as e:
                 self._internal(e, "recording")
         for f in frames:
-            try:
-                outs = self.inspector.feed(f)
-            except Exception as e:  # pragma: no cover - feed guards itself
-                self._internal(e)
-                continue
-            self._handle(outs)
+            self._handle(self.inspector.feed(f))  # feed never raises: a failure is a finding
 
     def _handle(self, outs: list) -> None:
         for o in outs:
@@ -116,141 +123,234 @@ class TeeAnalysis:
             except Exception as e:
                 self._internal(e, "output")
 
-    def _end(self, info: dict) -> None:
-        t = time.time()
-        for direction in ("c2s", "s2c"):
-            try:
-                rest = self.framer.close(t, direction)
-                self._analyse([f for f in rest if type(f).__name__ == "StdioLine"])
-            except Exception as e:  # pragma: no cover
-                self._internal(e)
-        from ..core.events import SessionEnd
-        end = SessionEnd(t, self.session, info)
-        self._handle(self.inspector.feed(end))
-        self._handle(self.inspector.close(t))
-        if self.writer is not None:
-            try:
-                self.writer.close(info, t)
-            except Exception as e:
-                self._internal(e, "recording")
-
-    def _internal(self, e: BaseException, what: str = "analysis") -> None:
+    def _internal(self, e: BaseException, what: str) -> None:
         self.errors += 1
-        if self.errors <= 3 and self.printer is not None:
+        if self.errors <= 3:
+            self._say(f"internal {what} error (traffic unaffected): {type(e).__name__}: {e}")
+
+    def _say(self, text: str) -> None:
+        try:
+            if self.printer is not None:
+                self.printer.line(text, style="red")
+            else:
+                sys.stderr.write(f"mrtr-inspect: {text}\n")
+                sys.stderr.flush()
+        except Exception:
+            pass
+
+
+# -- the pipe between the tee and the analysis process ------------------------------------------
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def _to_devnull(fd: int) -> None:
+    """Close what `fd` refers to, keeping the number taken (by /dev/null) so nothing else reuses it."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, fd)
+    os.close(null)
+
+
+class _Spooler:
+    """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-spool", daemon=True)
+        self.thread.start()
+
+    def put(self, kind: int, t: float, data: bytes = b"") -> None:
+        self._q.put((kind, t, data))
+
+    def _run(self) -> None:
+        get, get_nowait, pack = self._q.get, self._q.get_nowait, _HEAD.pack
+        while True:
+            batch = [get()]
             try:
-                self.printer.line(f"internal {what} error (traffic unaffected): {type(e).__name__}: {e}", style="red")
+                while len(batch) < _SPOOL_BATCH and batch[-1][0] != _END:
+                    batch.append(get_nowait())
+            except queue.Empty:
+                pass
+            if self._fd is not None:
+                try:
+                    _write_all(self._fd, b"".join(pack(k, t, len(d)) + d for k, t, d in batch))
+                except OSError:  # the analysis process is gone; the traffic goes on
+                    os.close(self._fd)
+                    self._fd = None
+            if batch[-1][0] == _END:
+                if self._fd is not None:
+                    os.close(self._fd)
+                return
+
+
+def _read_items(fd: int, put: Callable) -> None:
+    """Read the tee's items from the pipe as fast as they come (the backlog waits here, not in the tee)."""
+    with open(fd, "rb") as f:
+        while True:
+            head = f.read(_HEAD.size)
+            if len(head) < _HEAD.size:
+                break
+            kind, t, n = _HEAD.unpack(head)
+            data = f.read(n) if n else b""
+            if len(data) < n:
+                break
+            put((kind, t, data))
+            if kind == _END:
+                return
+    put((_END, time.time(), b""))  # the tee went away before the end of the session
+
+
+def _analysis_main(fd: int, make: Callable[[], TeeAnalysis]) -> None:
+    items: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=_read_items, args=(fd, items.put), daemon=True).start()
+    analysis = make()
+    while True:
+        kind, t, data = items.get()
+        if kind == _C2S or kind == _S2C:
+            analysis.chunk(t, _DIRECTION[kind], data)
+        elif kind == _END:
+            analysis.end(json.loads(data) if data else {}, t)
+            return
+        else:
+            analysis.eof(t, _DIRECTION[kind])
+
+
+def _fork_analysis(make: Callable[[], TeeAnalysis]) -> tuple[int, _Spooler]:
+    """Fork the analysis process (before any thread exists); returns its pid and the spooler feeding it."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the analysis process: never returns
+        code = 0
+        try:
+            os.close(w)
+            os.setsid()
+            for fd in (0, 1):  # the client must see our stdout close when the tee closes it
+                _to_devnull(fd)
+            _analysis_main(r, make)
+        except BaseException as e:
+            code = 70
+            try:
+                sys.stderr.write(f"mrtr-inspect: the analysis stopped (traffic unaffected): {type(e).__name__}: {e}\n")
             except Exception:
                 pass
+        finally:
+            try:
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    os.close(r)
+    return pid, _Spooler(w)
 
 
-def _pump(src: int, dst: int | None, on_chunk: Callable[[float, bytes], None], on_eof: Callable[[], None]) -> None:
-    """Copy src to dst until EOF or a broken destination; report each chunk after forwarding it."""
+# -- forwarding ---------------------------------------------------------------------------------
+
+
+def _pump(src: int, dst: int, kind: int, spool: _Spooler, done: Callable[[], None]) -> None:
+    """Copy src to dst until either end closes; each chunk goes to the spooler, then on to dst."""
+    put = spool.put
     try:
         while True:
             try:
                 chunk = os.read(src, CHUNK)
             except OSError:
-                chunk = b""
-            t = time.time()
+                return
             if not chunk:
-                break
-            if dst is not None:
-                try:
-                    view = memoryview(chunk)
-                    while view:
-                        n = os.write(dst, view)
-                        view = view[n:]
-                except OSError:
-                    dst = None  # the reader went away: keep draining so the other side is not blocked
-            on_chunk(t, chunk)
+                return
+            put(kind, time.time(), chunk)
+            try:
+                _write_all(dst, chunk)
+            except OSError:  # the reader went away: `done` closes src too, as a direct pipe would
+                return
     finally:
-        on_eof()
+        done()
+
+
+class _Interrupted(Exception):
+    """A signal came after the child exited: stop waiting for the analysis."""
 
 
 def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = None, quiet: bool = False,
-            config: Config | None = None, stdin_fd: int | None = None, stdout_fd: int | None = None,
-            stderr=None) -> int:
+            config: Config | None = None) -> int:
+    """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
     config = config or Config()
-    err = stderr if stderr is not None else sys.stderr
-    in_fd = sys.stdin.fileno() if stdin_fd is None else stdin_fd
-    out_fd = sys.stdout.fileno() if stdout_fd is None else stdout_fd
     session = new_session_id()
     writer = None
     if record:
         try:
             writer = RecordingWriter(record, "stdio", {"command": list(cmd)}, session=session)
         except RecordingError as e:
-            err.write(f"mrtr-inspect: {e}\n")
+            sys.stderr.write(f"mrtr-inspect: {e}\n")
             return 2
+    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd)})
+
+    def make() -> TeeAnalysis:
+        printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
+        builder = ReportBuilder([record] if record else []) if report else None
+        return TeeAnalysis(start, config, writer, printer, builder, report)
+
+    analysis_pid, spool = _fork_analysis(make)
+
+    def finish(info: dict) -> None:
+        spool.put(_END, time.time(), json.dumps(info).encode())
+        spool.thread.join()
+        os.waitpid(analysis_pid, 0)
+
     try:
         child = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=None, bufsize=0,
                                  process_group=0)
-    except OSError as e:
-        err.write(f"mrtr-inspect: cannot start {cmd[0]!r}: {e.strerror or e}\n")
-        if writer is not None:
-            writer.close({"error": f"cannot start: {e.strerror or e}"})
+    except (OSError, ValueError) as e:
+        why = f"cannot start {cmd[0]!r}: {getattr(e, 'strerror', None) or e}"
+        sys.stderr.write(f"mrtr-inspect: {why}\n")
+        finish({"error": why})
         return 127
-    printer = None if quiet else FindingPrinter(err, min_severity="warning", prefix="mrtr-inspect: ")
-    builder = ReportBuilder([record] if record else []) if report else None
-    analysis = TeeAnalysis(session, config, writer, printer, builder)
-    analysis.start()
-
     assert child.stdin is not None and child.stdout is not None
-    child_in = child.stdin.fileno()
-    child_out = child.stdout.fileno()
+    child_in, child_out = child.stdin, child.stdout
 
-    def close_child_stdin() -> None:
-        analysis.put(time.time(), "c2s", _EOF)
-        try:
-            child.stdin.close()  # type: ignore[union-attr]
-        except OSError:
-            pass
+    def c2s_done() -> None:
+        spool.put(_C2S_EOF, time.time())
+        child_in.close()
+        _to_devnull(0)
 
-    def close_our_stdout() -> None:
-        analysis.put(time.time(), "s2c", _EOF)
-        try:
-            os.close(out_fd)
-        except OSError:
-            pass
+    def s2c_done() -> None:
+        spool.put(_S2C_EOF, time.time())
+        _to_devnull(1)
+        child_out.close()
 
     up = threading.Thread(target=_pump, name="mrtr-inspect-c2s", daemon=True,
-                          args=(in_fd, child_in, lambda t, c: analysis.put(t, "c2s", c), close_child_stdin))
+                          args=(0, child_in.fileno(), _C2S, spool, c2s_done))
     down = threading.Thread(target=_pump, name="mrtr-inspect-s2c", daemon=True,
-                            args=(child_out, out_fd, lambda t, c: analysis.put(t, "s2c", c), close_our_stdout))
+                            args=(child_out.fileno(), 1, _S2C, spool, s2c_done))
 
-    def forward(signum, frame) -> None:
-        try:
+    def on_signal(signum, frame) -> None:
+        if child.returncode is None:
             child.send_signal(signum)
-        except ProcessLookupError:
-            pass
+        else:
+            raise _Interrupted
 
     old = {}
     if threading.current_thread() is threading.main_thread():
         for s in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
-            try:
-                old[s] = signal.signal(s, forward)
-            except (ValueError, OSError):  # pragma: no cover
-                pass
-    up.start()
-    down.start()
+            old[s] = signal.signal(s, on_signal)
     try:
-        while True:
-            try:
-                code = child.wait()
-                break
-            except KeyboardInterrupt:  # pragma: no cover - the handler forwards instead
-                continue
-        down.join(10.0)  # a grandchild may hold the pipe open: do not wait for it forever
+        up.start()
+        down.start()
+        code = child.wait()
+        try:
+            down.join(10.0)  # a grandchild may hold the pipe open: do not wait for it forever
+        except _Interrupted:
+            pass
+        try:
+            finish({"exit": code})
+        except _Interrupted:  # the analysis process finishes the recording and report on its own
+            spool.thread.join(1.0)
     finally:
         for s, h in old.items():
             signal.signal(s, h)
-    status = code if code >= 0 else 128 - code
-    analysis.finish({"exit": code})
-    if builder is not None and report:
-        try:
-            with open(report, "w", encoding="utf-8") as f:
-                builder.write_json(f)
-        except OSError as e:
-            err.write(f"mrtr-inspect: cannot write report {report}: {e.strerror}\n")
-        builder.close()
-    return status
+    return code if code >= 0 else 128 - code

@@ -1,0 +1,307 @@
+"""`mrtr-inspect stdio -- CMD`: what the tee promises, each on a real process.
+
+The child programs (`respond`, `echo`, `signals`…) are in tests/e2e/__init__.py.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import pty
+import select
+import signal
+import stat
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from tests.e2e import EOF_LINE, helper, recorded_lines, records, tee_cmd
+from tests.traffic import dumps, meta
+
+# a tools/call carrying a requestState no result issued: an error finding (request-state-unsolicited)
+FORGED = dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+    "name": "deploy", "arguments": {"env": "prod"}, "requestState": "forged", "_meta": meta()}}) + b"\n"
+RULE = b"request-state-unsolicited"
+SERVER_LOG = b"respond: started\n"  # what the `respond` child writes to its stderr
+
+
+def wait_until(condition, timeout: float = 30.0, what: str = "condition"):
+    """Poll `condition` until it returns something true; fail after `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = condition()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.01)
+
+
+def read_line(stream, timeout: float = 30.0) -> bytes:
+    ready, _, _ = select.select([stream], [], [], timeout)
+    assert ready, "no line from the process"
+    return stream.readline()
+
+
+def read_to_eof(stream, timeout: float = 60.0) -> bytes:
+    """Everything until end of file (not until the process exits), or fail after `timeout` seconds."""
+    fd, out = stream.fileno(), []
+    deadline = time.monotonic() + timeout
+    while select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+        chunk = os.read(fd, 1 << 20)
+        if not chunk:
+            return b"".join(out)
+        out.append(chunk)
+    raise AssertionError("no end of file")
+
+
+def analysis_pid(tee) -> int:
+    """The tee's analysis process: the child that runs the tee's own command line (it was forked)."""
+    me = Path(f"/proc/{tee.pid}/cmdline").read_bytes()
+    kids = []
+    for d in Path("/proc").iterdir():
+        if d.name.isdigit():
+            try:
+                fields = (d / "stat").read_text().rsplit(")", 1)[1].split()
+                if int(fields[1]) == tee.pid and (d / "cmdline").read_bytes() == me:
+                    kids.append(int(d.name))
+            except (OSError, IndexError):
+                continue
+    assert len(kids) == 1, kids
+    return kids[0]
+
+
+# -- stdout carries the protocol only; findings on stderr ---------------------------------------
+
+
+def test_stdout_is_the_childs_and_findings_go_to_stderr_as_plain_lines(procs):
+    child = helper("respond")
+    direct = procs.run(child, FORGED)
+    teed = procs.run(tee_cmd(cmd=child), FORGED)
+    assert teed.returncode == direct.returncode == 0
+    assert teed.stdout == direct.stdout  # nothing of the tee's on stdout
+    assert RULE not in teed.stdout
+    lines = teed.stderr.splitlines(keepends=True)
+    assert SERVER_LOG in lines  # the child's stderr passes through
+    ours = [line for line in lines if line != SERVER_LOG]
+    assert all(line.startswith(b"mrtr-inspect: ") for line in ours)
+    assert any(line.startswith(b"mrtr-inspect: error request-state-unsolicited [#0] tools/call id=1") for line in ours)
+    assert b"\x1b[" not in teed.stderr
+
+
+def test_findings_are_rich_on_a_terminal(procs):
+    master, slave = pty.openpty()
+    p = procs.start(tee_cmd(cmd=helper("respond")), stderr=slave)
+    os.close(slave)
+    p.stdin.write(FORGED)
+    p.stdin.close()
+    seen = b""
+    try:
+        while select.select([master], [], [], 30)[0]:
+            try:
+                chunk = os.read(master, 65536)
+            except OSError:  # EIO: every writer of the terminal is gone
+                break
+            if not chunk:
+                break
+            seen += chunk
+    finally:
+        os.close(master)
+    assert p.wait(30) == 0
+    assert RULE in seen
+    assert b"\x1b[" in seen  # styled by rich
+    assert b"mrtr-inspect: error" not in seen  # not the plain form
+    assert RULE not in p.stdout.read()
+
+
+def test_quiet_leaves_stderr_to_the_child(procs):
+    teed = procs.run(tee_cmd("--quiet", cmd=helper("respond")), FORGED)
+    assert teed.returncode == 0
+    assert teed.stderr == SERVER_LOG
+
+
+# -- signals, exit status, end of file ----------------------------------------------------------
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_signals_reach_the_child_and_its_death_is_the_exit_status(procs, sig):
+    p = procs.start(tee_cmd(cmd=helper("signals")))
+    assert read_line(p.stdout) == b"ready\n"
+    p.send_signal(sig)
+    assert read_line(p.stdout) == f"got {int(sig)}\n".encode()
+    assert p.wait(30) == 128 + sig
+    assert b"Traceback" not in p.stderr.read()
+
+
+def test_exit_status_is_the_childs(procs):
+    done = procs.run(tee_cmd(cmd=helper("respond", "7")), FORGED)
+    assert done.returncode == 7
+
+
+def test_end_of_input_reaches_the_child(procs):
+    p = procs.start(tee_cmd(cmd=helper("respond")))
+    p.stdin.write(FORGED)
+    p.stdin.flush()
+    assert json.loads(read_line(p.stdout))["id"] == 1
+    p.stdin.close()
+    assert read_line(p.stdout) == EOF_LINE  # the child saw its stdin end
+    assert p.wait(30) == 0
+
+
+def test_end_of_output_reaches_the_client(procs):
+    p = procs.start(tee_cmd(cmd=helper("half_close")))
+    assert p.stdout.read().endswith(b'"data":"bye"}}\n')  # returns at end of file
+    assert p.poll() is None  # ... while the child, and so the tee, still run
+    p.stdin.close()
+    assert p.wait(30) == 0
+
+
+def test_a_client_that_stops_reading_is_passed_on_to_the_child(procs):
+    p = procs.start(tee_cmd(cmd=helper("until_epipe")))
+    read_line(p.stdout)
+    p.stdout.close()
+    assert p.wait(30) == 3  # the child's write failed as it would on a direct pipe
+
+
+# -- what passes, byte for byte -----------------------------------------------------------------
+
+
+def test_a_50_mb_message_and_a_last_line_without_newline_pass_intact(procs, tmp_path):
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"blob":"' + \
+          b"x" * (50 * 1024 * 1024) + b'"}}}'
+    last = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+    data = big + b"\n" + last
+    record = tmp_path / "big.jsonl"
+    done = procs.run(tee_cmd("--record", str(record), cmd=helper("echo")), data, timeout=120)
+    assert done.returncode == 0
+    assert done.stdout == data
+    for d in ("c2s", "s2c"):
+        assert recorded_lines(record, d) == [big, last]
+    tails = [r for r in records(record) if r.get("k") == "line" and r.get("eol") is False]
+    assert sorted(r["d"] for r in tails) == ["c2s", "s2c"]
+
+
+# -- a child that cannot start ------------------------------------------------------------------
+
+
+def test_a_child_that_cannot_start_gives_one_line_and_127(procs, tmp_path):
+    record = tmp_path / "r.jsonl"
+    missing = str(tmp_path / "no-such-server")
+    done = procs.run(tee_cmd("--record", str(record), cmd=[missing, "--flag"]))
+    assert done.returncode == 127
+    assert done.stdout == b""
+    assert done.stderr.count(b"\n") == 1
+    assert done.stderr.startswith(b"mrtr-inspect: cannot start ") and missing.encode() in done.stderr
+    end = records(record)[-1]
+    assert end["k"] == "session-end" and "cannot start" in end["info"]["error"]
+
+
+# -- recording and report -----------------------------------------------------------------------
+
+
+def test_record_creates_a_private_file_and_appends_a_session_per_run(procs, tmp_path):
+    record = tmp_path / "s.jsonl"
+    cmd = tee_cmd("--record", str(record), cmd=helper("respond"))
+    assert procs.run(cmd, FORGED).returncode == 0
+    assert stat.S_IMODE(record.stat().st_mode) == 0o600
+    first = record.read_bytes()
+    assert procs.run(cmd, FORGED).returncode == 0
+    both = record.read_bytes()
+    assert both.startswith(first) and len(both) > len(first)
+    recs = records(record)
+    headers = [r for r in recs if r.get("mrtr-inspect") == "recording"]
+    ends = [r for r in recs if r.get("k") == "session-end"]
+    assert len(headers) == len(ends) == 2
+    assert headers[0]["session"] != headers[1]["session"]
+    assert [e["info"] for e in ends] == [{"exit": 0}, {"exit": 0}]
+    assert recorded_lines(record, "c2s") == [FORGED[:-1]] * 2
+
+
+def test_report_has_the_contract_shape(procs, tmp_path):
+    report, record = tmp_path / "report.json", tmp_path / "r.jsonl"
+    done = procs.run(tee_cmd("--quiet", "--report", str(report), "--record", str(record), cmd=helper("respond")),
+                     FORGED)
+    assert done.returncode == 0
+    r = json.loads(report.read_text())
+    assert r["format"] == "mrtr-inspect.report/1"
+    assert r["tool"]["name"] == "mrtr-inspect" and isinstance(r["tool"]["version"], str)
+    assert r["inputs"] == [str(record)]
+    assert set(r["summary"]) == {"messages", "chains", "errors", "warnings", "infos"}
+    assert (r["summary"]["messages"], r["summary"]["chains"]) == (3, 1)  # request, result, notification
+    assert r["summary"]["errors"] >= 1
+    [c] = r["chains"]
+    assert {k: c[k] for k in ("id", "method", "target", "rounds", "requests", "outcome", "link")} == {
+        "id": "c1", "method": "tools/call", "target": "deploy", "rounds": 0, "requests": [1],
+        "outcome": "complete", "link": None}
+    assert isinstance(c["duration_ms"], float)
+    f = next(f for f in r["findings"] if f["rule"] == RULE.decode())
+    assert f["severity"] == "error" and f["messages"] == [0] and isinstance(f["message"], str)
+    assert set(f) >= {"rule", "severity", "message", "chain", "messages", "spec", "conformance"}
+
+
+# -- the analysis never holds the traffic up ----------------------------------------------------
+
+
+def test_traffic_flows_while_the_analysis_is_stopped(procs, tmp_path):
+    record = tmp_path / "r.jsonl"
+    p = procs.start(tee_cmd("--record", str(record), cmd=helper("echo")))
+    p.stdin.write(FORGED)
+    p.stdin.flush()
+    assert read_line(p.stdout) == FORGED  # the child is up, so is the analysis (forked before it)
+    pid = analysis_pid(p)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        data = b"".join(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%d"}}\n' % i
+                        for i in range(20_000))  # far more than a pipe holds
+        writer = threading.Thread(target=lambda: (p.stdin.write(data), p.stdin.close()))
+        writer.start()
+        assert read_to_eof(p.stdout) == data  # all of it, while the analysis is stopped
+        writer.join()
+        assert p.poll() is None  # the tee waits for its analysis
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    assert p.wait(60) == 0
+    # ... which recorded everything
+    assert len(recorded_lines(record, "s2c")) == 20_001
+    assert records(record)[-1] == {**records(record)[-1], "k": "session-end", "info": {"exit": 0}}
+
+
+def test_a_signal_after_the_child_exited_ends_the_wait_for_the_analysis(procs, tmp_path):
+    report = tmp_path / "report.json"
+    p = procs.start(tee_cmd("--report", str(report), cmd=helper("respond", "5")))
+    p.stdin.write(FORGED)
+    p.stdin.flush()
+    read_line(p.stdout)
+    pid = analysis_pid(p)
+    os.kill(pid, signal.SIGSTOP)
+    try:
+        p.stdin.close()
+        assert read_line(p.stdout) == EOF_LINE
+        assert read_to_eof(p.stdout) == b""  # the child is gone; the tee now waits for its analysis
+        with pytest.raises(Exception):
+            p.wait(0.2)
+        p.send_signal(signal.SIGTERM)
+        assert p.wait(30) == 5  # the child's status, at once
+    finally:
+        os.kill(pid, signal.SIGCONT)
+    # the analysis, in a session of its own, finishes the report by itself
+    r = wait_until(lambda: report.exists() and report.read_text().endswith("}\n") and json.loads(report.read_text()),
+                   what="the report")
+    assert RULE.decode() in {f["rule"] for f in r["findings"]}
+
+
+def test_a_killed_tee_still_leaves_a_closed_recording_and_a_report(procs, tmp_path):
+    record, report = tmp_path / "r.jsonl", tmp_path / "report.json"
+    p = procs.start(tee_cmd("--record", str(record), "--report", str(report), cmd=helper("respond")))
+    p.stdin.write(FORGED)
+    p.stdin.flush()
+    read_line(p.stdout)
+    p.kill()
+    p.wait(30)
+    wait_until(lambda: report.exists() and report.read_text().endswith("}\n"), what="the report")
+    recs = records(record)
+    assert recs[-1]["k"] == "session-end"
+    assert len(recorded_lines(record, "c2s")) == 1
+    assert RULE.decode() in {f["rule"] for f in json.loads(report.read_text())["findings"]}
