@@ -227,6 +227,108 @@ def rules_command(fmt, severity, disable) -> None:
     write_listing(fmt, registered(), build_config(severity, disable), sys.stdout)
 
 
+# -- replay and export (mrtr_inspect/replay/) -------------------------------------------------------
+
+
+def _replay_exit(run) -> None:
+    from .replay.script import ReplayError
+
+    try:
+        code = run()
+    except ReplayError as e:
+        fail(str(e))
+    sys.exit(code)
+
+
+_IGNORE_HELP = ("Leave this JSON path out (dotted, into the whole message: params.arguments.nonce, "
+                "result._meta; * is one member or index, ** any depth). Repeatable.")
+
+
+@main.group()
+def replay() -> None:
+    """Play a recording back: its server side to a live client (serve), its client side to a live
+    server (verify). See docs/replay.md."""
+
+
+@replay.command("serve")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--listen", metavar="HOST:PORT", help="Serve Streamable HTTP there (port 0 picks a free one). "
+              "Default: HTTP on 127.0.0.1:8788 for an HTTP recording, stdio for a stdio one.")
+@click.option("--stdio", "use_stdio", is_flag=True, help="Serve on stdin and stdout: usable as a client's server command.")
+@click.option("--strict", is_flag=True, help="Requests must come in recorded order (default: any order).")
+@click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
+@click.option("--allow-repeats", is_flag=True, help="Serve a recorded request again when no unused one matches.")
+@click.option("--pace", is_flag=True, help="Send replies (and stream events) at their recorded pace.")
+@click.option("--record", metavar="PATH", help="Record the live session to PATH.")
+@click.option("--summary", metavar="PATH", help="Keep a JSON summary there (rewritten after each request).")
+@click.option("--quiet", is_flag=True, help="No findings on stderr (the exit summary stays).")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="never",
+              show_default=True, help="Exit 1 when the live session has findings at or above this severity.")
+@rule_options
+def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, record, summary, quiet, fail_on,
+                 severity, disable) -> None:
+    """A recording's server side, played back to a live client. A request that matches no recorded
+    one gets a JSON-RPC error naming the closest one. Exit 0; 1 after misses; 2 on unreadable input."""
+    from .replay import run
+    from .replay.serve import ServeOptions
+
+    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace)
+    config = build_config(severity, disable)
+    _replay_exit(lambda: run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record,
+                                   summary=summary, quiet=quiet, fail_on=fail_on, config=config))
+
+
+@replay.command("verify")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
+@click.option("--upstream", metavar="URL", help="The live Streamable HTTP server (else: -- CMD [ARG...]).")
+@click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+              help="HTTP: set this header on every request (a real token for a redacted one). Repeatable.")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for one response.")
+@click.option("--record", metavar="PATH", help="Record the live session to PATH.")
+@click.option("--quiet", is_flag=True, help="No findings on stderr.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="never",
+              show_default=True, help="Exit 1 when the live session has findings at or above this severity.")
+@rule_options
+def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, fail_on, severity, disable) -> None:
+    """A recording's client side, played against a live server (a fresh process per recorded
+    session for `-- CMD`). Exit 0 when every response matches the recorded one, 1 otherwise.
+
+    \b
+      mrtr-inspect replay verify session.jsonl -- python server.py
+      mrtr-inspect replay verify session.jsonl --upstream http://127.0.0.1:3000/mcp
+    """
+    from .replay import run
+    from .replay.verify import VerifyOptions
+
+    config = build_config(severity, disable)
+
+    def go() -> int:
+        options = VerifyOptions(tuple(ignore), timeout, tuple(run.parse_header(h) for h in headers))
+        return run.verify(path, upstream=upstream, cmd=tuple(cmd), options=options, record=record, quiet=quiet,
+                          fail_on=fail_on, config=config)
+
+    _replay_exit(go)
+
+
+@main.command()
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--to", "to", type=click.Choice(["fixture"]), required=True, help="The format to export to.")
+@click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False), help="Where to write it.")
+@click.option("--chain", "chains", multiple=True, metavar="ID", help="fixture: keep this chain (repeatable; default all).")
+@click.option("--only-chains", is_flag=True, help="fixture: drop the requests that belong to no chain (discovery…).")
+@click.option("--redact-path", multiple=True, metavar="PATH", help="fixture: redact the strings at this JSON path.")
+@click.option("--redact-header", multiple=True, metavar="NAME", help="fixture: redact this header too.")
+def export(path, to, output, chains, only_chains, redact_path, redact_header) -> None:
+    """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
+    machine details in its session headers, ready to commit and to replay."""
+    from .replay import run
+
+    _replay_exit(lambda: run.export(path, to, output, chains=chains, only_chains=only_chains,
+                                    redact_paths=redact_path, redact_headers=redact_header))
+
+
 
 @main.command()
 @click.option("--out", "out_dir", default="mrtr-inspect-demo", show_default=True,

@@ -1,0 +1,116 @@
+"""`export --to fixture`: a recording trimmed to chosen chains, redacted, ready to commit.
+
+    export_fixture("session.jsonl", "fixtures/deploy.jsonl", chains=["c1"], redact_paths=["params.arguments.token"])
+
+Kept: the frames of the chosen chains (every round of each, with the notifications sent for them),
+and unless `only_chains`, the requests that belong to no chain (discovery, lists: a real client
+needs them to get as far as the chains). Dropped: the other chains, and sessions left with nothing
+to replay. The kept frames are written exactly as recorded (same times, same sessions) after
+redaction: the default headers and the paths and headers asked, with the same stable placeholders
+as a live recording. Session headers lose what names the machine: the process id is dropped and
+absolute paths in the recorded command are cut to their last part (`/usr/bin/python3` → `python3`);
+the header says so (`exported`).
+
+Machine paths that remain in payloads are not rewritten (that would falsify what crossed the wire):
+`machine_paths` finds them, so the caller can say where, and redact them by path.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field, replace
+from typing import Callable, Iterable
+
+from ..core.events import SessionStart
+from ..recording import format as fmt
+from ..recording.redaction import Redactor
+from ..recording.writer import redaction_key
+from .script import ReplayError, load_script
+
+_MACHINE = re.compile(r"(?<![\w.-])/(?:home|root|tmp|Users|work|var/folders|private/var)/[^\s\"'\\]*")
+
+
+@dataclass
+class Exported:
+    output: str
+    chains: list[str]
+    exchanges: int
+    sessions: int
+    machine_paths: list[tuple[int, str]] = field(default_factory=list)  # (line, path)
+
+    def lines(self) -> list[str]:
+        out = [f"wrote {self.output}: {self.exchanges} request{'s' if self.exchanges != 1 else ''} in "
+               f"{self.sessions} session{'s' if self.sessions != 1 else ''}, chains {', '.join(self.chains) or 'none'}"]
+        for n, p in self.machine_paths[:5]:
+            out.append(f"warning: {self.output}:{n} mentions the machine path {p!r}; redact it (--redact-path) "
+                       "before committing")
+        return out
+
+
+def _portable(cmd: object) -> object:
+    if not isinstance(cmd, list):
+        return cmd
+    return [os.path.basename(a) if isinstance(a, str) and os.path.isabs(a) else a for a in cmd]
+
+
+def _header(f: SessionStart, chains: list[str]) -> SessionStart:
+    info = {k: v for k, v in f.info.items() if k != "pid"}
+    if "command" in info:
+        info["command"] = _portable(info["command"])
+    info["exported"] = {"to": "fixture", "chains": chains,
+                        "rewritten": "pid dropped; absolute paths in command cut to their last part"}
+    return replace(f, info=info)
+
+
+def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chains: bool = False,
+                   redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = (),
+                   before_write: Callable | None = None) -> Exported:
+    """Write the fixture; `before_write(frame)` may change a frame or drop it (None)."""
+    script = load_script(path, keep_frames=True)
+    assert script.frames is not None
+    known = list(dict.fromkeys(ex.chain for ex in script.exchanges if ex.chain))
+    wanted = list(dict.fromkeys(chains)) or known
+    missing = [c for c in wanted if c not in known]
+    if missing:
+        raise ReplayError(f"{path}: no chain {', '.join(missing)} (its chains: {', '.join(known) or 'none'})")
+    keep = [ex for ex in script.exchanges if ex.chain in wanted or (ex.chain is None and not only_chains)]
+    drop = {i for ex in script.exchanges if ex not in keep for i in ex.frames}
+    sessions = {ex.session for ex in keep}
+    redactor = Redactor(redaction_key(), redact_headers, redact_paths)
+    lines: list[bytes] = []
+    for i, frame in enumerate(script.frames):
+        if i in drop or getattr(frame, "session", None) not in sessions:
+            continue
+        if type(frame) is SessionStart:
+            frame = _header(frame, wanted)
+        frame = redactor.frame(frame)
+        if before_write is not None:
+            frame = before_write(frame)
+            if frame is None:
+                continue
+        lines.append(fmt.encode(frame))
+    _write(output, b"".join(lines))
+    return Exported(output, wanted, len(keep), len(sessions), machine_paths(lines))
+
+
+def machine_paths(lines: list[bytes]) -> list[tuple[int, str]]:
+    out = []
+    for n, line in enumerate(lines, 1):
+        for m in _MACHINE.finditer(line.decode("utf-8", "replace")):
+            out.append((n, m.group()))
+    return out
+
+
+def _write(output: str, data: bytes) -> None:
+    tmp = f"{output}.{os.getpid()}.tmp"
+    try:
+        parent = os.path.dirname(output)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, output)
+    except OSError as e:
+        raise ReplayError(f"cannot write {output}: {e.strerror or e}") from None

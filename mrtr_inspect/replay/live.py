@@ -1,0 +1,73 @@
+"""The live side of a replay, seen by the core: what the live peer sent and what it was sent, as
+frames, through an Inspector (so a live client that alters a served requestState is reported as
+any client would be), and optionally into a recording of its own."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+from ..config import Config
+from ..core.events import Headers, SessionEnd, SessionStart, StdioLine
+from ..core.findings import Finding
+from ..core.framing import HttpFramer
+from ..core.inspector import Inspector
+from ..outputs.text import FindingPrinter
+from ..recording.writer import RecordingWriter, new_session_id
+
+
+class LiveLog:
+    def __init__(self, transport: str, info: dict | None = None, config: Config | None = None,
+                 record: str | None = None, printer: FindingPrinter | None = None) -> None:
+        self.session = new_session_id()
+        self.insp = Inspector(config)
+        self.printer = printer
+        self.findings: list[Finding] = []
+        self.lock = threading.Lock()
+        self.writer = RecordingWriter(record, transport, info, session=self.session) if record else None
+        self.http = HttpFramer(self.session)
+        self._feed([SessionStart(time.time(), self.session, transport, dict(info or {}))], record=False)
+
+    def _feed(self, frames: list, record: bool = True) -> None:
+        with self.lock:
+            for f in frames:
+                if record and self.writer is not None:
+                    self.writer.write(f)
+                self._outs(self.insp.feed(f))
+
+    def _outs(self, outs: list) -> None:
+        for o in outs:
+            if type(o) is Finding:
+                self.findings.append(o)
+                if self.printer is not None:
+                    self.printer.finding(o)
+
+    # -- stdio ------------------------------------------------------------------------------------
+    def line(self, direction: str, data: bytes) -> None:
+        self._feed([StdioLine(time.time(), self.session, direction, data)])  # type: ignore[arg-type]
+
+    # -- HTTP -------------------------------------------------------------------------------------
+    def request(self, x: int, method: str, path: str, headers: Headers, body: bytes, client: str = "") -> None:
+        t = time.time()
+        h = self.http
+        self._feed(h.request_head(t, x, method, path, headers, client) + h.request_data(t, x, body) + h.request_end(t, x))
+
+    def response_head(self, x: int, status: int, headers: Headers) -> None:
+        self._feed(self.http.response_head(time.time(), x, status, headers))
+
+    def response_data(self, x: int, data: bytes) -> None:
+        self._feed(self.http.response_data(time.time(), x, data))
+
+    def response_end(self, x: int, error: str | None = None) -> None:
+        self._feed(self.http.response_end(time.time(), x, error))
+
+    # -- the end ----------------------------------------------------------------------------------
+    def close(self, info: dict | None = None) -> list[Finding]:
+        t = time.time()
+        with self.lock:
+            self._outs(self.insp.feed(SessionEnd(t, self.session, info or {})))
+            self._outs(self.insp.close(t))
+            if self.writer is not None:
+                self.writer.close(info, t)
+                self.writer = None
+        return self.findings

@@ -1,0 +1,269 @@
+"""Matching a live request to a recorded one, and saying what differs when none matches.
+
+A request is matched on what MCP makes it mean, not on its bytes:
+
+* `method`, and the target (`params.name`, or `params.uri` for resources/read);
+* the other parameters (the arguments) in canonical form, without `_meta`, `inputResponses` and
+  `requestState` (core.chains.params_digest, the digest chain stitching uses);
+* the keys of `inputResponses` (which questions the retry answers, not what the user said);
+* the `requestState`, where the recorded server issued the one the recorded request echoes: a
+  live client must echo the state it was served;
+* on HTTP, the path.
+
+JSON-RPC ids never count. Paths given to `ignore` (dotted, into the whole message:
+`params.arguments.nonce`; `*` is any one member or index, `**` any depth) are left out first.
+
+The same paths and `differences` serve `replay verify` to compare responses.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from typing import Any, Iterable
+
+from ..core.chains import canonical_json, params_digest
+from ..core.messages import Message, target_of
+from .script import Exchange
+
+MRTR_FIELDS = ("_meta", "inputResponses", "requestState")
+
+# -------------------------------------------------------------------------------------------------
+# paths
+
+
+def parse_paths(paths: Iterable[str]) -> list[tuple[str, ...]]:
+    return [tuple(p.split(".")) for p in paths if p]
+
+
+def _matches(pat: tuple, path: tuple) -> bool:
+    """Whether `pat` names `path`. A member name holding dots (`io.modelcontextprotocol/x`) is
+    written as it is: its parts match as many segments."""
+    if not pat:
+        return not path
+    head = pat[0]
+    if head == "**":
+        return any(_matches(pat[1:], path[i:]) for i in range(len(path) + 1))
+    if not path:
+        return False
+    if head == "*":
+        return _matches(pat[1:], path[1:])
+    parts = tuple(str(path[0]).split("."))
+    return pat[: len(parts)] == parts and _matches(pat[len(parts):], path[1:])
+
+
+def strip_paths(value: Any, patterns: list[tuple], path: tuple = ()) -> Any:
+    """A copy of `value` without the members and items that a pattern names."""
+    if not patterns:
+        return value
+    if type(value) is dict:
+        return {k: strip_paths(v, patterns, path + (k,)) for k, v in value.items()
+                if not any(_matches(p, path + (k,)) for p in patterns)}
+    if type(value) is list:
+        return [strip_paths(v, patterns, path + (i,)) for i, v in enumerate(value)
+                if not any(_matches(p, path + (i,)) for p in patterns)]
+    return value
+
+
+def format_path(path: tuple) -> str:
+    out = ""
+    for p in path:
+        out += f"[{p}]" if type(p) is int else (f".{p}" if out else str(p))
+    return out or "(the whole message)"
+
+
+# -------------------------------------------------------------------------------------------------
+# differences
+
+ABSENT = object()
+
+
+@dataclass(frozen=True)
+class Diff:
+    path: str
+    recorded: Any
+    live: Any
+
+    def text(self) -> str:
+        return f"{self.path}: recorded {show(self.recorded)}, live {show(self.live)}"
+
+    def to_json(self) -> dict:
+        return {"field": self.path, "recorded": None if self.recorded is ABSENT else self.recorded,
+                "live": None if self.live is ABSENT else self.live,
+                "absent": [s for s, v in (("recorded", self.recorded), ("live", self.live)) if v is ABSENT]}
+
+
+def show(value: Any, width: int = 70) -> str:
+    if value is ABSENT:
+        return "absent"
+    try:
+        text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), sort_keys=True)
+    except (TypeError, ValueError):
+        text = repr(value)
+    return text if len(text) <= width else text[: width - 1] + "…"
+
+
+def _same(a: Any, b: Any) -> bool:
+    return canonical_json(a) == canonical_json(b)
+
+
+def differences(recorded: Any, live: Any, path: tuple = ()) -> list[Diff]:
+    """Where two JSON values differ, leaf by leaf (members by name, items by position)."""
+    if type(recorded) is dict and type(live) is dict:
+        out: list[Diff] = []
+        for k in list(recorded) + [k for k in live if k not in recorded]:
+            out += differences(recorded.get(k, ABSENT), live.get(k, ABSENT), path + (k,))
+        return out
+    if type(recorded) is list and type(live) is list and len(recorded) == len(live):
+        return [d for i, (a, b) in enumerate(zip(recorded, live)) for d in differences(a, b, path + (i,))]
+    if recorded is ABSENT and live is ABSENT:
+        return []
+    if recorded is not ABSENT and live is not ABSENT and _same(recorded, live):
+        return []
+    return [Diff(format_path(path), recorded, live)]
+
+
+# -------------------------------------------------------------------------------------------------
+# request fields
+
+
+@dataclass(frozen=True)
+class Fields:
+    method: str | None
+    target: str | None
+    rest: Any  # params without the MRTR fields (and ignored paths)
+    digest: str  # params_digest of `rest`
+    keys: tuple | None  # sorted inputResponses keys; None when absent
+    state: str | None
+    path: str | None
+
+
+def request_fields(msg: Message, ignore: list[tuple], http_path: str | None = None) -> Fields:
+    value = strip_paths(msg.value, ignore) if ignore else msg.value
+    params = value.get("params") if type(value) is dict else None
+    p = params if type(params) is dict else {}
+    rest = {k: v for k, v in p.items() if k not in MRTR_FIELDS} if type(params) is dict else params
+    ir = p.get("inputResponses")
+    keys = tuple(sorted(ir)) if type(ir) is dict else None
+    st = p.get("requestState")
+    return Fields(msg.method, target_of(msg.method, params), rest, params_digest(msg.method, rest), keys,
+                  st if type(st) is str else None, http_path)
+
+
+def short_state(state: str | None) -> str:
+    if state is None:
+        return "none"
+    return repr(state if len(state) <= 16 else state[:12] + "…") + f" ({len(state)} chars)"
+
+
+def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
+    """What keeps a live request from matching a recorded exchange, most telling first."""
+    out: list[Diff] = []
+    if rec.method != live.method:
+        out.append(Diff("method", rec.method, live.method))
+    if rec.target != live.target:
+        out.append(Diff("params.uri" if rec.method == "resources/read" else "params.name", rec.target, live.target))
+    if rec.digest != live.digest:
+        rest = [d for d in differences(rec.rest, live.rest, ("params",))
+                if d.path not in ("params.name", "params.uri")]
+        if rest:
+            out += rest
+        elif rec.target == live.target:  # equal once canonical, yet not the same digest
+            out.append(Diff("params", rec.rest, live.rest))
+    if rec.keys != live.keys:
+        out.append(Diff("params.inputResponses (keys)", list(rec.keys) if rec.keys is not None else ABSENT,
+                        list(live.keys) if live.keys is not None else ABSENT))
+    if ex.echoed_state is not None and live.state != ex.echoed_state:
+        out.append(Diff("params.requestState", f"the state served in round {ex.round} {short_state(ex.echoed_state)}",
+                        short_state(live.state) if live.state is not None else ABSENT))
+    if rec.path is not None and live.path is not None and rec.path != live.path:
+        out.append(Diff("path", rec.path, live.path))
+    return out
+
+
+_WEIGHT = {"method": 100, "params.name": 40, "params.uri": 40, "params.inputResponses (keys)": 6,
+           "params.requestState": 6, "path": 3}
+
+
+def cost(diffs: list[Diff]) -> int:
+    return sum(_WEIGHT.get(d.path, 2) for d in diffs)
+
+
+# -------------------------------------------------------------------------------------------------
+# the matcher
+
+
+@dataclass
+class Match:
+    exchange: Exchange | None  # None: a miss
+    closest: Exchange | None = None
+    diffs: list[Diff] | None = None
+    reason: str = ""  # for a miss: why the closest one was not served
+
+    def explain(self, live: Message) -> str:
+        what = f"{live.method} {target_of(live.method, live.params) or ''}".strip()
+        if self.closest is None:
+            return f"no recorded request matches {what}: the recording has no request left to serve"
+        text = f"no recorded request matches {what}; closest: {self.closest.label()}"
+        if self.diffs:
+            text += "; differs in " + "; ".join(d.text() for d in self.diffs)
+        if self.reason:
+            text += f"; {self.reason}"
+        return text
+
+    def to_json(self) -> dict:
+        return {"closest": self.closest.label() if self.closest else None,
+                "closest_message": self.closest.request.index if self.closest else None,
+                "differences": [d.to_json() for d in self.diffs or ()], "reason": self.reason or None}
+
+
+class Matcher:
+    """Picks the recorded exchange that answers a live request.
+
+    `order="any"`: the first unused exchange that matches, in recorded order. `order="strict"`: only
+    the next unused exchange may match. A served exchange is not served again unless `repeats`.
+    """
+
+    def __init__(self, exchanges: list[Exchange], ignore: Iterable[str] = (), order: str = "any",
+                 repeats: bool = False) -> None:
+        if order not in ("any", "strict"):
+            raise ValueError(f"order is 'any' or 'strict', not {order!r}")
+        self.ignore = parse_paths(ignore)
+        self.order = order
+        self.repeats = repeats
+        self.exchanges = exchanges
+        self.fields = [request_fields(ex.request, self.ignore, ex.http.path if ex.http else None) for ex in exchanges]
+        self.used = [0] * len(exchanges)
+
+    @property
+    def unused(self) -> list[Exchange]:
+        return [ex for ex, n in zip(self.exchanges, self.used) if not n]
+
+    def match(self, live: Message, http_path: str | None = None) -> Match:
+        lf = request_fields(live, self.ignore, http_path)
+        scored = []
+        for i, (ex, rf) in enumerate(zip(self.exchanges, self.fields)):
+            diffs = field_differences(ex, rf, lf)
+            scored.append((cost(diffs), bool(self.used[i]), i, diffs))
+        if self.order == "strict":
+            nxt = next((s for s in scored if not s[1]), None)
+            if nxt is None:
+                return Match(None)
+            if not nxt[3]:
+                return self._serve(nxt[2])
+            return Match(None, self.exchanges[nxt[2]], nxt[3], "strict order: this is the next recorded request")
+        fits = [s for s in scored if not s[3]]
+        fresh = [s for s in fits if not s[1]]
+        if fresh:
+            return self._serve(fresh[0][2])
+        if fits and self.repeats:
+            return self._serve(fits[0][2])
+        if fits:
+            i = fits[0][2]
+            return Match(None, self.exchanges[i], [], "it was served already (allow repeats to serve it again)")
+        best = min(scored, key=lambda s: (s[0], s[1], s[2]))
+        return Match(None, self.exchanges[best[2]], best[3])
+
+    def _serve(self, i: int) -> Match:
+        self.used[i] += 1
+        return Match(self.exchanges[i])

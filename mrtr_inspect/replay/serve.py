@@ -1,0 +1,479 @@
+"""`replay serve`: a recording's server side, played to a live client over stdio or HTTP.
+
+    session = ServeSession(load_script(path), ServeOptions(order="any"))
+    serve_stdio(session)                                   # the client's server command
+    asyncio.run(serve_http(session, "127.0.0.1", 0, ...))  # a Streamable HTTP endpoint
+
+Each live request is matched to a recorded one (`matching.Matcher`); the recorded replies are sent
+with the live request's JSON-RPC id (and progressToken), byte for byte otherwise. A recorded event
+stream is sent as a stream, event by event, at its recorded pace with `pace`. A request that
+matches nothing is answered with a JSON-RPC error naming the closest recorded request and the
+fields that differ, and counted. The live traffic goes through an Inspector too (`live.LiveLog`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import sys
+import threading
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+import h11
+
+from ..config import Config
+from ..core.events import Headers
+from ..core.findings import Finding
+from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
+from ..outputs.text import FindingPrinter
+from .live import LiveLog
+from .matching import Match, Matcher
+from .script import Exchange, Script
+from .wire import dumps, map_sse_data, set_member, sse_event
+
+MISS_CODE = -32099  # implementation-defined server error range of JSON-RPC 2.0
+_DROP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date"})
+
+
+@dataclass
+class ServeOptions:
+    order: str = "any"  # any | strict
+    ignore: tuple[str, ...] = ()  # paths left out of matching
+    repeats: bool = False  # serve a recorded exchange more than once
+    pace: bool = False  # replies at their recorded pace
+
+
+@dataclass
+class Answer:
+    """What to send for one live request: (offset in seconds, message, SSE event or None) items."""
+
+    items: list[tuple[float, bytes | None, bytes | None]]
+    exchange: Exchange | None = None
+    status: int = 200
+    headers: Headers = ()
+    stream: bool = False
+
+
+class Replayer:
+    """Answers live client messages from a script. No I/O."""
+
+    def __init__(self, script: Script, options: ServeOptions | None = None) -> None:
+        self.script = script
+        self.options = options or ServeOptions()
+        self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats)
+        self.served = 0
+        self.synthesized = 0
+        self.misses: list[dict] = []
+
+    def answer(self, raw: bytes, http_path: str | None = None) -> Answer | None:
+        """The answer to one message from the live client; None when it takes none (a
+        notification, or a response)."""
+        live = decode_message(raw)
+        if live.kind in (NOTIFICATION, RESULT, ERROR):
+            return None
+        if live.kind != REQUEST:
+            why = "a batch (not replayed)" if live.kind == "batch" else f"not a JSON-RPC request ({live.problem})"
+            self.misses.append({"request": live.kind, "message": why})
+            return self._error(None, -32600, f"mrtr-inspect replay: {why}", None, 400)
+        m = self.matcher.match(live, http_path)
+        if m.exchange is not None:
+            self.served += 1
+            return self._replay(m.exchange, live)
+        if live.method == "ping":
+            self.synthesized += 1
+            return Answer([(0.0, dumps({"jsonrpc": "2.0", "id": live.id, "result": {}}).encode(), None)])
+        text = m.explain(live)
+        self.misses.append({"request": f"{live.method} id={format_id(live.id)}", "message": text, **m.to_json()})
+        return self._error(live.id, MISS_CODE, f"mrtr-inspect replay: {text}", m)
+
+    @staticmethod
+    def _error(rid: Any, code: int, text: str, m: Match | None, status: int = 200) -> Answer:
+        err: dict = {"code": code, "message": text}
+        if m is not None:
+            err["data"] = m.to_json()
+        return Answer([(0.0, dumps({"jsonrpc": "2.0", "id": rid, "error": err}).encode(), None)], status=status)
+
+    def _replay(self, ex: Exchange, live: Message) -> Answer:
+        meta = live.meta or {}
+        live_token = meta.get("progressToken")
+        items: list[tuple[float, bytes | None, bytes | None]] = []
+        for r in ex.replies:
+            offset = max(0.0, r.time - ex.time)
+            if r.msg is None:
+                items.append((offset, None, r.event))
+                continue
+            fn = _rewriter(r.msg, ex, live.id, live_token)
+            if fn is None:
+                continue
+            items.append((offset, fn(r.msg.raw), map_sse_data(r.event, fn) if r.event is not None else None))
+        h = ex.http
+        stream = h.stream if h is not None else sum(1 for i in items if i[1] is not None) > 1
+        headers = tuple((k, v) for k, v in h.response_headers if k.lower() not in _DROP_HEADERS) if h else ()
+        return Answer(items, ex, (h.status or 200) if h else 200, headers, stream)
+
+    def summary(self) -> dict:
+        return {
+            "recording": self.script.path,
+            "served": self.served,
+            "synthesized": self.synthesized,
+            "misses": self.misses,
+            "unused": [ex.label() for ex in self.matcher.unused],
+        }
+
+
+def _rewriter(msg: Message, ex: Exchange, live_id: Any, live_token: Any) -> Callable[[bytes], bytes] | None:
+    """How a recorded reply changes for the live request (None: it is not sent)."""
+    if msg is ex.response:
+        return lambda data: set_member(data, ("id",), live_id)
+    if msg.method == "notifications/progress" and ex.progress_token is not None:
+        p = msg.params if type(msg.params) is dict else {}
+        if p.get("progressToken") == ex.progress_token:
+            if live_token is None:
+                return None  # the live client asked for no progress
+            return lambda data: set_member(data, ("params", "progressToken"), live_token)
+    return lambda data: data
+
+
+class ServeSession:
+    """A Replayer, the live log, and the summary they make."""
+
+    def __init__(self, script: Script, options: ServeOptions | None = None, transport: str = "stdio",
+                 config: Config | None = None, record: str | None = None, summary_path: str | None = None,
+                 printer: FindingPrinter | None = None) -> None:
+        self.replayer = Replayer(script, options)
+        self.options = self.replayer.options
+        self.script = script
+        info = {"replay": os.path.basename(script.path)}
+        self.log = LiveLog(transport, info, config, record, printer)
+        self.summary_path = summary_path
+        self.lock = threading.Lock()
+        self.closed = False
+
+    def answer(self, raw: bytes, http_path: str | None = None) -> Answer | None:
+        with self.lock:
+            ans = self.replayer.answer(raw, http_path)
+        self.publish()
+        return ans
+
+    @property
+    def findings(self) -> list[Finding]:
+        return self.log.findings
+
+    def summary(self) -> dict:
+        with self.lock:
+            s = self.replayer.summary()
+        s["findings"] = [f.to_json() for f in self.log.findings]
+        return s
+
+    def publish(self) -> None:
+        """Write the summary (JSON) where asked, replacing the last one whole."""
+        if not self.summary_path:
+            return
+        tmp = f"{self.summary_path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(self.summary(), f, indent=1)
+        os.replace(tmp, self.summary_path)
+
+    def close(self) -> dict:
+        if not self.closed:
+            self.closed = True
+            self.log.close()
+            self.publish()
+        return self.summary()
+
+
+def summary_lines(s: dict) -> list[str]:
+    misses = s["misses"]
+    head = (f"replay of {s['recording']}: {s['served']} request{'s' if s['served'] != 1 else ''} served, "
+            f"{len(misses)} miss{'es' if len(misses) != 1 else ''}")
+    if s.get("synthesized"):
+        head += f", {s['synthesized']} ping{'s' if s['synthesized'] != 1 else ''} answered"
+    if s["unused"]:
+        head += f", {len(s['unused'])} recorded request{'s' if len(s['unused']) != 1 else ''} not asked for"
+    out = [head]
+    out += [f"miss: {m['request']}: {m['message']}" for m in misses]
+    counts: dict[str, int] = {}
+    for f in s["findings"]:
+        counts[f["severity"]] = counts.get(f["severity"], 0) + 1
+    if counts:
+        rules = sorted({f["rule"] for f in s["findings"] if f["severity"] != "info"})
+        out.append("findings of the live session: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+                   + (f" ({', '.join(rules)})" if rules else ""))
+    return out
+
+
+# -------------------------------------------------------------------------------------------------
+# stdio
+
+
+def serve_stdio(session: ServeSession, stdin=None, stdout=None) -> dict:
+    """Answer the client's lines on stdin, on stdout, until stdin ends. Returns the summary."""
+    src = stdin if stdin is not None else sys.stdin.buffer
+    dst = stdout if stdout is not None else sys.stdout.buffer
+    return asyncio.run(_stdio(session, src, dst))
+
+
+async def _stdio(session: ServeSession, src, dst) -> dict:
+    loop = asyncio.get_running_loop()
+    lines: asyncio.Queue = asyncio.Queue()
+
+    def read() -> None:
+        try:
+            for line in iter(src.readline, b""):
+                loop.call_soon_threadsafe(lines.put_nowait, line)
+            loop.call_soon_threadsafe(lines.put_nowait, None)
+        except (OSError, ValueError, RuntimeError):  # stdin unreadable, or the loop already gone
+            try:
+                loop.call_soon_threadsafe(lines.put_nowait, None)
+            except RuntimeError:
+                pass
+
+    def write(data: bytes) -> None:
+        try:
+            dst.write(data + b"\n")
+            dst.flush()
+        except (OSError, ValueError):
+            return  # the client went away
+        session.log.line("s2c", data)
+
+    async def paced(ans: Answer, start: float) -> None:
+        for offset, msg, _ in ans.items:
+            await asyncio.sleep(max(0.0, start + offset - loop.time()))
+            if msg is not None:
+                write(msg)
+
+    stopped = []
+
+    def on_signal() -> None:
+        stopped.append(True)
+        lines.put_nowait(None)
+
+    threading.Thread(target=read, name="mrtr-inspect-replay-stdin", daemon=True).start()
+    _on_signals(loop, on_signal)
+    tasks: set[asyncio.Task] = set()
+    while True:
+        line = await lines.get()
+        if line is None:
+            break
+        line = line[:-1] if line.endswith(b"\n") else line
+        if not line.strip():
+            continue
+        session.log.line("c2s", line)
+        ans = session.answer(line)
+        if ans is None:
+            continue
+        if session.options.pace:
+            task = asyncio.create_task(paced(ans, loop.time()))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        else:
+            for _, msg, _ in ans.items:
+                if msg is not None:
+                    write(msg)
+    if tasks and not stopped:
+        await asyncio.wait(tasks)
+    return session.close()
+
+
+def _on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
+    if threading.current_thread() is not threading.main_thread():
+        return
+    import signal
+
+    for s in (signal.SIGINT, signal.SIGTERM):
+        try:
+            loop.add_signal_handler(s, stop)
+        except (NotImplementedError, RuntimeError, ValueError):  # pragma: no cover
+            pass
+
+
+# -------------------------------------------------------------------------------------------------
+# HTTP (asyncio + h11)
+
+
+class HttpReplayServer:
+    """A Streamable HTTP endpoint answering from a ServeSession."""
+
+    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.session = session
+        self.host = host
+        self.port = port
+        self.url = ""
+        self._server: asyncio.Server | None = None
+        self._x = 0
+
+    async def start(self) -> str:
+        self._server = await asyncio.start_server(self._connection, self.host, self.port)
+        host, port = self._server.sockets[0].getsockname()[:2]
+        shown = f"[{host}]" if ":" in host else host
+        self.url = f"http://{shown}:{port}{self.session.script.http_path}"
+        return self.url
+
+    async def stop(self) -> None:
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        conn = h11.Connection(h11.SERVER)
+        peer = writer.get_extra_info("peername")
+        client = peer[0] if peer else ""
+        try:
+            while True:
+                req = await _next_event(conn, reader)
+                if not isinstance(req, h11.Request):
+                    break
+                body = bytearray()
+                while True:
+                    ev = await _next_event(conn, reader)
+                    if isinstance(ev, h11.Data):
+                        body += ev.data
+                    elif isinstance(ev, h11.EndOfMessage):
+                        break
+                    else:
+                        return
+                await self._respond(conn, writer, req, bytes(body), client)
+                if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
+                    break
+                conn.start_next_cycle()
+        except (ConnectionError, h11.ProtocolError, asyncio.CancelledError):
+            pass
+        finally:
+            writer.close()
+
+    async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, req: h11.Request, body: bytes,
+                       client: str) -> None:
+        self._x += 1
+        x = self._x
+        log = self.session.log
+        method = req.method.decode("ascii", "replace")
+        target = req.target.decode("utf-8", "replace")
+        path = target.split("?", 1)[0]
+        headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in req.headers)
+        log.request(x, method, target, headers, body, client)
+        loop = asyncio.get_running_loop()
+        start = loop.time()
+        if method != "POST":
+            await _send(conn, writer, log, x, 405, (("allow", "POST"),), [b""], stream=False)
+            return
+        ans = self.session.answer(body, path)
+        if ans is None:
+            await _send(conn, writer, log, x, 202, (), [b""], stream=False)
+            return
+        pace = self.session.options.pace
+        if not ans.stream:
+            msgs = [(o, m) for o, m, _ in ans.items if m is not None]
+            offset, data = msgs[-1] if msgs else (0.0, b"")
+            if pace:
+                await asyncio.sleep(max(0.0, start + offset - loop.time()))
+            hdrs = _with_type(ans.headers, "application/json")
+            await _send(conn, writer, log, x, ans.status, hdrs, [data], stream=False)
+            return
+        hdrs = _with_type(ans.headers, "text/event-stream")
+        if not any(k.lower() == "cache-control" for k, _ in hdrs):
+            hdrs += (("cache-control", "no-cache"),)
+        events = [(o, ev if ev is not None else sse_event(m)) for o, m, ev in ans.items if ev is not None or m is not None]
+        await _send(conn, writer, log, x, ans.status, hdrs, events, stream=True, pace_from=start if pace else None)
+
+
+def _with_type(headers: Headers, content_type: str) -> Headers:
+    if any(k.lower() == "content-type" for k, _ in headers):
+        return headers
+    return headers + (("content-type", content_type),)
+
+
+async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader):
+    while True:
+        ev = conn.next_event()
+        if ev is h11.NEED_DATA:
+            conn.receive_data(await reader.read(65536))
+            continue
+        return ev
+
+
+async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, log: LiveLog, x: int, status: int,
+                headers: Headers, parts: list, stream: bool, pace_from: float | None = None) -> None:
+    """The response: whole (`parts` is [body]) or as a stream of (offset, chunk) written one by one."""
+    loop = asyncio.get_running_loop()
+    hdrs = list(headers)
+    if not stream:
+        hdrs.append(("content-length", str(len(parts[0]))))
+    wire = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in hdrs]
+    writer.write(conn.send(h11.Response(status_code=status, headers=wire)))
+    log.response_head(x, status, tuple(hdrs))
+    error = None
+    try:
+        for part in parts:
+            offset, chunk = part if stream else (0.0, part)
+            if pace_from is not None:
+                await asyncio.sleep(max(0.0, pace_from + offset - loop.time()))
+            if chunk:
+                writer.write(conn.send(h11.Data(data=chunk)))
+                await writer.drain()
+                log.response_data(x, chunk)
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
+    except ConnectionError:
+        error = "client-disconnected"
+        raise
+    finally:
+        log.response_end(x, error)
+
+
+async def serve_http(session: ServeSession, host: str, port: int, ready: Callable[[str], None],
+                     stop: asyncio.Event | None = None) -> dict:
+    """Serve until `stop` is set (or SIGINT/SIGTERM in the main thread). Returns the summary."""
+    server = HttpReplayServer(session, host, port)
+    ready(await server.start())
+    stop = stop or asyncio.Event()
+    _on_signals(asyncio.get_running_loop(), stop.set)
+    await stop.wait()
+    await server.stop()
+    return session.close()
+
+
+class BackgroundHttpServer:
+    """`serve_http` on a thread of its own (for the pytest plugin): `start()` gives the URL."""
+
+    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0) -> None:
+        self.session = session
+        self.host, self.port = host, port
+        self.url = ""
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._stop: asyncio.Event | None = None
+        self._ready = threading.Event()
+        self._error: BaseException | None = None
+        self._thread = threading.Thread(target=self._run, name="mrtr-inspect-replay-http", daemon=True)
+        self.result: dict | None = None
+
+    def _run(self) -> None:
+        async def main() -> None:
+            self._loop = asyncio.get_running_loop()
+            self._stop = asyncio.Event()
+
+            def ready(url: str) -> None:
+                self.url = url
+                self._ready.set()
+
+            self.result = await serve_http(self.session, self.host, self.port, ready, self._stop)
+
+        try:
+            asyncio.run(main())
+        except BaseException as e:  # reported by start()
+            self._error = e
+            self._ready.set()
+
+    def start(self, timeout: float = 10.0) -> str:
+        self._thread.start()
+        if not self._ready.wait(timeout) or self._error is not None:
+            raise RuntimeError(f"the replay server did not start: {self._error!r}")
+        return self.url
+
+    def stop(self, timeout: float = 10.0) -> dict:
+        if self._loop is not None and self._stop is not None:
+            self._loop.call_soon_threadsafe(self._stop.set)
+        self._thread.join(timeout)
+        return self.result if self.result is not None else self.session.close()
+

@@ -1,0 +1,522 @@
+"""`replay verify`: a recording's client side, played against a live server.
+
+The recorded client messages are sent in recorded order, each request with a new JSON-RPC id. A
+message waits only for the responses that had arrived before it was sent in the recording, so
+overlapping requests overlap again. A retry answers the live round, not the recorded one: it carries
+the recorded `inputResponses` and, where the recorded client echoed the server's `requestState`, the
+state the live server issued (a sealed state is bound to the process and expires). A retry of a
+round the live server did not open is not sent.
+
+Each response (and the notifications sent for its request) is compared with the recorded one,
+ignoring ids, requestState values, times (`createdAt`, `lastUpdatedAt`, `lastModified`; timing is
+never compared) and the paths given.
+
+Each recorded session is played against a fresh server process on stdio (one tee run was one
+process); on HTTP all go to the same URL.
+"""
+
+from __future__ import annotations
+
+import difflib
+import http.client
+import itertools
+import json
+import subprocess
+import threading
+from dataclasses import dataclass, field
+from typing import IO, Any, Callable
+from urllib.parse import urlsplit
+
+from ..config import Config
+from ..core.events import Headers
+from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
+from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key
+from ..outputs.text import FindingPrinter
+from .live import LiveLog
+from .matching import ABSENT, Diff, differences, parse_paths, strip_paths
+from .script import Exchange, HttpSide, ReplayError, Script, Step
+from .wire import dumps, set_member
+
+TIME_PATHS = ("**.createdAt", "**.lastUpdatedAt", "**.lastModified")
+_HOP = frozenset({"host", "content-length", "connection", "keep-alive", "transfer-encoding", "te", "upgrade",
+                  "accept-encoding", "content-encoding"})
+
+
+class VerifyError(ReplayError):
+    """The live server cannot be started or reached."""
+
+
+@dataclass
+class VerifyOptions:
+    ignore: tuple[str, ...] = ()
+    timeout: float = 30.0  # seconds to wait for one response
+    headers: tuple[tuple[str, str], ...] = ()  # HTTP: headers set on every request (a real token…)
+
+
+@dataclass
+class Played:
+    """One recorded request, played live."""
+
+    exchange: Exchange
+    live_id: Any = None
+    sent: Message | None = None
+    note: str | None = None  # what was changed beyond the id
+    skipped: str | None = None
+    messages: list[Message] = field(default_factory=list)  # what the live server sent for it
+    response: Message | None = None
+    status: int | None = None
+    error: str | None = None
+    unreachable: bool = False
+    done: threading.Event = field(default_factory=threading.Event)
+    diffs: list[Diff] = field(default_factory=list)
+
+    @property
+    def verdict(self) -> str:
+        if self.skipped:
+            return "skipped"
+        if self.error:
+            return "failed"
+        return "differs" if self.diffs else "same"
+
+    def answered(self, m: Message) -> None:
+        self.messages.append(m)
+        self.response = m
+        self.done.set()
+
+    def fail(self, why: str) -> None:
+        if not self.done.is_set():
+            self.error = why
+            self.done.set()
+
+
+@dataclass
+class VerifyResult:
+    played: list[Played]
+    findings: list = field(default_factory=list)
+    ignore: list[tuple] = field(default_factory=list)
+
+    @property
+    def counts(self) -> dict[str, int]:
+        out = {"same": 0, "differs": 0, "skipped": 0, "failed": 0}
+        for p in self.played:
+            out[p.verdict] += 1
+        return out
+
+    @property
+    def ok(self) -> bool:
+        return all(p.verdict == "same" for p in self.played)
+
+
+# -------------------------------------------------------------------------------------------------
+# comparing
+
+
+def _normalized(value: Any, ignore: list[tuple]) -> Any:
+    if type(value) is not dict:
+        return value
+    v = {k: x for k, x in value.items() if k != "id"}
+    result = v.get("result")
+    if type(result) is dict and type(result.get("requestState")) is str:
+        v["result"] = {**result, "requestState": "<requestState>"}
+    return strip_paths(v, ignore)
+
+
+def _notifications(msgs: list[Message], ignore: list[tuple]) -> list:
+    return [_normalized(m.value, ignore) for m in msgs if m.kind == NOTIFICATION]
+
+
+def compare(p: Played, ignore: list[tuple]) -> list[Diff]:
+    """How the live answer differs from the recorded one."""
+    ex = p.exchange
+    rec = ex.response
+    out: list[Diff] = []
+    if ex.http is not None and p.status is not None and ex.http.status is not None and ex.http.status != p.status:
+        out.append(Diff("HTTP status", ex.http.status, p.status))
+    if rec is None and p.response is None:
+        pass
+    elif rec is None or p.response is None:
+        out.append(Diff("response", rec.value if rec else ABSENT, p.response.value if p.response else ABSENT))
+    else:
+        out += differences(_normalized(rec.value, ignore), _normalized(p.response.value, ignore))
+    rec_n = _notifications([r.msg for r in ex.replies if r.msg is not None], ignore)
+    live_n = _notifications(p.messages, ignore)
+    methods = ([n.get("method") for n in rec_n], [n.get("method") for n in live_n])
+    if methods[0] != methods[1]:
+        out.append(Diff("notifications (methods)", methods[0], methods[1]))
+    else:
+        out += differences(rec_n, live_n, ("notifications",))
+    return out
+
+
+def _extra_round(p: Played) -> str | None:
+    """`the live server asks for another round: …` when it answers input_required where the
+    recording completed."""
+    rec, live = p.exchange.response, p.response
+    if rec is None or live is None or type(live.result) is not dict:
+        return None
+    if live.result.get("resultType") != "input_required":
+        return None
+    if type(rec.result) is dict and rec.result.get("resultType") == "input_required":
+        return None
+    ir = live.result.get("inputRequests")
+    keys = ", ".join(sorted(ir)) if type(ir) is dict else "none"
+    return f"the live server asks for a round the recording does not have (inputRequests: {keys})"
+
+
+# -------------------------------------------------------------------------------------------------
+# playing
+
+
+class Peer:
+    """A live server: `send` a request for a Played (answer it when its response comes), `notify`."""
+
+    def send(self, p: Played, data: bytes, side: HttpSide | None) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def notify(self, data: bytes, side: HttpSide | None) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+    def close(self) -> None:  # pragma: no cover - interface
+        raise NotImplementedError
+
+
+def _new_id(recorded: Any, n: int) -> Any:
+    return f"verify-{n}" if type(recorded) is str else n
+
+
+def _live_request(ex: Exchange, played: dict[int, Played], p: Played) -> bytes | None:
+    """The bytes to send for a recorded request; None (with p.skipped) when it cannot be sent."""
+    data = set_member(ex.request.raw, ("id",), p.live_id)
+    if ex.round_of is None:
+        return data
+    src = played.get(ex.round_of.request.index)
+    if src is None or src.response is None:
+        p.skipped = f"the request that opened round {ex.round} had no live response"
+        return None
+    result = src.response.result if type(src.response.result) is dict else {}
+    if src.response.kind != RESULT or result.get("resultType") != "input_required":
+        what = "an error" if src.response.kind == ERROR else f"resultType {result.get('resultType')!r}"
+        p.skipped = f"the live server did not ask for round {ex.round} (it answered {what})"
+        return None
+    if ex.echoed_state is None:
+        return data
+    live_state = result.get("requestState")
+    if type(live_state) is str:
+        if live_state != ex.echoed_state:
+            p.note = "sent with the live requestState"
+        return set_member(data, ("params", "requestState"), live_state)
+    p.note = "sent without requestState: the live round carried none"
+    return set_member(data, ("params", "requestState"))
+
+
+def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertools.count) -> list[Played]:
+    played: dict[int, Played] = {}
+    order: list[Played] = []
+    live_ids: dict[Any, Any] = {}
+    for step in steps:
+        for p in order:
+            rt = p.exchange.response_time
+            if rt is not None and rt <= step.time and not p.done.wait(timeout):
+                p.fail(f"no response within {timeout:g} s")
+        if step.kind == "request":
+            ex = step.exchange
+            assert ex is not None
+            p = Played(ex, _new_id(ex.request.id, next(counter)))
+            played[ex.request.index] = p
+            order.append(p)
+            data = _live_request(ex, played, p)
+            if data is None:
+                p.done.set()
+                continue
+            live_ids[ex.request.idk] = p.live_id
+            p.sent = decode_message(data)
+            peer.send(p, data, step.http)
+        elif step.kind == "notification":
+            data = step.msg.raw
+            params = step.msg.params if type(step.msg.params) is dict else {}
+            if step.msg.method == "notifications/cancelled" and "requestId" in params:
+                live = live_ids.get(id_key(params["requestId"]))
+                if live is not None:
+                    data = set_member(data, ("params", "requestId"), live)
+            peer.notify(data, step.http)
+    for p in order:
+        if not p.done.wait(timeout):
+            p.fail(f"no response within {timeout:g} s")
+    return order
+
+
+def verify_script(script: Script, make_peer: Callable[[str, LiveLog], Peer], options: VerifyOptions | None = None,
+                  transport: str = "stdio", config: Config | None = None, record: str | None = None,
+                  printer: FindingPrinter | None = None) -> VerifyResult:
+    """Play every session of the script against a peer of its own; compare."""
+    options = options or VerifyOptions()
+    ignore = parse_paths(TIME_PATHS + tuple(options.ignore))
+    counter = itertools.count(1)
+    result = VerifyResult([], ignore=ignore)
+    sessions = list(dict.fromkeys(s.session for s in script.steps))
+    for sid in sessions:
+        steps = [s for s in script.steps if s.session == sid]
+        if not any(s.kind == "request" for s in steps):
+            continue
+        log = LiveLog(transport, {"verify": script.path}, config, record, printer)
+        peer = make_peer(sid, log)
+        try:
+            result.played += play_session(steps, peer, options.timeout, counter)
+        finally:
+            peer.close()
+            result.findings += log.close()
+    for p in result.played:
+        if p.verdict not in ("skipped", "failed"):
+            p.diffs = compare(p, ignore)
+    tried = [p for p in result.played if not p.skipped]
+    if tried and all(p.unreachable for p in tried):
+        raise VerifyError(tried[0].error or "the server cannot be reached")
+    return result
+
+
+# -------------------------------------------------------------------------------------------------
+# stdio
+
+
+class StdioPeer(Peer):
+    """A server process started for one recorded session."""
+
+    def __init__(self, cmd: list[str], log: LiveLog, steps: list[Step], timeout: float) -> None:
+        self.log = log
+        self.timeout = timeout
+        try:
+            self.proc = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, bufsize=0)
+        except OSError as e:
+            raise VerifyError(f"cannot start {cmd[0]!r}: {e.strerror or e}") from None
+        self.lock = threading.Lock()
+        self.waiting: dict[tuple, Played] = {}
+        # the recorded client's answers to server requests (the legacy era), by the request's method
+        self.answers: dict[str, list[bytes]] = {}
+        for s in steps:
+            if s.kind == "response" and s.msg.request is not None and s.msg.request.method:
+                self.answers.setdefault(s.msg.request.method, []).append(s.msg.raw)
+        self.reader = threading.Thread(target=self._read, name="mrtr-inspect-verify-stdout", daemon=True)
+        self.reader.start()
+
+    def _write(self, data: bytes) -> None:
+        self.log.line("c2s", data)
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(data + b"\n")
+        except (OSError, ValueError):
+            pass  # the server is gone: the reader fails what waits
+
+    def send(self, p: Played, data: bytes, side: HttpSide | None) -> None:
+        with self.lock:
+            self.waiting[p.sent.idk] = p  # type: ignore[union-attr]
+        self._write(data)
+
+    def notify(self, data: bytes, side: HttpSide | None) -> None:
+        self._write(data)
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in iter(self.proc.stdout.readline, b""):
+            line = line[:-1] if line.endswith(b"\n") else line
+            if line.strip():
+                self.log.line("s2c", line)
+                self._message(decode_message(line))
+        code = self.proc.wait()
+        with self.lock:
+            left = list(self.waiting.values())
+            self.waiting.clear()
+        for p in left:
+            p.fail(f"the server closed its output (exit status {code}) before answering")
+
+    def _message(self, m: Message) -> None:
+        with self.lock:
+            if m.kind in (RESULT, ERROR):
+                p = self.waiting.pop(m.idk, None) if m.idk is not None else None
+                if p is not None:
+                    p.answered(m)
+                return
+            pending = list(self.waiting.values())
+        if m.kind == NOTIFICATION and pending:
+            _owner(pending, m).messages.append(m)
+        elif m.kind == REQUEST:
+            recorded = self.answers.get(m.method or "")
+            if recorded:
+                self._write(set_member(recorded.pop(0), ("id",), m.id))
+            else:
+                self._write(dumps({"jsonrpc": "2.0", "id": m.id, "error": {
+                    "code": -32601, "message": f"mrtr-inspect verify: the recording has no answer to {m.method}"}}).encode())
+
+    def close(self) -> None:
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.close()
+        except OSError:
+            pass
+        try:
+            self.proc.wait(5)
+        except subprocess.TimeoutExpired:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.reader.join(5)
+
+
+def _owner(pending: list[Played], m: Message) -> Played:
+    """The request a server notification belongs to: the one its progressToken names, else the latest."""
+    p = m.params if type(m.params) is dict else {}
+    token = p.get("progressToken")
+    for q in pending:
+        meta = q.sent.meta if q.sent is not None else None
+        if token is not None and meta is not None and meta.get("progressToken") == token:
+            return q
+    return pending[-1]
+
+
+# -------------------------------------------------------------------------------------------------
+# HTTP
+
+
+class HttpPeer(Peer):
+    """A Streamable HTTP server: each request is one POST (on a thread of its own)."""
+
+    def __init__(self, url: str, log: LiveLog, headers: tuple[tuple[str, str], ...], timeout: float) -> None:
+        u = urlsplit(url)
+        if u.scheme not in ("http", "https") or not u.hostname:
+            raise VerifyError(f"--upstream takes an http:// or https:// URL, not {url!r}")
+        self.url = url
+        self.u = u
+        self.path = u.path if u.path not in ("", "/") else None
+        self.log = log
+        self.headers = headers
+        self.timeout = timeout
+        self.session_id: str | None = None
+        self.lock = threading.Lock()
+        self.x = 0
+        self.threads: list[threading.Thread] = []
+
+    def _conn(self) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self.u.scheme == "https" else http.client.HTTPConnection
+        return cls(self.u.hostname, self.u.port, timeout=self.timeout)
+
+    def _headers(self, side: HttpSide | None) -> list[tuple[str, str]]:
+        base = side.headers if side is not None else (("content-type", "application/json"),
+                                                      ("accept", "application/json, text/event-stream"))
+        names = {k.lower() for k, _ in self.headers}
+        out = [(k, v) for k, v in base if k.lower() not in _HOP and k.lower() not in names]
+        if self.session_id is not None:
+            out = [(k, v) for k, v in out if k.lower() != "mcp-session-id"] + [("mcp-session-id", self.session_id)]
+        return out + list(self.headers)
+
+    def send(self, p: Played, data: bytes, side: HttpSide | None) -> None:
+        t = threading.Thread(target=self._post, args=(p, data, side), name="mrtr-inspect-verify-post", daemon=True)
+        self.threads.append(t)
+        t.start()
+
+    def notify(self, data: bytes, side: HttpSide | None) -> None:
+        self._post(None, data, side)
+
+    def _post(self, p: Played | None, data: bytes, side: HttpSide | None) -> None:
+        with self.lock:
+            self.x += 1
+            x = self.x
+        path = self.path or (side.path if side is not None else "/mcp")
+        headers = self._headers(side)
+        self.log.request(x, "POST", path, tuple(headers), data)
+        conn = self._conn()
+        error = None
+        try:
+            conn.request("POST", path, body=data, headers=dict(headers))
+            resp = conn.getresponse()
+            rh: Headers = tuple(resp.getheaders())
+            self.log.response_head(x, resp.status, rh)
+            sid = resp.getheader("mcp-session-id")
+            if sid:
+                self.session_id = sid
+            if p is not None:
+                p.status = resp.status
+            self._body(p, x, resp, is_event_stream(rh))
+        except (OSError, http.client.HTTPException) as e:
+            error = f"upstream-error: {e}"
+            if p is not None:
+                p.unreachable = isinstance(e, ConnectionRefusedError)
+                p.fail(f"cannot reach {self.url}: {e}")
+        finally:
+            conn.close()
+            self.log.response_end(x, error)
+            if p is not None:
+                p.fail("the response ended without a JSON-RPC response")
+
+    def _body(self, p: Played | None, x: int, resp: http.client.HTTPResponse, stream: bool) -> None:
+        if not stream:
+            body = resp.read()
+            self.log.response_data(x, body)
+            if p is not None and body.strip():
+                m = decode_message(body)
+                (p.answered if m.kind in (RESULT, ERROR) else p.messages.append)(m)
+            return
+        dec = SseDecoder()
+        while True:
+            chunk = resp.read1(65536)
+            if not chunk:
+                return
+            self.log.response_data(x, chunk)
+            for ev in dec.feed(chunk):
+                fields = parse_sse_event(ev)
+                if fields.data is None or p is None:
+                    continue
+                m = decode_message(fields.data)
+                if m.kind in (RESULT, ERROR) and p.sent is not None and m.idk == p.sent.idk:
+                    p.answered(m)
+                    return
+                p.messages.append(m)
+
+    def close(self) -> None:
+        for t in self.threads:
+            t.join(self.timeout)
+
+
+# -------------------------------------------------------------------------------------------------
+# output
+
+
+def render(result: VerifyResult, out: IO[str], against: str) -> None:
+    out.write(f"verify: {against}\n")
+    for p in result.played:
+        ex = p.exchange
+        label = ex.label().replace(f"id={format_id(ex.request.id)}", f"id={format_id(p.live_id)}", 1)
+        extra = f"  [{p.note}]" if p.note else ""
+        out.write(f"  {p.verdict:<8} {label}{extra}\n")
+        if p.skipped:
+            out.write(f"           {p.skipped}\n")
+        if p.error:
+            out.write(f"           {p.error}\n")
+        if p.diffs:
+            more = _extra_round(p)
+            if more:
+                out.write(f"           {more}\n")
+            for d in p.diffs:
+                out.write(f"           {d.text()}\n")
+            out.writelines(_unified(p, result.ignore))
+    c = result.counts
+    out.write(f"{c['same']} same, {c['differs']} differ, {c['skipped']} skipped, {c['failed']} failed\n")
+
+
+def _pretty(m: Message | None, ignore: list[tuple]) -> list[str]:
+    if m is None:
+        return ["(no response)"]
+    v = _normalized(m.value, ignore)
+    return json.dumps(v, indent=2, sort_keys=True, ensure_ascii=False).splitlines()
+
+
+def _unified(p: Played, ignore: list[tuple], limit: int = 40) -> list[str]:
+    lines = list(difflib.unified_diff(_pretty(p.exchange.response, ignore), _pretty(p.response, ignore),
+                                      "recorded", "live",
+                                      n=2, lineterm=""))
+    if not lines:
+        return []
+    if len(lines) > limit:
+        lines = lines[:limit] + [f"… {len(lines) - limit} more lines"]
+    return [f"           {ln}\n" for ln in lines]

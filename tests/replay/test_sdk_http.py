@@ -1,0 +1,105 @@
+"""A real session over Streamable HTTP (official SDK client and sample server), replayed to the real
+client and verified against fresh real servers.
+
+The committed recording was made with the recorder of tests/replay/sdk_server.py (the SDK app
+wrapped in an ASGI middleware feeding core.framing.HttpFramer frames to a RecordingWriter, as the
+proxy records), then `mrtr-inspect export --to fixture`. With the proxy installed, the plugin
+records it itself: `pytest tests/replay/test_sdk_http.py --mrtr-record-mode=all`.
+"""
+
+from __future__ import annotations
+
+import http.client
+import sys
+import time
+from urllib.parse import urlsplit
+
+import pytest
+
+from mrtr_inspect.core.framing import SseDecoder, parse_sse_event
+from mrtr_inspect.replay.script import load_script
+from mrtr_inspect.replay.serve import BackgroundHttpServer, ServeOptions, ServeSession
+
+from .conftest import FIXTURES, SAMPLE, cli, sdk_server
+from .sdk_client import EVERY_CHAIN, EXPECTED, call
+
+RECORDING = FIXTURES / "test_sdk_http" / "test_the_client_completes_every_chain.jsonl"
+
+
+@pytest.mark.mrtr_replay(transport="http", server=[*SAMPLE, "--http", "--port", "{port}"])
+def test_the_client_completes_every_chain(mrtr_replay):
+    assert call(mrtr_replay.url, *EVERY_CHAIN) == [EXPECTED[t] for t in EVERY_CHAIN]
+    if mrtr_replay.mode == "replay":
+        assert mrtr_replay.url.endswith("/mcp")
+        s = mrtr_replay.summary()
+        assert (s["served"], s["misses"], s["unused"]) == (14, [], [])
+
+
+def test_verify_passes_against_a_fresh_server(running):
+    server = running(sdk_server("--http"))
+    r = cli("replay", "verify", str(RECORDING), "--upstream", server.url)
+    out = r.stdout.decode()
+    assert r.returncode == 0, out + r.stderr.decode()
+    assert out.splitlines()[-1] == "14 same, 0 differ, 0 skipped, 0 failed"
+    assert out.count("[sent with the live requestState]") == 7
+
+
+def test_verify_fails_against_a_server_with_a_round_added(running):
+    server = running(sdk_server("--http", "--variant", "extra-round"))
+    r = cli("replay", "verify", str(RECORDING), "--upstream", server.url)
+    out = r.stdout.decode()
+    assert r.returncode == 1
+    assert ("  differs  tools/call deploy id=3 (#4, chain c1, retry of round 1)  [sent with the live requestState]"
+            in out)
+    assert "the live server asks for a round the recording does not have (inputRequests: reason)" in out
+    assert out.splitlines()[-1] == "13 same, 1 differ, 0 skipped, 0 failed"
+
+
+def test_a_fresh_recording_replays_through_the_command_line(running, tmp_path):
+    """Record a live session (the middleware recorder), serve it with `replay serve --listen`, run
+    the client against it, and read the exit summary."""
+    rec = tmp_path / "live.jsonl"
+    server = running(sdk_server("--http", "--record", str(rec)))
+    assert call(server.url, "deploy", "release") == [EXPECTED["deploy"], EXPECTED["release"]]
+    server.stop()  # uvicorn re-raises the SIGTERM once shut down: every frame is written by then
+    serve = running([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--listen", "127.0.0.1:0", str(rec)], on="stderr")
+    assert call(serve.url, "release", "deploy") == [EXPECTED["release"], EXPECTED["deploy"]]
+    assert serve.stop() == 0
+    assert serve.err.wait(r"replay of .*live\.jsonl: 8 requests served, 0 misses$") is not None
+
+
+def _post(url: str, body: bytes) -> tuple[float, list[tuple[float, bytes]]]:
+    """POST and read the event stream; (time the request went, [(arrival, event)])."""
+    u = urlsplit(url)
+    conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+    start = time.monotonic()
+    conn.request("POST", u.path, body=body, headers={"content-type": "application/json",
+                                                     "accept": "application/json, text/event-stream"})
+    resp = conn.getresponse()
+    assert resp.getheader("content-type") == "text/event-stream"
+    dec, events = SseDecoder(), []
+    while chunk := resp.read1(65536):
+        events += [(time.monotonic(), ev) for ev in dec.feed(chunk)]
+    conn.close()
+    return start, events
+
+
+@pytest.mark.parametrize("pace", [True, False])
+def test_an_event_stream_is_replayed_event_by_event_at_its_pace(pace):
+    script = load_script(RECORDING)
+    ex = next(e for e in script.exchanges if e.target == "slow_deploy" and e.round == 0)
+    recorded = [r.time - ex.time for r in ex.replies]
+    assert len(recorded) == 4 and ex.http.stream  # three progress notifications, then input_required
+    srv = BackgroundHttpServer(ServeSession(script, ServeOptions(pace=pace), "http"))
+    try:
+        start, events = _post(srv.start(), ex.request.raw)
+    finally:
+        srv.stop()
+    fields = [parse_sse_event(ev) for _, ev in events]
+    assert [f.data.count(b"notifications/progress") for f in fields] == [1, 1, 1, 0]
+    assert b'"input_required"' in fields[-1].data
+    if pace:
+        # no event before its recorded time; events spread as they were (50 ms of work between them)
+        for (arrived, _), offset in zip(events, recorded):
+            assert arrived - start >= offset - 0.005
+        assert events[-1][0] - events[0][0] >= recorded[-1] - recorded[0] - 0.005
