@@ -41,6 +41,11 @@ class FormatError(ValueError):
     pass
 
 
+#: the byte a writer ends the torn last line of a recording with before it appends to it: 0xFF is
+#: never UTF-8, so never the end of a record or of a verbatim payload
+TORN = b"\xff"
+
+
 def _payload(rec: dict, data: bytes) -> bytes:
     """Serialise `rec` with `data` as its payload."""
     if b"\n" not in data and b"\r" not in data:
@@ -112,7 +117,7 @@ def _data(rec: dict, tail: bytes | None) -> bytes:
     if "text" in rec:
         return rec["text"].encode("utf-8", "surrogatepass")
     if "b64" in rec:
-        return base64.b64decode(rec["b64"])
+        return base64.b64decode(rec["b64"], validate=True)
     return b""
 
 
@@ -124,6 +129,8 @@ def decode(line: bytes) -> Frame:
     """One line (with or without its LF) back into its frame. Raises FormatError."""
     if line.endswith(b"\n"):
         line = line[:-1]
+    if line.endswith(TORN):
+        raise FormatError("a line cut short (its recorder stopped mid-write)")
     head, sep, tail = line.partition(b"\t")
     try:
         rec = json.loads(head)
@@ -133,6 +140,12 @@ def decode(line: bytes) -> Frame:
         raise FormatError("not a record")
     payload = tail if sep else None
     try:
+        if rec.get(FORMAT) == KIND:  # a header first: its session info may hold any key, even "k"
+            v = rec.get("version")
+            if v != VERSION:
+                raise FormatError(f"recording format version {v!r} is not supported (this mrtr-inspect reads version {VERSION})")
+            info = {k: v for k, v in rec.items() if k not in (FORMAT, "version", "session", "transport", "t")}
+            return SessionStart(rec.get("t", 0.0), rec["session"], rec["transport"], info)
         k = rec.get("k")
         if k == "line":
             return StdioLine(rec["t"], rec["s"], rec["d"], _data(rec, payload), rec.get("eol", True))
@@ -151,12 +164,6 @@ def decode(line: bytes) -> Frame:
             return StdioClose(rec["t"], rec["s"], rec["d"])
         if k == "session-end":
             return SessionEnd(rec["t"], rec["s"], rec.get("info") or {})
-        if rec.get(FORMAT) == KIND:
-            v = rec.get("version")
-            if v != VERSION:
-                raise FormatError(f"recording format version {v!r} is not supported (this mrtr-inspect reads version {VERSION})")
-            info = {k: v for k, v in rec.items() if k not in (FORMAT, "version", "session", "transport", "t")}
-            return SessionStart(rec.get("t", 0.0), rec["session"], rec["transport"], info)
     except (KeyError, TypeError, ValueError) as e:
         if isinstance(e, FormatError):
             raise

@@ -61,12 +61,12 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None) -> Iter
         n = 1
         for line in f:
             n += 1
+            if not line.endswith(b"\n"):  # the writer was stopped mid-line: even if it decodes, it is cut
+                notes.torn_tail = True
+                continue
             try:
                 frame = decode(line)
             except fmt.FormatError as e:
-                if not line.endswith(b"\n"):
-                    notes.torn_tail = True
-                    continue
                 if "version" in str(e):
                     raise UnreadableRecording(f"{path}:{n}: {e}") from None
                 notes.skipped.append((n, str(e)))

@@ -66,7 +66,7 @@ class RecordingWriter:
         self.session = session or new_session_id()
         self.transport = transport
         self.redactor = redactor if redactor is not None else Redactor(redaction_key())
-        self._check_existing()
+        torn = self._check_existing()
         try:
             self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
         except OSError as e:
@@ -76,19 +76,24 @@ class RecordingWriter:
         meta = {"tool": f"mrtr-inspect {__version__}", "pid": os.getpid()}
         meta.update(info or {})
         self.start = SessionStart(t, self.session, transport, meta)  # type: ignore[arg-type]
-        self._write(fmt.encode(self.start))
+        # after a recorder killed mid-line, that line is ended (marked torn) and the session starts on its own
+        self._write((fmt.TORN + b"\n" if torn else b"") + fmt.encode(self.start))
         self.closed = False
 
-    def _check_existing(self) -> None:
+    def _check_existing(self) -> bool:
+        """Refuse a file that is not a recording; True when it ends in the middle of a line."""
         try:
             with open(self.path, "rb") as f:
                 first = f.readline()
+                f.seek(max(f.seek(0, os.SEEK_END) - 1, 0))
+                last = f.read(1)
         except FileNotFoundError:
-            return
+            return False
         except OSError as e:
             raise RecordingError(f"cannot read {self.path}: {e.strerror}") from None
         if first and not fmt.is_header(first):
             raise RecordingError(f"{self.path} exists and is not an mrtr-inspect recording; not appending to it")
+        return last not in (b"", b"\n")
 
     def _write(self, data: bytes) -> None:
         view = memoryview(data)

@@ -1,0 +1,110 @@
+"""Recording format v1: frames ⇄ lines (docs/recording-format.md)."""
+
+from __future__ import annotations
+
+import base64
+import json
+
+import pytest
+from hypothesis import given
+
+from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SessionEnd, SessionStart, SseEvent, StdioLine
+from mrtr_inspect.recording import format as fmt
+from tests.core.strategies import FUZZ
+from tests.recording.strategies import frames
+
+
+def split(line: bytes) -> tuple[dict, bytes | None]:
+    """A line as (record, payload after the first TAB or None)."""
+    assert line.endswith(b"\n") and line.count(b"\n") == 1 and b"\r" not in line
+    head, sep, tail = line[:-1].partition(b"\t")
+    return json.loads(head), (tail if sep else None)
+
+
+@FUZZ
+@given(frames)
+def test_every_frame_round_trips_through_one_line(frame):
+    line = fmt.encode(frame)
+    rec, _ = split(line)  # one line, LF-terminated, the record JSON before any TAB
+    assert type(rec) is dict
+    back = fmt.decode(line)
+    assert back == frame and type(back) is type(frame)
+    if type(frame) in (SessionStart, SessionEnd):
+        assert back.info == frame.info  # not part of equality: compared here
+    assert fmt.decode(line[:-1]) == frame  # the LF is optional
+
+
+@pytest.mark.parametrize("data, where", [
+    (b'{"jsonrpc":"2.0","id":1,"method":"x"}', "tail"),
+    (b'{"a":"tab\there"}', "tail"),  # a TAB in the payload stays verbatim after the separator
+    (b"", "tail"),
+    (b'{"a":1}\r', "text"),
+    (b"two\nlines", "text"),
+    (b'{"a":"\xff"}', "b64"),
+])
+def test_payload_placement(data, where):
+    rec, tail = split(fmt.encode(StdioLine(1.5, "s", "c2s", data)))
+    assert {"t": 1.5, "s": "s", "k": "line", "d": "c2s"}.items() <= rec.items()
+    if where == "tail":
+        assert tail == data and "text" not in rec and "b64" not in rec
+    elif where == "text":
+        assert tail is None and rec["text"].encode() == data
+    else:
+        assert tail is None and base64.b64decode(rec["b64"]) == data
+
+
+def test_lines_look_as_documented():
+    assert fmt.encode(StdioLine(1796001866.254, "5e18d04b50bc", "c2s", b'{"jsonrpc":"2.0","id":2}')) == (
+        b'{"t":1796001866.254,"s":"5e18d04b50bc","k":"line","d":"c2s"}\t{"jsonrpc":"2.0","id":2}\n')
+    assert fmt.encode(StdioLine(1.0, "s", "s2c", b"{", eol=False)) == b'{"t":1.0,"s":"s","k":"line","d":"s2c","eol":false}\t{\n'
+    sse = fmt.encode(SseEvent(2.0, "s", 3, b"event: message\r\ndata: {}\r\n\r\n"))
+    assert split(sse) == ({"t": 2.0, "s": "s", "k": "sse", "x": 3, "text": "event: message\r\ndata: {}\r\n\r\n"}, None)
+    req = fmt.encode(HttpRequest(3.0, "s", 1, "POST", "/mcp", (("Content-Type", "application/json"), ("X-A", "1")),
+                                 b"{}", "10.0.0.1", False, "decoded from content-encoding gzip"))
+    assert split(req) == ({"t": 3.0, "s": "s", "k": "req", "x": 1, "method": "POST", "path": "/mcp",
+                           "headers": [["Content-Type", "application/json"], ["X-A", "1"]], "client": "10.0.0.1",
+                           "complete": False, "note": "decoded from content-encoding gzip"}, b"{}")
+    assert split(fmt.encode(HttpResponse(4.0, "s", 1, 200, ()))) == (
+        {"t": 4.0, "s": "s", "k": "resp", "x": 1, "status": 200, "headers": []}, None)
+    assert split(fmt.encode(HttpBody(5.0, "s", 1, b"", True))) == ({"t": 5.0, "s": "s", "k": "body", "x": 1}, b"")
+    assert split(fmt.encode(HttpEnd(6.0, "s", 1, "client-disconnected"))) == (
+        {"t": 6.0, "s": "s", "k": "end", "x": 1, "error": "client-disconnected"}, None)
+
+
+def test_the_header_line_carries_format_and_version():
+    line = fmt.encode(SessionStart(1.0, "abc", "stdio", {"tool": "mrtr-inspect 0.1.0", "pid": 7, "command": ["python", "s.py"]}))
+    rec, tail = split(line)
+    assert tail is None
+    assert rec == {"mrtr-inspect": "recording", "version": 1, "session": "abc", "transport": "stdio", "t": 1.0,
+                   "tool": "mrtr-inspect 0.1.0", "pid": 7, "command": ["python", "s.py"]}
+    assert list(rec)[:2] == ["mrtr-inspect", "version"]
+    assert fmt.is_header(line)
+    assert not fmt.is_header(fmt.encode(SessionEnd(2.0, "abc", {})))
+    assert not fmt.is_header(b"not json\n") and not fmt.is_header(b"[1]\n")
+
+
+def test_session_info_cannot_pose_as_a_frame():
+    start = SessionStart(1.0, "abc", "http", {"k": "line", "d": "c2s", "s": "other", "upstream": "http://x"})
+    back = fmt.decode(fmt.encode(start))
+    assert type(back) is SessionStart and back.session == "abc" and back.info == start.info
+
+
+def test_an_unknown_version_is_refused():
+    line = json.dumps({"mrtr-inspect": "recording", "version": 2, "session": "a", "transport": "stdio", "t": 1}).encode()
+    with pytest.raises(fmt.FormatError, match="version 2 is not supported"):
+        fmt.decode(line)
+    assert fmt.is_header(line)
+
+
+@pytest.mark.parametrize("line", [
+    b"", b"not json", b"[1,2]", b'{"k":"line"}', b'{"t":1,"s":"s","k":"nope"}', b'{"t":1,"s":"s","k":"resp","x":1,"status":"x"}',
+    b'{"t":1,"s":"s","k":"line","d":"c2s","b64":"***"}', b"\xff\xfe", b'{"mrtr-inspect":"recording","version":1}',
+])
+def test_undecodable_lines_raise_format_error(line):
+    with pytest.raises(fmt.FormatError):
+        fmt.decode(line)
+
+
+def test_encode_refuses_what_is_not_a_frame():
+    with pytest.raises(TypeError):
+        fmt.encode("frame")  # type: ignore[arg-type]
