@@ -79,20 +79,22 @@ class Redactor:
         return out.encode("utf-8")
 
     def redact_sse(self, raw: bytes) -> bytes:
+        """The event's data (its data lines joined, as the event-stream rules join them) redacted as
+        JSON, in place: a secret's token never spans lines, so each line keeps its own bytes."""
         if not self.paths:
             return raw
-        lines = raw.split(b"\n")
-        data_lines = [i for i, ln in enumerate(lines) if ln.startswith(b"data:")]
-        if len(data_lines) != 1:
+        spans = []  # where each data line's value lies in raw
+        for m in _SSE_LINE.finditer(raw):
+            if m.group(1).startswith(b"data:"):
+                start = m.start(1) + 5
+                spans.append((start + (raw[start:start + 1] == b" "), m.end(1)))
+        if not spans:
             return raw
-        i = data_lines[0]
-        line = lines[i]
-        cr = line.endswith(b"\r")
-        body = line[5:-1 if cr else None]
-        lead = b" " if body.startswith(b" ") else b""
-        new = self.redact_json(body[len(lead):])
-        lines[i] = b"data:" + lead + new + (b"\r" if cr else b"")
-        return b"\n".join(lines)
+        pieces = self.redact_json(b"\n".join(raw[a:b] for a, b in spans)).split(b"\n")
+        out = bytearray(raw)
+        for (a, b), piece in reversed(list(zip(spans, pieces))):
+            out[a:b] = piece
+        return bytes(out)
 
     # -- frames ---------------------------------------------------------------------------------
     def frame(self, f: Frame) -> Frame:
@@ -112,6 +114,7 @@ class Redactor:
 
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
+_SSE_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n|\Z)")
 
 
 def _match(path: tuple, patterns: list[tuple]) -> bool:

@@ -1,0 +1,197 @@
+"""Redaction: secrets become stable placeholders; every other byte stays as it was."""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import stat
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, StdioLine
+from mrtr_inspect.recording.redaction import Redactor
+from mrtr_inspect.recording.writer import RecordingWriter, redaction_key
+from tests.core.strategies import FUZZ
+
+PLACEHOLDER = re.compile(r"\[redacted:[0-9a-f]{12}\]")
+PATHS = ["params.arguments.password", "params.inputResponses.*.content.token", "result.items.*"]
+
+
+def token(value: str) -> bytes:
+    return json.dumps(value, ensure_ascii=False).encode()
+
+
+# ---------------------------------------------------------------------------------------------
+# headers
+
+
+@pytest.mark.parametrize("name", ["Authorization", "authorization", "Proxy-Authorization"])
+@pytest.mark.parametrize("scheme", ["Bearer", "Basic", "DPoP"])
+def test_authorization_keeps_its_scheme(name, scheme):
+    r = Redactor(b"k")
+    (k, v), = r.redact_headers(((name, f"{scheme} sk-live-123"),))
+    assert k == name
+    s, _, cred = v.partition(" ")
+    assert s == scheme and PLACEHOLDER.fullmatch(cred) and cred == r.placeholder("sk-live-123")
+
+
+def test_authorization_without_a_scheme_is_redacted_whole():
+    r = Redactor(b"k")
+    assert r.header_value("Authorization", "sk-live-123") == r.placeholder("sk-live-123")
+    assert r.header_value("Authorization", "Bearer") == r.placeholder("Bearer")
+
+
+def test_the_same_secret_gives_the_same_placeholder_with_the_same_key():
+    a, b = Redactor(b"key-1"), Redactor(b"key-1")
+    assert a.placeholder("s3cret") == b.placeholder("s3cret")
+    assert a.header_value("Authorization", "Bearer s3cret") == b.header_value("authorization", "Bearer s3cret")
+    assert a.placeholder("s3cret") != a.placeholder("s3cret2")  # different secrets differ
+    assert a.placeholder("s3cret") != Redactor(b"key-2").placeholder("s3cret")  # the key matters
+    assert a.placeholder(a.placeholder("s3cret")) == a.placeholder("s3cret")  # redacting twice changes nothing
+
+
+@pytest.mark.parametrize("name", ["Cookie", "Set-Cookie", "X-API-Key", "api-key", "X-Auth-Token", "X-Goog-Api-Key",
+                                  "X-My-Secret", "X-Client-Password", "X-Credential-Id", "anthropic-api-key"])
+def test_secret_headers_are_redacted(name):
+    r = Redactor(b"k")
+    assert r.redact_headers(((name, "value"),)) == ((name, r.placeholder("value")),)
+
+
+def test_other_headers_are_kept_in_order_and_a_configured_one_is_redacted():
+    r = Redactor(b"k", headers=["X-Tenant"])
+    h = (("Content-Type", "application/json"), ("Mcp-Session-Id", "abc"), ("x-tenant", "acme"), ("Accept", "*/*"))
+    assert r.redact_headers(h) == (h[0], h[1], ("x-tenant", r.placeholder("acme")), h[3])
+    plain = (("Content-Type", "application/json"),)
+    assert r.redact_headers(plain) is plain
+
+
+# ---------------------------------------------------------------------------------------------
+# JSON paths
+
+
+def test_json_path_redaction_replaces_only_the_secret_token():
+    r = Redactor(b"k", paths=PATHS)
+    raw = (b'{ "jsonrpc" : "2.0", "id":1,"method":"tools/call","params":{"name":"login","arguments":'
+           b'{"user":"ann","password" :  "hunter\\u0032"},\n"inputResponses":{"k1":{"action":"accept","content":'
+           b'{"token":"tok-1","keep":"x"}},"k2":{"content":{"token":"tok-2"}}}}}')
+    out = r.redact_json(raw)
+    expected = (raw.replace(b'"hunter\\u0032"', token(r.placeholder("hunter2")))
+                .replace(b'"tok-1"', token(r.placeholder("tok-1"))).replace(b'"tok-2"', token(r.placeholder("tok-2"))))
+    assert out == expected
+    assert b"hunter" not in out and b"tok-" not in out
+
+
+def test_json_path_wildcards_match_array_indexes_and_leave_non_strings():
+    r = Redactor(b"k", paths=PATHS)
+    raw = b'{"result":{"items":["a",{"x":"b"},7,"c"]},"params":{"arguments":{"password":12345}}}'
+    out = json.loads(r.redact_json(raw))
+    assert out == {"result": {"items": [r.placeholder("a"), {"x": "b"}, 7, r.placeholder("c")]},
+                   "params": {"arguments": {"password": 12345}}}
+
+
+def test_json_path_redaction_leaves_what_it_cannot_read():
+    r = Redactor(b"k", paths=PATHS)
+    for raw in (b"\xff\xfe", b"not json", b'{"params":{"arguments":{"other":"x"}}}', b""):
+        assert r.redact_json(raw) == raw
+    assert Redactor(b"k").redact_json(b'{"params":{"arguments":{"password":"x"}}}') == (
+        b'{"params":{"arguments":{"password":"x"}}}')  # no paths configured
+
+
+secret_text = st.text(min_size=1, max_size=12)
+filler = st.recursive(st.none() | st.integers() | st.text(max_size=6),
+                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                      max_leaves=8)
+
+
+@FUZZ
+@given(secret_text, filler, filler, st.sampled_from([None, 0, 2]), st.booleans())
+def test_json_path_redaction_changes_the_token_and_nothing_else(secret, around, inside, indent, ascii_only):
+    doc = {"before": around, "params": {"arguments": {"x": inside, "password": secret}}}  # the last string
+    raw = json.dumps(doc, indent=indent, ensure_ascii=ascii_only).encode("utf-8", "surrogatepass")
+    r = Redactor(b"k", paths=["params.arguments.password"])
+    out = r.redact_json(raw)
+    try:
+        raw.decode("utf-8")
+    except UnicodeDecodeError:
+        assert out == raw  # not UTF-8: left alone
+        return
+    tok = json.dumps(secret, ensure_ascii=ascii_only).encode("utf-8")
+    at = raw.rindex(tok)
+    assert out == raw[:at] + token(r.placeholder(secret)) + raw[at + len(tok):]
+    doc["params"]["arguments"]["password"] = r.placeholder(secret)
+    assert json.loads(out) == doc
+
+
+@FUZZ
+@given(st.binary(max_size=200))
+def test_redaction_never_raises(raw):
+    r = Redactor(b"k", paths=PATHS)
+    assert isinstance(r.redact_json(raw), bytes)
+    assert isinstance(r.redact_sse(raw), bytes)
+
+
+# ---------------------------------------------------------------------------------------------
+# SSE events and frames
+
+SECRET_BODY = b'{"jsonrpc":"2.0","id":1,"result":{"items":["s3cret"]}}'
+
+
+@pytest.mark.parametrize("eol", [b"\n", b"\r\n", b"\r"], ids=["lf", "crlf", "cr"])
+def test_sse_data_redaction(eol):
+    r = Redactor(b"k", paths=PATHS)
+    raw = b"event: message" + eol + b"id: 7" + eol + b"data: " + SECRET_BODY + eol + eol
+    out = r.redact_sse(raw)
+    assert out == raw.replace(b'"s3cret"', token(r.placeholder("s3cret")))
+
+
+def test_sse_data_split_over_several_lines_is_redacted_too():
+    r = Redactor(b"k", paths=PATHS)
+    raw = b'data: {"jsonrpc":"2.0","id":1,\ndata:"result":{"items":\r\ndata: ["s3cret", "other"]}}\n\n'
+    out = r.redact_sse(raw)
+    assert out == raw.replace(b'"s3cret"', token(r.placeholder("s3cret"))).replace(b'"other"', token(r.placeholder("other")))
+
+
+def test_frames_are_redacted_where_secrets_live():
+    r = Redactor(b"k", paths=PATHS)
+    body = b'{"params":{"arguments":{"password":"pw"}}}'
+    red = body.replace(b'"pw"', token(r.placeholder("pw")))
+    req = HttpRequest(1.0, "h", 1, "POST", "/mcp", (("Authorization", "Bearer t0k"), ("Accept", "*/*")), body, "1.2.3.4")
+    got = r.frame(req)
+    assert got.body == red and got.headers == (("Authorization", f"Bearer {r.placeholder('t0k')}"), ("Accept", "*/*"))
+    assert (got.method, got.path, got.client, got.exchange, got.time) == ("POST", "/mcp", "1.2.3.4", 1, 1.0)
+    resp = HttpResponse(2.0, "h", 1, 200, (("Set-Cookie", "sid=abc; Path=/"),))
+    assert r.frame(resp).headers == (("Set-Cookie", r.placeholder("sid=abc; Path=/")),)
+    assert r.frame(StdioLine(3.0, "s", "c2s", body)).data == red
+    assert r.frame(HttpBody(4.0, "h", 1, body)).data == red
+    assert r.frame(SseEvent(5.0, "h", 1, b"data: " + body + b"\n\n")).raw == b"data: " + red + b"\n\n"
+    end = HttpEnd(6.0, "h", 1)
+    assert r.frame(end) is end
+    plain = HttpResponse(2.0, "h", 1, 200, (("content-type", "application/json"),))
+    assert r.frame(plain) is plain
+
+
+def test_writers_with_the_same_key_write_the_same_placeholder(tmp_path):
+    req = HttpRequest(1.0, "h", 1, "POST", "/mcp", (("Authorization", "Bearer t0k"),), b"{}")
+    texts = []
+    for name in ("a.jsonl", "b.jsonl"):
+        with RecordingWriter(tmp_path / name, "http", {}, redactor=Redactor(b"shared"), start_time=0.0) as w:
+            w.write(req)
+        texts.append((tmp_path / name).read_text())
+    placeholders = [PLACEHOLDER.findall(t) for t in texts]
+    assert placeholders[0] == placeholders[1] == [Redactor(b"shared").placeholder("t0k")]
+    assert "t0k" not in texts[0] + texts[1]
+
+
+def test_the_redaction_key_comes_from_the_environment_or_a_private_cache_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("MRTR_INSPECT_REDACTION_KEY", "from-env")
+    assert redaction_key() == b"from-env"
+    monkeypatch.delenv("MRTR_INSPECT_REDACTION_KEY")
+    monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
+    first = redaction_key()
+    path = tmp_path / "mrtr-inspect" / "redaction.key"
+    assert path.read_bytes() == first and len(first) == 64
+    assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
+    assert redaction_key() == first  # kept: placeholders stay the same across recordings
