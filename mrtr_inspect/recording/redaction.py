@@ -162,7 +162,8 @@ def _string_spans(text: str, patterns: list[tuple]):
             slot = _slot(kinds, counters, key)
             if c == '"' and slot is not None:
                 path = tuple(names[1:]) + (slot,)
-                if _match(path, patterns):
+                # in a batch (an array at the top) each member's paths count from the member
+                if _match(path, patterns) or (kinds[0] == "[" and _match(path[1:], patterns)):
                     try:
                         yield m.start(), m.end(), json.loads(tok)
                     except ValueError:

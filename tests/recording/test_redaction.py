@@ -92,6 +92,13 @@ def test_json_path_wildcards_match_array_indexes_and_leave_non_strings():
                    "params": {"arguments": {"password": 12345}}}
 
 
+def test_json_path_redaction_reaches_into_batches():
+    r = Redactor(b"k", paths=PATHS)
+    raw = b'[{"params":{"arguments":{"password":"p1"}}},{"params":{"arguments":{"password":"p2"}}},"p3"]'
+    assert r.redact_json(raw) == (raw.replace(b'"p1"', token(r.placeholder("p1")))
+                                  .replace(b'"p2"', token(r.placeholder("p2"))))
+
+
 def test_json_path_redaction_leaves_what_it_cannot_read():
     r = Redactor(b"k", paths=PATHS)
     for raw in (b"\xff\xfe", b"not json", b'{"params":{"arguments":{"other":"x"}}}', b""):
