@@ -21,8 +21,9 @@ from mrtr_inspect.core.events import (
     StdioLine,
 )
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message
+from tests.core.pipeline import analyse, digest
 from tests.core.strategies import FUZZ
 
 
@@ -86,27 +87,6 @@ frames = st.one_of(
     st.builds(lambda t, s, tr: SessionStart(t, s, tr, {}), _t, st.sampled_from(["s", "h"]), st.sampled_from(["stdio", "http"])),
     st.builds(lambda t, s: SessionEnd(t, s, {}), _t, st.sampled_from(["s", "h"])),
 )
-
-
-def analyse(frame_list: list, config: Config) -> list:
-    insp = Inspector(config)
-    outs = []
-    for f in frame_list:
-        outs += insp.feed(f)
-    return outs + insp.close()
-
-
-def digest(outs: list) -> list:
-    """What a user sees of the outputs, comparable across runs."""
-    out = []
-    for o in outs:
-        if type(o) is Message:
-            out.append(("m", o.index, o.kind, o.era, o.request.index if o.request is not None else None))
-        elif type(o) is ChainEvent:
-            out.append(("c", o.kind, o.chain.id, o.time))
-        elif type(o) is Finding:
-            out.append(("f", o.rule, o.severity, o.message, tuple(o.messages), o.chain))
-    return out
 
 
 @FUZZ
