@@ -150,12 +150,6 @@ def request_fields(msg: Message, ignore: list[tuple], http_path: str | None = No
                   st if type(st) is str else None, http_path)
 
 
-def short_state(state: str | None) -> str:
-    if state is None:
-        return "none"
-    return repr(state if len(state) <= 16 else state[:12] + "…") + f" ({len(state)} chars)"
-
-
 def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
     """What keeps a live request from matching a recorded exchange, most telling first."""
     out: list[Diff] = []
@@ -174,19 +168,20 @@ def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
         out.append(Diff("params.inputResponses (keys)", list(rec.keys) if rec.keys is not None else ABSENT,
                         list(live.keys) if live.keys is not None else ABSENT))
     if ex.echoed_state is not None and live.state != ex.echoed_state:
-        out.append(Diff("params.requestState", f"the state served in round {ex.round} {short_state(ex.echoed_state)}",
-                        short_state(live.state) if live.state is not None else ABSENT))
+        out.append(Diff("params.requestState", ex.echoed_state, live.state if live.state is not None else ABSENT))
     if rec.path is not None and live.path is not None and rec.path != live.path:
         out.append(Diff("path", rec.path, live.path))
     return out
 
 
 _WEIGHT = {"method": 100, "params.name": 40, "params.uri": 40, "params.inputResponses (keys)": 6,
-           "params.requestState": 6, "path": 3}
+           "params.requestState": 4, "path": 3}
 
 
 def cost(diffs: list[Diff]) -> int:
-    return sum(_WEIGHT.get(d.path, 2) for d in diffs)
+    """How far apart: a first request is further from a retry than a retry from another retry."""
+    return sum(_WEIGHT.get(d.path, 2) + (4 if ABSENT in (d.recorded, d.live) and d.path.endswith("(keys)") else 0)
+               for d in diffs)
 
 
 # -------------------------------------------------------------------------------------------------

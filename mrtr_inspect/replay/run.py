@@ -94,9 +94,12 @@ def verify(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (),
         def make_peer(sid, log):
             return StdioPeer(list(cmd), log, [s for s in script.steps if s.session == sid], options.timeout)
         transport, against = "stdio", " ".join(cmd)
-    result = verify_script(script, make_peer, options, transport, config, record, _printer(quiet, err))
+    result = verify_script(script, make_peer, options, transport, config, record)
     render(result, out, f"{path} against {against}")
     out.flush()
+    printer = _printer(quiet, err)
+    for f in result.findings if printer is not None else ():
+        printer.finding(f)
     return 0 if result.ok and not _over(result.findings, fail_on) else 1
 
 

@@ -235,6 +235,7 @@ class _Loader:
         ex = self.by_request.get(id(m.request)) if m.request is not None and m.kind in (RESULT, ERROR) else None
         if ex is not None:
             self._answer(ex, m, None)
+            ex.frames.append(self.n)
             pending = self.inflight.get(m.session, [])
             if ex in pending:
                 pending.remove(ex)

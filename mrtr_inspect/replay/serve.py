@@ -33,7 +33,8 @@ from .matching import Match, Matcher
 from .script import Exchange, Script
 from .wire import dumps, map_sse_data, set_member, sse_event
 
-MISS_CODE = -32099  # implementation-defined server error range of JSON-RPC 2.0
+# outside the JSON-RPC reserved range, as MCP asks of codes it does not define (basic/index.mdx#error-codes)
+MISS_CODE = -31404
 _DROP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date"})
 
 
@@ -395,31 +396,35 @@ async def _next_event(conn: h11.Connection, reader: asyncio.StreamReader):
 
 async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, log: LiveLog, x: int, status: int,
                 headers: Headers, parts: list, stream: bool, pace_from: float | None = None) -> None:
-    """The response: whole (`parts` is [body]) or as a stream of (offset, chunk) written one by one."""
+    """The response: whole (`parts` is [body]) or as a stream of (offset, chunk) written one by one.
+    Each part is logged before it is written, so the live log never sees the client's next request
+    before the response it answered."""
     loop = asyncio.get_running_loop()
     hdrs = list(headers)
     if not stream:
         hdrs.append(("content-length", str(len(parts[0]))))
-    wire = [(k.encode("latin-1"), v.encode("latin-1")) for k, v in hdrs]
-    writer.write(conn.send(h11.Response(status_code=status, headers=wire)))
     log.response_head(x, status, tuple(hdrs))
-    error = None
+    writer.write(conn.send(h11.Response(status_code=status, headers=[(k.encode("latin-1"), v.encode("latin-1"))
+                                                                     for k, v in hdrs])))
+    ended = False
     try:
         for part in parts:
             offset, chunk = part if stream else (0.0, part)
             if pace_from is not None:
                 await asyncio.sleep(max(0.0, pace_from + offset - loop.time()))
             if chunk:
-                writer.write(conn.send(h11.Data(data=chunk)))
-                await writer.drain()
                 log.response_data(x, chunk)
+                writer.write(conn.send(h11.Data(data=chunk)))
+                if stream:
+                    await writer.drain()
+        log.response_end(x)
+        ended = True
         writer.write(conn.send(h11.EndOfMessage()))
         await writer.drain()
     except ConnectionError:
-        error = "client-disconnected"
+        if not ended:
+            log.response_end(x, "client-disconnected")
         raise
-    finally:
-        log.response_end(x, error)
 
 
 async def serve_http(session: ServeSession, host: str, port: int, ready: Callable[[str], None],

@@ -30,7 +30,17 @@ from urllib.parse import urlsplit
 from ..config import Config
 from ..core.events import Headers
 from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
-from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key
+from ..core.messages import (
+    ERROR,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
+    Message,
+    decode_message,
+    format_id,
+    id_key,
+    target_of,
+)
 from ..outputs.text import FindingPrinter
 from .live import LiveLog
 from .matching import ABSENT, Diff, differences, parse_paths, strip_paths
@@ -401,9 +411,8 @@ class HttpPeer(Peer):
         cls = http.client.HTTPSConnection if self.u.scheme == "https" else http.client.HTTPConnection
         return cls(self.u.hostname, self.u.port, timeout=self.timeout)
 
-    def _headers(self, side: HttpSide | None) -> list[tuple[str, str]]:
-        base = side.headers if side is not None else (("content-type", "application/json"),
-                                                      ("accept", "application/json, text/event-stream"))
+    def _headers(self, side: HttpSide | None, msg: Message) -> list[tuple[str, str]]:
+        base = side.headers if side is not None else _standard_headers(msg)
         names = {k.lower() for k, _ in self.headers}
         out = [(k, v) for k, v in base if k.lower() not in _HOP and k.lower() not in names]
         if self.session_id is not None:
@@ -423,7 +432,7 @@ class HttpPeer(Peer):
             self.x += 1
             x = self.x
         path = self.path or (side.path if side is not None else "/mcp")
-        headers = self._headers(side)
+        headers = self._headers(side, decode_message(data))
         self.log.request(x, "POST", path, tuple(headers), data)
         conn = self._conn()
         error = None
@@ -442,12 +451,14 @@ class HttpPeer(Peer):
             error = f"upstream-error: {e}"
             if p is not None:
                 p.unreachable = isinstance(e, ConnectionRefusedError)
-                p.fail(f"cannot reach {self.url}: {e}")
+                p.error = f"cannot reach {self.url}: {e}"
         finally:
             conn.close()
-            self.log.response_end(x, error)
+            self.log.response_end(x, error)  # logged before the next request may go
             if p is not None:
-                p.fail("the response ended without a JSON-RPC response")
+                if p.response is not None:
+                    p.done.set()
+                p.fail(p.error or "the response ended without a JSON-RPC response")
 
     def _body(self, p: Played | None, x: int, resp: http.client.HTTPResponse, stream: bool) -> None:
         if not stream:
@@ -455,7 +466,9 @@ class HttpPeer(Peer):
             self.log.response_data(x, body)
             if p is not None and body.strip():
                 m = decode_message(body)
-                (p.answered if m.kind in (RESULT, ERROR) else p.messages.append)(m)
+                p.messages.append(m)
+                if m.kind in (RESULT, ERROR):
+                    p.response = m
             return
         dec = SseDecoder()
         while True:
@@ -468,14 +481,29 @@ class HttpPeer(Peer):
                 if fields.data is None or p is None:
                     continue
                 m = decode_message(fields.data)
-                if m.kind in (RESULT, ERROR) and p.sent is not None and m.idk == p.sent.idk:
-                    p.answered(m)
-                    return
                 p.messages.append(m)
+                if m.kind in (RESULT, ERROR) and p.sent is not None and m.idk == p.sent.idk:
+                    p.response = m
+                    return
 
     def close(self) -> None:
         for t in self.threads:
             t.join(self.timeout)
+
+
+def _standard_headers(msg: Message) -> tuple[tuple[str, str], ...]:
+    """The headers a Streamable HTTP client sends with a message recorded on stdio."""
+    out = [("content-type", "application/json"), ("accept", "application/json, text/event-stream")]
+    meta = msg.meta or {}
+    version = meta.get("io.modelcontextprotocol/protocolVersion")
+    if type(version) is str:
+        out.append(("mcp-protocol-version", version))
+    if msg.method:
+        out.append(("mcp-method", msg.method))
+        target = target_of(msg.method, msg.params)
+        if target is not None and msg.method in ("tools/call", "prompts/get", "resources/read") and target.isascii():
+            out.append(("mcp-name", target))
+    return tuple(out)
 
 
 # -------------------------------------------------------------------------------------------------

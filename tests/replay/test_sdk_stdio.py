@@ -12,6 +12,7 @@ import pytest
 
 from mrtr_inspect.core.events import StdioLine
 from mrtr_inspect.recording.reader import read_frames
+from mrtr_inspect.replay.serve import MISS_CODE
 
 from .conftest import FIXTURES, ROOT, SAMPLE, cli, sdk_server
 from .sdk_client import EVERY_CHAIN, EXPECTED, call
@@ -74,7 +75,7 @@ def test_a_client_that_alters_the_state_misses_and_is_reported():
     retry = {**retry, "id": 41, "params": {**retry["params"], "requestState": bad}}
     out, err = p.communicate(json.dumps(retry).encode() + b"\n", timeout=60)
     answer = json.loads(out)
-    assert answer["id"] == 41 and answer["error"]["code"] == -32099
+    assert answer["id"] == 41 and answer["error"]["code"] == MISS_CODE
     assert "differs in params.requestState" in answer["error"]["message"]
     assert p.returncode == 1
     assert b"request-state-altered" in err and b"1 miss" in err

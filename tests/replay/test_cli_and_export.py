@@ -1,0 +1,129 @@
+"""`replay` on recordings it cannot play, and `export --to fixture`."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from mrtr_inspect.recording.reader import read_frames
+from mrtr_inspect.replay.export import export_fixture
+from mrtr_inspect.replay.script import ReplayError, load_script
+from tests.traffic import Traffic
+
+from .conftest import ROOT, SAMPLE, cli, save
+from .sdk_client import EXPECTED, call
+from .test_sdk_stdio import RECORDING
+
+HEADER = {"mrtr-inspect": "recording", "version": 1, "session": "s1", "transport": "stdio", "t": 1.0}
+
+
+UNPLAYABLE = {
+    "not a recording": (b"hello\n", "not an mrtr-inspect recording (no recording header on the first line)"),
+    "format version 7": (json.dumps({**HEADER, "version": 7}).encode() + b"\n",
+                         "recording format version 7 is not supported (this mrtr-inspect reads version 1)"),
+    "nothing to serve": (json.dumps(HEADER).encode() + b"\n", "the recording holds no client request to replay"),
+}
+
+
+@pytest.mark.parametrize("command", [["replay", "serve", "--stdio"], ["replay", "verify"]])
+@pytest.mark.parametrize("case", sorted(UNPLAYABLE))
+def test_a_recording_that_cannot_be_played_exits_2_with_one_line(tmp_path, command, case):
+    data, reason = UNPLAYABLE[case]
+    path = tmp_path / "r.jsonl"
+    path.write_bytes(data)
+    extra = ["--", *SAMPLE] if command[-1] == "verify" else []
+    r = cli(*command, str(path), *extra)
+    assert r.returncode == 2
+    assert r.stdout == b""
+    assert r.stderr.decode().splitlines() == [f"mrtr-inspect: {path}: {reason}"]
+
+
+def test_a_torn_last_line_is_tolerated_with_a_note(tmp_path):
+    data = RECORDING.read_bytes()
+    torn = tmp_path / "torn.jsonl"
+    torn.write_bytes(data[: len(data) - 20])  # the session-end record, cut mid-write
+    r = cli("replay", "serve", "--stdio", str(torn), input=b"")
+    assert r.returncode == 0
+    err = r.stderr.decode().splitlines()
+    assert err[0] == f"mrtr-inspect: note: {torn}: the last line was torn (the recorder stopped mid-write); it was skipped"
+    assert err[1] == f"mrtr-inspect: replay of {torn}: 0 requests served, 0 misses, 14 recorded requests not asked for"
+
+
+@pytest.mark.parametrize("args, reason", [
+    (["serve", "REC", "--stdio", "--listen", "127.0.0.1:0"], "--listen and --stdio exclude each other"),
+    (["serve", "REC", "--listen", "nowhere"], "--listen takes HOST:PORT, not 'nowhere'"),
+    (["verify", "REC"], "replay verify needs the live server: --upstream URL, or -- CMD [ARG...] (one of them)"),
+    (["verify", "REC", "--upstream", "http://127.0.0.1:1/mcp"], "cannot reach http://127.0.0.1:1/mcp: "),
+    (["verify", "REC", "--", "./no-such-server"], "cannot start './no-such-server': No such file or directory"),
+])
+def test_bad_usage_exits_2_with_one_line(args, reason):
+    r = cli("replay", *[str(RECORDING) if a == "REC" else a for a in args])
+    assert r.returncode == 2
+    [line] = r.stderr.decode().splitlines()
+    assert line.startswith(f"mrtr-inspect: {reason}")
+
+
+# -- export ---------------------------------------------------------------------------------------
+
+
+def test_export_keeps_the_chosen_chains_and_what_belongs_to_no_chain(tmp_path):
+    out = tmp_path / "release.jsonl"
+    done = export_fixture(str(RECORDING), str(out), chains=["c2"])
+    script = load_script(out)
+    assert [ex.label() for ex in script.exchanges] == [
+        "server/discover id=1 (#0)", "tools/list id=4 (#2)",
+        "tools/call release id=5 (#4, chain c1)", "tools/call release id=6 (#6, chain c1, retry of round 1)",
+        "tools/call release id=7 (#8, chain c1, retry of round 2)", "tools/call release id=8 (#10, chain c1, retry of round 3)"]
+    assert (done.chains, done.exchanges, done.sessions) == (["c2"], 6, 1)
+    only = export_fixture(str(RECORDING), str(tmp_path / "only.jsonl"), chains=["c2"], only_chains=True)
+    assert only.exchanges == 4
+    with pytest.raises(ReplayError, match=r"no chain c9 \(its chains: c1, c2, c3, c4, c5\)"):
+        export_fixture(str(RECORDING), str(tmp_path / "x.jsonl"), chains=["c9"])
+
+
+def test_export_redacts_and_takes_the_machine_out_of_the_headers(tmp_path):
+    out = tmp_path / "fixture.jsonl"
+    r = cli("export", str(RECORDING), "--to", "fixture", "--output", str(out), "--chain", "c2",
+            "--redact-path", "params.inputResponses.*.content.notes")
+    assert r.returncode == 0, r.stderr
+    assert r.stderr.decode().splitlines() == [
+        f"mrtr-inspect: wrote {out}: 6 requests in 1 session, chains c2"]
+    assert out.stat().st_mode & 0o777 == 0o600
+    header = next(read_frames(out))
+    assert "pid" not in header.info and header.info["command"] == ["python", "-m", "mrtr_inspect.samples.server"]
+    assert header.info["exported"]["chains"] == ["c2"]
+    answers = [ex.request.params["inputResponses"] for ex in load_script(out).exchanges
+               if "inputResponses" in ex.request.params]
+    assert [list(a) for a in answers] == [["tag"], ["confirm"], ["notes"]]
+    assert answers[2]["notes"]["content"]["notes"].startswith("[redacted:")
+    assert answers[0]["tag"]["content"]["tag"] == "v1.0.0"  # only the path asked
+
+
+def test_a_redacted_export_still_serves_the_real_client(tmp_path):
+    """inputResponses are matched by their keys: redacting what the user answered keeps the fixture
+    playable (the recorded server's reply, with the real notes, is what the client gets)."""
+    out = tmp_path / "fixture.jsonl"
+    export_fixture(str(RECORDING), str(out), chains=["c2"], redact_paths=["params.inputResponses.*.content.notes"])
+    assert call([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--stdio", str(out)], "release") == [
+        EXPECTED["release"]]
+
+
+def test_export_warns_of_machine_paths_left_in_payloads(tmp_path):
+    t = Traffic()
+    a = t.tool("read", {"path": "/home/alice/notes.txt"})
+    t.result(a, {"content": []})
+    src = save(t.frames, tmp_path / "r.jsonl")
+    done = export_fixture(str(src), str(tmp_path / "out.jsonl"))
+    assert done.machine_paths == [(2, "/home/alice/notes.txt")]
+    assert "warning: " in done.lines()[1] and "/home/alice/notes.txt" in done.lines()[1]
+    clean = export_fixture(str(src), str(tmp_path / "clean.jsonl"), redact_paths=["params.arguments.path"])
+    assert clean.machine_paths == []
+
+
+def test_the_committed_fixtures_name_no_machine(tmp_path):
+    for path in (ROOT / "fixtures").glob("test_*/*.jsonl"):
+        text = path.read_text()
+        for needle in ("/work/", "/tmp/", "/root/", "/home/", '"pid"'):
+            assert needle not in text, f"{path} mentions {needle}"

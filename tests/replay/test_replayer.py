@@ -1,0 +1,172 @@
+"""What `replay serve` answers, request by request (no I/O: recordings built with tests.traffic)."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from mrtr_inspect.replay.matching import parse_paths, strip_paths
+from mrtr_inspect.replay.script import load_script
+from mrtr_inspect.replay.serve import MISS_CODE, Replayer, ServeOptions
+from tests.traffic import ACCEPT, ELICIT, Traffic, meta
+
+from .conftest import save
+
+
+def replayer(tmp_path, t: Traffic, **options) -> Replayer:
+    return Replayer(load_script(save(t.frames, tmp_path / "r.jsonl")), ServeOptions(**options))
+
+
+def request(method: str, params: dict, id=100, **meta_extra) -> bytes:
+    return json.dumps({"jsonrpc": "2.0", "id": id, "method": method,
+                       "params": {**params, "_meta": meta(**meta_extra)}}).encode()
+
+
+def tool(name: str, arguments: dict, id=100, **params) -> bytes:
+    return request("tools/call", {"name": name, "arguments": arguments, **params}, id)
+
+
+def sent(answer) -> list[dict]:
+    return [json.loads(m) for _, m, _ in answer.items if m is not None]
+
+
+def deploy(t: Traffic, env: str, state: str, text: str) -> None:
+    a = t.tool("deploy", {"env": env})
+    t.irr(a, {"confirm": ELICIT}, state=state)
+    b = t.tool("deploy", {"env": env}, inputResponses={"confirm": ACCEPT}, requestState=state)
+    t.result(b, {"content": [{"type": "text", "text": text}]})
+
+
+def test_the_live_id_replaces_the_recorded_one_and_nothing_else(tmp_path):
+    t = Traffic()
+    t.tool("deploy", {"env": "prod"})
+    recorded = (b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s\\/1",'
+                b'"inputRequests":{"confirm":' + json.dumps(ELICIT).encode() + b'}}}')
+    t.answer(recorded)
+    ans = replayer(tmp_path, t).answer(tool("deploy", {"env": "prod"}, id="live-7"))
+    assert [m for _, m, _ in ans.items] == [recorded.replace(b'"id":1', b'"id":"live-7"')]
+
+
+def test_a_retry_is_served_by_the_chain_whose_state_it_echoes(tmp_path):
+    t = Traffic()
+    deploy(t, "prod", "s1", "first")
+    deploy(t, "prod", "s2", "second")
+    r = replayer(tmp_path, t)
+    retry = {"inputResponses": {"confirm": ACCEPT}}
+    assert sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s2", **retry)))[0]["result"]["content"][0][
+        "text"] == "second"
+    assert sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s1", **retry)))[0]["result"]["content"][0][
+        "text"] == "first"
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, id=9, requestState="s3", **retry)))
+    assert err["id"] == 9 and err["error"]["code"] == MISS_CODE
+    assert ("closest: tools/call deploy id=2 (#2, chain c1, retry of round 1); "
+            'differs in params.requestState: recorded "s1", live "s3"') in err["error"]["message"]
+    assert r.misses[0]["differences"][0]["field"] == "params.requestState"
+
+
+def test_input_responses_match_by_their_keys_not_the_answers(tmp_path):
+    t = Traffic()
+    deploy(t, "prod", "s1", "done")
+    r = replayer(tmp_path, t, repeats=True)
+    declined = {"confirm": {"action": "decline"}}
+    assert "result" in sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s1", inputResponses=declined)))[0]
+    other = {"approval": ACCEPT}
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s1", inputResponses=other)))
+    assert ('params.inputResponses (keys): recorded ["confirm"], live ["approval"]' in err["error"]["message"])
+
+
+def test_meta_and_ids_do_not_count_but_arguments_do(tmp_path):
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod", "replicas": 2})
+    t.result(a, {"content": []})
+    r = replayer(tmp_path, t, repeats=True)
+    live = request("tools/call", {"name": "deploy", "arguments": {"replicas": 2.0, "env": "prod"}}, id="x",
+                   progressToken="p", traceparent="00-1-2-01")
+    assert sent(r.answer(live))[0]["id"] == "x"
+    [err] = sent(r.answer(tool("deploy", {"env": "prod", "replicas": 3})))
+    assert "closest: tools/call deploy id=1 (#0, chain c1); differs in params.arguments.replicas: recorded 2, live 3" \
+           in err["error"]["message"]
+
+
+def test_ignored_paths_are_left_out_of_matching(tmp_path):
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod", "nonce": "n1"})
+    t.result(a, {"content": []})
+    live = tool("deploy", {"env": "prod", "nonce": "n2"})
+    assert "error" in sent(replayer(tmp_path, t).answer(live))[0]
+    assert "result" in sent(replayer(tmp_path, t, ignore=("params.arguments.nonce",)).answer(live))[0]
+
+
+def test_order_any_strict_and_repeats(tmp_path):
+    t = Traffic()
+    for name in ("a", "b"):
+        x = t.tool(name, {})
+        t.result(x, {"content": [{"type": "text", "text": name}]})
+    any_order = replayer(tmp_path, t)
+    assert "result" in sent(any_order.answer(tool("b", {})))[0]
+    assert "result" in sent(any_order.answer(tool("a", {})))[0]
+    [again] = sent(any_order.answer(tool("a", {})))
+    assert "it was served already (allow repeats to serve it again)" in again["error"]["message"]
+    strict = replayer(tmp_path, t, order="strict")
+    [err] = sent(strict.answer(tool("b", {})))
+    assert "closest: tools/call a id=1" in err["error"]["message"] and "strict order" in err["error"]["message"]
+    assert "result" in sent(strict.answer(tool("a", {})))[0]
+    assert "result" in sent(strict.answer(tool("b", {})))[0]
+    [done] = sent(strict.answer(tool("b", {})))
+    assert "the recording has no request left to serve" in done["error"]["message"]
+    repeats = replayer(tmp_path, t, repeats=True)
+    assert all("result" in sent(repeats.answer(tool("a", {})))[0] for _ in range(3))
+    assert (repeats.served, repeats.misses) == (3, [])
+
+
+def test_progress_goes_to_the_live_token_or_not_at_all(tmp_path):
+    t = Traffic()
+    a = t.call("tools/call", {"name": "slow", "arguments": {}}, progressToken=1)
+    t.notify("notifications/progress", {"progressToken": 1, "progress": 1}, direction="s2c")
+    t.notify("notifications/message", {"level": "info", "data": "working"}, direction="s2c")
+    t.result(a, {"content": []})
+    r = replayer(tmp_path, t, repeats=True)
+    with_token = sent(r.answer(request("tools/call", {"name": "slow", "arguments": {}}, id=5, progressToken="tok")))
+    assert [m.get("method") for m in with_token] == ["notifications/progress", "notifications/message", None]
+    assert with_token[0]["params"]["progressToken"] == "tok" and with_token[2]["id"] == 5
+    without = sent(r.answer(request("tools/call", {"name": "slow", "arguments": {}}, id=6)))
+    assert [m.get("method") for m in without] == ["notifications/message", None]
+
+
+def test_what_takes_no_recorded_answer(tmp_path):
+    t = Traffic()
+    a = t.tool("deploy", {})
+    t.result(a, {"content": []})
+    r = replayer(tmp_path, t)
+    assert r.answer(b'{"jsonrpc":"2.0","method":"notifications/initialized"}') is None
+    assert r.answer(b'{"jsonrpc":"2.0","id":3,"result":{}}') is None
+    assert sent(r.answer(request("ping", {}, id=4))) == [{"jsonrpc": "2.0", "id": 4, "result": {}}]
+    bad = r.answer(b'{"jsonrpc":"2.0","id":')
+    assert bad.status == 400 and sent(bad)[0]["error"]["code"] == -32600
+    assert (r.served, r.synthesized, len(r.misses)) == (0, 1, 1)
+
+
+def test_http_status_and_headers_are_replayed_without_framing_ones(tmp_path):
+    t = Traffic("http")
+    a = t.tool("deploy", {})
+    t.error(a, -32602, "Invalid or expired requestState", status=400,
+            headers=(("content-type", "application/json"), ("date", "Mon"), ("content-length", "99"),
+                     ("mcp-session-id", "abc")))
+    ans = replayer(tmp_path, t).answer(tool("deploy", {}), "/mcp")
+    assert ans.status == 400 and not ans.stream
+    assert ans.headers == (("content-type", "application/json"), ("mcp-session-id", "abc"))
+    [err] = sent(replayer(tmp_path, t).answer(tool("deploy", {}), "/other"))
+    assert 'path: recorded "/mcp", live "/other"' in err["error"]["message"]
+
+
+@pytest.mark.parametrize("pattern, kept", [
+    ("result._meta", {"result": {"a": 1}}),
+    ("result._meta.io.modelcontextprotocol/serverInfo.version", {"result": {"a": 1, "_meta": {
+        "io.modelcontextprotocol/serverInfo": {"name": "s"}}}}),
+    ("**.version", {"result": {"a": 1, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s"}}}}),
+    ("result.*", {"result": {}}),
+])
+def test_paths(pattern, kept):
+    value = {"result": {"a": 1, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}}
+    assert strip_paths(value, parse_paths([pattern])) == kept
