@@ -403,3 +403,67 @@ def test_params_digest_ignores_meta_and_mrtr_fields_and_absent_arguments():
         "tools/call", {"arguments": {"n": 1.0}, "name": "x"})  # member order and integral floats
     assert base != params_digest("tools/call", {"name": "x", "arguments": {"n": 1}})
     assert params_digest("resources/read", {"uri": "u"}) != params_digest("resources/read", {"uri": "u", "arguments": {}})
+
+
+# ---------------------------------------------------------------------------------------------
+# HTTP peers (RULES.md §10.4)
+
+
+def authed(token: str) -> tuple:
+    return (("content-type", "application/json"), ("accept", "application/json, text/event-stream"),
+            ("mcp-protocol-version", "2026-07-28"), ("authorization", f"Bearer {token}"))
+
+
+def test_http_rounds_belong_to_their_principal():
+    h = Traffic("http")
+    a = h.call("tools/call", {"name": "deploy", "arguments": PROD}, headers=authed("alice"))
+    b = h.call("tools/call", {"name": "deploy", "arguments": PROD}, headers=authed("bob"))
+    h.irr(a, {"confirm": ELICIT})
+    h.irr(b, {"confirm": ELICIT})  # bob's round is the most recent
+    a2 = h.call("tools/call", {"name": "deploy", "arguments": PROD, "inputResponses": {"confirm": ACCEPT}},
+                headers=authed("alice"))  # but alice answers hers
+    h.result(a2, {"content": []})
+    r = h.run()
+    assert shape(r.chain("c1")) == ([a, a2], 1, "complete", "keys")
+    assert shape(r.chain("c2")) == ([b], 1, "abandoned", None)
+    assert r.chain("c1")["peer"] != r.chain("c2")["peer"]
+
+
+def test_http_peer_header_overrides_authorization():
+    h = Traffic("http")
+    hdr = lambda user, tok: authed(tok) + (("x-user", user),)  # noqa: E731
+    a = h.call("tools/call", {"name": "deploy", "arguments": PROD}, headers=hdr("ann", "t1"))
+    h.irr(a, {"confirm": ELICIT})
+    a2 = h.call("tools/call", {"name": "deploy", "arguments": PROD, "inputResponses": {"confirm": ACCEPT}},
+                headers=hdr("ann", "t2"))  # a refreshed token, the same user
+    h.result(a2, {"content": []})
+    assert shape(h.run(Config(peer_header="X-User")).chain("c1")) == ([a, a2], 1, "complete", "keys")
+    r = h.run()  # by Authorization: another principal, so no round of its own to answer
+    assert shape(r.chain("c1")) == ([a], 1, "abandoned", None)
+    assert shape(r.chain("c2")) == ([a2], 0, "complete", None)
+
+
+def test_http_state_presented_by_another_principal_still_links():
+    h = Traffic("http")
+    a = h.call("tools/call", {"name": "deploy", "arguments": PROD}, headers=authed("alice"))
+    h.irr(a, {"confirm": ELICIT}, state="s1")
+    b = h.call("tools/call", {"name": "deploy", "arguments": PROD, "inputResponses": {"confirm": ACCEPT},
+                              "requestState": "s1"}, headers=authed("mallory"))
+    h.result(b, {"content": []})  # and the server accepted it
+    r = h.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+    assert "server-accepted-state-other-principal" in r.rules()
+
+
+def test_http_chain_answered_on_event_streams():
+    h = Traffic("http")
+    a = h.tool("deploy", PROD)
+    progress = {"jsonrpc": "2.0", "method": "notifications/progress", "params": {"progressToken": 1, "progress": 1}}
+    irr = {"jsonrpc": "2.0", "id": a, "result": {"resultType": "input_required", "inputRequests": {"confirm": ELICIT},
+                                                 "requestState": "s1"}}
+    h.respond_sse(h._x_of_id.pop(str(a)), [progress, irr], raw_events=[b": keep-alive\n\n"])
+    b = retry(h, {"confirm": ACCEPT}, "s1")
+    h.result(b, {"content": []}, sse=True)
+    r = h.run()
+    assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
+    assert [m.kind for m in r.messages] == ["request", "notification", "result", "request", "result"]
