@@ -15,7 +15,8 @@ META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.mod
         '{"elicitation":{}},"io.modelcontextprotocol/clientInfo":{"name":"c","version":"1"}}')
 ASK = ('{"ok":{"method":"elicitation/create","params":{"message":"ok?","requestedSchema":{"type":"object",'
        '"properties":{"ok":{"type":"boolean"}},"required":["ok"]}}}}')
-DONE = '{"resultType":"complete","content":[],"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}}'
+SERVER = '"_meta":{"io.modelcontextprotocol/serverInfo":{"name":"s","version":"1"}}'
+DONE = '{"resultType":"complete","content":[],' + SERVER + '}'
 
 
 def chain_messages(i: int, state: str | None = None) -> list[tuple[str, bytes]]:
@@ -26,7 +27,7 @@ def chain_messages(i: int, state: str | None = None) -> list[tuple[str, bytes]]:
     msgs = [
         ("c2s", f'{{"jsonrpc":"2.0","id":{a},{call}{META}}}}}'),
         ("s2c", f'{{"jsonrpc":"2.0","id":{a},"result":{{"resultType":"input_required","inputRequests":{ASK},'
-                f'"requestState":"{st}"}}}}'),
+                f'"requestState":"{st}",{SERVER}}}}}'),
         ("c2s", f'{{"jsonrpc":"2.0","id":{b},{call}"inputResponses":{{"ok":{{"action":"accept","content":{{"ok":true}}}}}},'
                 f'"requestState":"{st}",{META}}}}}'),
         ("s2c", f'{{"jsonrpc":"2.0","id":{b},"result":{DONE}}}'),
@@ -49,13 +50,17 @@ def stdio_frames(chains: range, clock: Clock) -> Iterator[StdioLine]:
             yield StdioLine(clock(), "s", d, raw)  # type: ignore[arg-type]
 
 
+REQUEST_HEADERS = (("content-type", "application/json"), ("accept", "application/json, text/event-stream"),
+                   ("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"), ("mcp-name", "deploy"))
+
+
 def http_frames(chains: range, clock: Clock) -> Iterator:
     x = 0
     for i in chains:
         msgs = chain_messages(i)
         for (_, req), (_, resp) in (msgs[0:2], msgs[2:4]):
             x += 1
-            yield HttpRequest(clock(), "h", x, "POST", "/mcp", (("content-type", "application/json"),), req, "10.0.0.1")
+            yield HttpRequest(clock(), "h", x, "POST", "/mcp", REQUEST_HEADERS, req, "10.0.0.1")
             yield HttpResponse(clock(), "h", x, 200, (("content-type", "application/json"),))
             yield HttpBody(clock(), "h", x, resp)
             yield HttpEnd(clock(), "h", x)
@@ -77,13 +82,14 @@ def assert_nothing_kept(insp: Inspector) -> None:
 
 
 def feed_all(insp: Inspector, frames) -> tuple[int, set[str]]:
+    """Feed; returns how many chains closed and the rules that reported more than info."""
     closed, rules = 0, set()
     for f in frames:
         for o in insp.feed(f):
             if type(o) is ChainEvent and o.kind == "closed":
                 closed += 1
                 assert len(insp.stitcher._open_chains) == 0  # the chain just closed is already forgotten
-            elif type(o) is Finding:
+            elif type(o) is Finding and o.severity != "info":
                 rules.add(o.rule)
     return closed, rules
 
@@ -95,7 +101,7 @@ def test_200k_stdio_messages_of_completed_chains_leave_nothing_but_a_bounded_sta
     closed, rules = feed_all(insp, stdio_frames(range(n), clock))
     assert insp.messages == 4 * n == 200_000
     assert closed == n
-    assert rules <= {"chain-linked"}  # clean traffic: what is measured is the chains, not findings
+    assert rules == set()  # clean traffic: what is measured is the chains, not findings
     assert_nothing_kept(insp)
     assert len(insp.exchanges.client_scope("s")) == 0
 
@@ -115,6 +121,6 @@ def test_http_exchanges_of_completed_chains_are_forgotten():
     insp = Inspector(Config(remembered_states=REMEMBERED))
     n = 2_000
     closed, rules = feed_all(insp, http_frames(range(n), Clock()))
-    assert insp.messages == 4 * n and closed == n
+    assert insp.messages == 4 * n and closed == n and rules == set()
     assert_nothing_kept(insp)
     assert all(len(scope) == 0 for scope in insp.exchanges._client.values())
