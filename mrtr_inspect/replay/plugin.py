@@ -33,11 +33,13 @@ from __future__ import annotations
 
 import json
 import os
+import queue
 import re
 import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 import warnings
 from pathlib import Path
@@ -209,15 +211,30 @@ def _start_recording(path: Path, opts: dict, tmp_path: Path) -> MrtrReplay:
     proxy = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "--upstream", url, "--listen", "127.0.0.1:0",
                               "--record", str(obj._raw), "--quiet"], stderr=subprocess.PIPE, text=True)
     obj._procs.append(proxy)
-    assert proxy.stderr is not None
-    for line in proxy.stderr:
-        if "listening on " in line:
-            obj.url = line.split("listening on ", 1)[1].strip()
-            break
+    obj.url = _listening(proxy)
     if obj.url is None:
         _finish(obj)
         pytest.fail(f"mrtr-inspect: the recording proxy did not start (exit status {proxy.wait()})", pytrace=False)
     return obj
+
+
+def _listening(proc: subprocess.Popen, timeout: float = 60.0) -> str | None:
+    """The URL the proxy says it listens on (None if it exits or stays silent); its stderr is
+    drained on a thread from then on, so it never blocks on a full pipe."""
+    found: queue.Queue = queue.Queue()
+
+    def read() -> None:
+        assert proc.stderr is not None
+        for line in proc.stderr:
+            if "listening on " in line and found.empty():
+                found.put(line.split("listening on ", 1)[1].strip())
+        found.put(None)
+
+    threading.Thread(target=read, name="mrtr-inspect-proxy-stderr", daemon=True).start()
+    try:
+        return found.get(timeout=timeout)
+    except queue.Empty:
+        return None
 
 
 def _free_port() -> int:
@@ -249,8 +266,6 @@ def _finish(obj: MrtrReplay) -> None:
             except subprocess.TimeoutExpired:
                 p.kill()
                 p.wait()
-        if p.stderr is not None:
-            p.stderr.close()
     obj._procs.clear()
     if obj.mode == "record" and obj._raw is not None:
         _save(obj)

@@ -250,7 +250,9 @@ def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertoo
                     data = set_member(data, ("params", "requestId"), live)
             peer.notify(data, step.http)
     for p in order:
-        if not p.done.wait(timeout):
+        if p.exchange.response is None:
+            p.done.set()  # none was recorded (cancelled, abandoned): none is awaited
+        elif not p.done.wait(timeout):
             p.fail(f"no response within {timeout:g} s")
     return order
 

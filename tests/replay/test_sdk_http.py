@@ -1,10 +1,10 @@
 """A real session over Streamable HTTP (official SDK client and sample server), replayed to the real
 client and verified against fresh real servers.
 
-The committed recording was made with the recorder of tests/replay/sdk_server.py (the SDK app
-wrapped in an ASGI middleware feeding core.framing.HttpFramer frames to a RecordingWriter, as the
-proxy records), then `mrtr-inspect export --to fixture`. With the proxy installed, the plugin
-records it itself: `pytest tests/replay/test_sdk_http.py --mrtr-record-mode=all`.
+The committed recording was made by the plugin through the HTTP proxy
+(`pytest tests/replay/test_sdk_http.py --mrtr-record-mode=all`). The recorder of
+tests/replay/sdk_server.py (an ASGI middleware around the SDK app feeding core.framing.HttpFramer
+frames to a RecordingWriter) records fresh sessions without the proxy.
 """
 
 from __future__ import annotations
@@ -77,6 +77,7 @@ def _post(url: str, body: bytes) -> tuple[float, list[tuple[float, bytes]]]:
                                                      "accept": "application/json, text/event-stream"})
     resp = conn.getresponse()
     assert resp.getheader("content-type") == "text/event-stream"
+    assert resp.getheader("transfer-encoding") == "chunked"  # sent event by event, not as one body
     dec, events = SseDecoder(), []
     while chunk := resp.read1(65536):
         events += [(time.monotonic(), ev) for ev in dec.feed(chunk)]
@@ -99,7 +100,24 @@ def test_an_event_stream_is_replayed_event_by_event_at_its_pace(pace):
     assert [f.data.count(b"notifications/progress") for f in fields] == [1, 1, 1, 0]
     assert b'"input_required"' in fields[-1].data
     if pace:
-        # no event before its recorded time; events spread as they were (50 ms of work between them)
+        # no event before its recorded time (the server worked 50 ms between progress reports)
         for (arrived, _), offset in zip(events, recorded):
             assert arrived - start >= offset - 0.005
-        assert events[-1][0] - events[0][0] >= recorded[-1] - recorded[0] - 0.005
+
+
+def test_what_is_not_a_request_gets_no_recorded_answer():
+    srv = BackgroundHttpServer(ServeSession(load_script(RECORDING), ServeOptions(), "http"))
+    u = urlsplit(srv.start())
+    try:
+        conn = http.client.HTTPConnection(u.hostname, u.port, timeout=30)
+        conn.request("GET", u.path, headers={"accept": "text/event-stream"})
+        get = conn.getresponse()
+        assert (get.status, get.getheader("allow"), get.read()) == (405, "POST", b"")
+        conn.request("POST", u.path, body=b'{"jsonrpc":"2.0","method":"notifications/initialized"}',
+                     headers={"content-type": "application/json"})
+        note = conn.getresponse()
+        assert (note.status, note.read()) == (202, b"")
+        conn.close()
+    finally:
+        summary = srv.stop()
+    assert (summary["served"], summary["misses"]) == (0, [])

@@ -57,11 +57,14 @@ def test_strict_order_names_the_request_expected_next(mrtr_replay):
     assert "strict order: this is the next recorded request" in lines[0]
 
 
-def test_a_client_that_alters_the_state_misses_and_is_reported():
+def test_a_client_that_alters_the_state_misses_and_is_reported(tmp_path):
     """A hand-driven client echoes the served requestState with one character changed: the retry
-    matches nothing (the state differs from the one served), and the live session's rules report it."""
-    p = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--stdio", str(RECORDING)],
-                         cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    matches nothing (the state differs from the one served), and the live session's rules report it,
+    live and in the recording of the live session."""
+    live = tmp_path / "live.jsonl"
+    p = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--stdio", "--record", str(live),
+                          str(RECORDING)], cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                         stderr=subprocess.PIPE)
     recorded = [json.loads(f.data) for f in read_frames(RECORDING) if type(f) is StdioLine and f.direction == "c2s"]
     first = next(m for m in recorded if m.get("method") == "tools/call")
     assert p.stdin is not None and p.stdout is not None
@@ -79,6 +82,8 @@ def test_a_client_that_alters_the_state_misses_and_is_reported():
     assert "differs in params.requestState" in answer["error"]["message"]
     assert p.returncode == 1
     assert b"request-state-altered" in err and b"1 miss" in err
+    report = json.loads(cli("check", str(live), "--format", "json").stdout)
+    assert "request-state-altered" in [f["rule"] for f in report["findings"]]
 
 
 def test_verify_passes_against_a_fresh_server_with_new_sealed_states():
