@@ -163,7 +163,10 @@ class RuleEngine:
         self.ctx = Context(self, inspector)
         self.findings: list[Finding] = []  # drained by the inspector after each frame
         self.now = 0.0
-        self._active = [r for r in REGISTRY.values() if r.check is not None and r.id not in self.config.disabled]
+        # a check runs while its own id or an id it emits (`emitted_by`) is enabled; report() drops disabled ids
+        needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in self.config.disabled}
+        self._active = [r for r in REGISTRY.values()
+                        if r.check is not None and (r.id not in self.config.disabled or r.id in needed)]
         self._by_type: dict[type, list[Rule]] = {}
         for r in self._active:
             for t in r.on:
