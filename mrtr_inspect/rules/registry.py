@@ -31,6 +31,9 @@ from ..core.observations import Answered, Decoded
 
 __all__ = ["Rule", "rule", "declare", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
 
+RESULT = "result"
+INPUT_REQUIRED = "input_required"  # an `Answered` kind: a result whose resultType is "input_required"
+
 
 @dataclass(frozen=True)
 class Rule:
@@ -85,7 +88,10 @@ def rule(
     methods: Iterable[str] | None = None,
     directions: Iterable[str] | None = None,
 ) -> Callable:
-    """Register the decorated function as the check of rule `id`."""
+    """Register the decorated function as the check of rule `id`.
+
+    For `Answered`, `kinds` may name "input_required" (a result whose resultType is input_required;
+    a rule naming "result" gets those too) and `directions` is the direction of the response."""
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -182,7 +188,7 @@ class RuleEngine:
         if rules is None:
             rules = [
                 r for r in self._by_type.get(t, ())
-                if (r.kinds is None or kind in r.kinds)
+                if (r.kinds is None or kind in r.kinds or (kind == INPUT_REQUIRED and RESULT in r.kinds))
                 and (r.methods is None or method in r.methods)
                 and (r.directions is None or direction in r.directions)
             ]
@@ -195,8 +201,11 @@ class RuleEngine:
             m = obs.msg
             rules = self._select(t, m.kind, m.method, m.direction)
         elif t is Answered:
-            req = obs.request
-            rules = self._select(t, obs.response.kind, req.method if req is not None else None, None)
+            req, resp = obs.request, obs.response
+            kind = resp.kind
+            if kind == RESULT and type(resp.result) is dict and resp.result.get("resultType") == INPUT_REQUIRED:
+                kind = INPUT_REQUIRED  # rules naming "result" get these too; rules naming only "input_required" get only these
+            rules = self._select(t, kind, req.method if req is not None else None, resp.direction)
         else:
             rules = self._by_type.get(t)
             if not rules:

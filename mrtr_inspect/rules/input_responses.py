@@ -1,0 +1,457 @@
+"""RULES.md §4.3: the shape of each answer, by the kind of request it answers.
+
+A retry's `inputResponses[k]` answers `inputRequests[k]` of the round it is linked to (or of an
+earlier round of the chain, for answers resent cumulatively): an ElicitResult for
+elicitation/create, a CreateMessageResult for sampling/createMessage, a ListRootsResult for
+roots/list. Each answer is judged by the official model of its kind (`shapes.py`), then by what the
+question asked (the form's schema, the URL mode, the tools offered).
+
+In legacy (2025-11-25) traffic the same answers travel as the client's results to the server's
+own requests; they are judged the same way, by the 2025-11-25 models.
+
+A retry is taken apart once (`answers_of`); the rules of this module, and the server-side rule that
+judges what the server did with malformed answers, read the parts.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import date, datetime
+from typing import Any
+
+from ..core.messages import INPUT_REQUEST_METHODS
+from ..core.observations import Answered, Linked
+from . import shapes, spec
+from .registry import ERROR, INFO, WARNING, rule
+from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
+
+# retries, and the client's results to legacy server requests
+_ON = {"on": (Linked, Answered), "kinds": ["result"], "directions": ["c2s"], "methods": sorted(INPUT_REQUEST_METHODS)}
+
+
+class Answer:
+    """One answer and the input request it answers. `key` is its inputResponses key (None for a
+    legacy client result). Its validation errors are computed once, when a rule first asks; the
+    text naming it, only when a rule reports it."""
+
+    __slots__ = ("key", "method", "params", "mode", "value", "version", "origin", "messages", "chain",
+                 "error_shaped", "_errors")
+
+    def __init__(self, key, method: str, params: Any, value: Any, version: str, origin, messages: list,
+                 chain) -> None:
+        self.key = key
+        self.method = method
+        self.params = params if type(params) is dict else {}
+        self.mode = elicit_mode(self.params) if method == ELICIT else None
+        self.value = value
+        self.version = version
+        self.origin = origin  # the observation it came with
+        self.messages = messages
+        self.chain = chain
+        # does it look like a JSON-RPC error ({code, message} or {error: {…}})?
+        self.error_shaped = type(value) is dict and (("code" in value and "message" in value)
+                                                     or type(value.get("error")) is dict)
+        self._errors: list[dict] | None = None
+
+    @property
+    def where(self) -> str:
+        o = self.origin
+        if self.key is None:
+            resp, req = o.response, o.request
+            return f"the client's result {resp.label()} (message #{resp.index}) to {req.label()} (message #{req.index})"
+        return f"the answer to {self.key!r} in {o.request.label()} (message #{o.request.index}), the retry of chain {self.chain}"
+
+    @property
+    def errors(self) -> list[dict]:
+        """The validation errors of the answer against its kind's model (computed once)."""
+        if self._errors is None:
+            self._errors = shapes.input_response_errors(self.method, self.value, self.version)
+        return self._errors
+
+    def describe(self, errors: list[dict]) -> list[str]:
+        if not errors:
+            return []
+        if type(self.value) is not dict:
+            return [f"it is {short(self.value)}, not an object"]
+        return shapes.describe(errors, self.value, self.version)
+
+    def emit(self, ctx, text: str, **details) -> None:
+        ctx.emit(f"{self.where}: {text}", messages=self.messages, chain=self.chain,
+                 details={"key": self.key, **details} if self.key is not None or details else None)
+
+
+class Answers:
+    """The answers one message carries, and those of each kind that are not error-shaped."""
+
+    __slots__ = ("all", "by_kind")
+
+    def __init__(self, answers: list[Answer]) -> None:
+        self.all = answers
+        self.by_kind: dict[str, list[Answer]] = {}
+        for a in answers:
+            if not a.error_shaped:
+                self.by_kind.setdefault(a.method, []).append(a)
+
+
+_NONE = Answers([])
+_last: list = [None, _NONE]  # the message last taken apart, and its answers (the rules of one message run in a row)
+
+
+def answers_of(obs: Linked | Answered) -> Answers:
+    """The answers a retry (Linked) or a legacy client result (Answered) carries, each with the
+    input request it answers. Keys that answer nothing known are left out (the §4.2 rules report
+    them)."""
+    msg = obs.request if type(obs) is Linked else obs.response
+    if _last[0] is msg:
+        return _last[1]
+    found = _linked_answers(obs) if type(obs) is Linked else _legacy_answer(obs)
+    out = Answers(found) if found else _NONE
+    _last[0], _last[1] = msg, out
+    return out
+
+
+def _linked_answers(obs: Linked) -> list[Answer]:
+    req = obs.request
+    params = req.params if type(req.params) is dict else {}
+    responses = params.get("inputResponses")
+    if req.era != "modern" or type(responses) is not dict:
+        return []
+    asked: dict = {}
+    for rd in obs.round.chain.rounds:  # later rounds win: a key asked again means the latest question
+        asked.update(rd.input_requests or {})
+        if rd is obs.round:
+            break
+    cid = obs.chain.id
+    messages = [obs.round.irr_index, req.index]
+    out = []
+    for key, value in responses.items():
+        q = asked.get(key)
+        method = q.get("method") if type(q) is dict else None
+        if method in INPUT_REQUEST_METHODS:
+            out.append(Answer(key, method, q.get("params"), value, shapes.MODERN, obs, messages, cid))
+    return out
+
+
+def _legacy_answer(obs: Answered) -> list[Answer]:
+    resp, req = obs.response, obs.request
+    if req is None or resp.era != "legacy" or req.method not in INPUT_REQUEST_METHODS:
+        return []
+    return [Answer(None, req.method, req.params, resp.result, shapes.LEGACY, obs, [req.index, resp.index], None)]
+
+
+def _of(obs, method: str) -> list[Answer]:
+    """The answers to input requests of one kind, error-shaped ones aside (they have a rule of their own)."""
+    return answers_of(obs).by_kind.get(method, [])
+
+
+def invalid_answers(obs: Linked) -> dict:
+    """Answers that are not valid results of their kind: key → what is wrong (for the server-side
+    rule `server-accepted-invalid-input-responses`)."""
+    out = {}
+    for a in answers_of(obs).all:
+        if a.error_shaped:
+            out[a.key] = "an error, not an answer"
+        elif a.errors:
+            out[a.key] = a.describe(a.errors)[0]
+    return out
+
+
+# --- elicitation/create → ElicitResult ---------------------------------------------------------------
+
+
+def _content(a: Answer) -> Any:
+    return a.value.get("content") if type(a.value) is dict else None
+
+
+@rule(
+    "elicit-result-action-invalid", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    conformance="sep-2322-validate-input-responses",
+    quote='action: "accept" | "decline" | "cancel"',
+    summary="An elicitation answer has no action, or one other than accept, decline and cancel.",
+    why="The server cannot tell whether the user agreed; a server that guesses may act without consent.",
+    example='"inputResponses": {"confirm": {"action": "ok"}}',
+)
+def elicit_result_action_invalid(obs, ctx) -> None:
+    """An answer to elicitation/create that is not an object, or whose `action` is missing or not
+    one of "accept", "decline", "cancel" (ElicitResult model)."""
+    for a in _of(obs, ELICIT):
+        errors = [e for e in a.errors if tuple(e["loc"][:1]) != ("content",)]
+        if errors:
+            a.emit(ctx, f"not a valid ElicitResult: {'; '.join(a.describe(errors))}")
+
+
+@rule(
+    "elicit-result-content-type", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    quote="content?: { [key: string]: string | number | boolean | string[] }",
+    summary="An elicitation answer's content is not an object of strings, numbers, booleans and string arrays.",
+    why="Form answers are flat primitive values; anything else cannot match the form the server asked for.",
+    example='"content": {"address": {"street": "…"}}',
+)
+def elicit_result_content_type(obs, ctx) -> None:
+    """The `content` of an answer to elicitation/create is not an object, or one of its values is
+    not a string, number, boolean or array of strings (null included: the generated model admits
+    it, schema.ts does not)."""
+    for a in _of(obs, ELICIT):
+        problems = a.describe([e for e in a.errors if tuple(e["loc"][:1]) == ("content",)])
+        content = _content(a)
+        if type(content) is dict:
+            problems += [f"content.{k}: null is not a string, number, boolean or string array"
+                         for k, v in content.items() if v is None]
+        if problems:
+            a.emit(ctx, f"content has values an ElicitResult cannot carry: {'; '.join(problems)}")
+
+
+@rule(
+    "elicit-result-url-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    quote="For URL mode: The content field is omitted",
+    summary="An answer to a URL-mode elicitation carries content.",
+    why="URL mode keeps the data out of the client; content here means the client collected what it should "
+        "never have seen, or invented it.",
+    example='asked {"mode": "url", …}; answered {"action": "accept", "content": {"token": "…"}}',
+)
+def elicit_result_url_content(obs, ctx) -> None:
+    """An answer to a URL-mode elicitation/create that has a `content` member."""
+    for a in _of(obs, ELICIT):
+        if a.mode == "url" and type(a.value) is dict and "content" in a.value:
+            a.emit(ctx, "carries content, but the question was asked in URL mode, where content is omitted")
+
+
+@rule(
+    "elicit-result-content-on-decline", INFO, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    quote="The content field is typically omitted",
+    summary="An elicitation answer with action decline or cancel carries content.",
+    why="Allowed, but the server should not use data the user declined to submit.",
+    example='{"action": "decline", "content": {"name": "x"}}',
+)
+def elicit_result_content_on_decline(obs, ctx) -> None:
+    """An answer to elicitation/create whose action is "decline" or "cancel" and that has `content`."""
+    for a in _of(obs, ELICIT):
+        v = a.value
+        if type(v) is dict and v.get("action") in ("decline", "cancel") and "content" in v:
+            a.emit(ctx, f"the user chose {v['action']!r} yet the answer carries content")
+
+
+def _form_schema(a: Answer) -> dict:
+    s = a.params.get("requestedSchema") if a.mode == "form" else None
+    return s if type(s) is dict else {}
+
+
+@rule(
+    "elicit-result-accept-missing-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    quote="For form mode: The content field contains the submitted data matching the requested schema",
+    summary="An accepted form answer has no content, or lacks a property the form requires.",
+    why="The user accepted but the server does not get what it asked for; it must fail or ask again.",
+    example='form requires ["confirm"]; answered {"action": "accept"}',
+)
+def elicit_result_accept_missing_content(obs, ctx) -> None:
+    """A form-mode elicitation answered with action "accept" whose `content` is missing or lacks
+    a property listed in `requestedSchema.required`."""
+    for a in _of(obs, ELICIT):
+        v = a.value
+        if type(v) is not dict or v.get("action") != "accept" or a.mode != "form":
+            continue
+        content = v.get("content")
+        if content is None:
+            a.emit(ctx, "accepts a form but carries no content")
+            continue
+        required = _form_schema(a).get("required")
+        if type(content) is dict and type(required) is list:
+            missing = [k for k in required if type(k) is str and k not in content]
+            if missing:
+                a.emit(ctx, f"accepts a form but leaves out required {', '.join(map(repr, missing))}", missing=missing)
+
+
+_EMAIL = re.compile(r"[^@\s]+@[^@\s]+\.[^@\s]+")
+_DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
+_DATE_TIME = re.compile(r"\d{4}-\d{2}-\d{2}[Tt]\d{2}:\d{2}:\d{2}(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _format_ok(fmt: Any, s: str) -> bool:
+    try:
+        if fmt == "email":
+            return _EMAIL.fullmatch(s) is not None
+        if fmt == "uri":
+            return shapes.absolute_uri(s)
+        if fmt == "date":
+            return _DATE.fullmatch(s) is not None and bool(date.fromisoformat(s))
+        if fmt == "date-time":
+            return _DATE_TIME.fullmatch(s) is not None and bool(datetime.fromisoformat(s.upper().replace("Z", "+00:00")))
+    except ValueError:
+        return False
+    return True
+
+
+def _number(v: Any) -> bool:
+    return type(v) in (int, float)
+
+
+def _bounds(v: Any, lo: Any, hi: Any, what: str) -> str | None:
+    if _number(lo) and v < lo:
+        return f"{what} {v} is below the minimum {lo}"
+    if _number(hi) and v > hi:
+        return f"{what} {v} is above the maximum {hi}"
+    return None
+
+
+def _consts(schema: dict, list_key: str) -> list | None:
+    """The allowed values of an enum form: `enum`, or the `const`s of `oneOf`/`anyOf`."""
+    if type(schema.get("enum")) is list:
+        return schema["enum"]
+    opts = schema.get(list_key)
+    return [o.get("const") for o in opts if type(o) is dict] if type(opts) is list else None
+
+
+def schema_mismatch(v: Any, s: dict) -> str | None:
+    """Why a form value does not match its primitive property schema (None: it does)."""
+    t = s.get("type")
+    if t == "boolean":
+        return None if type(v) is bool else "not a boolean"
+    if t in ("number", "integer"):
+        if not _number(v):
+            return f"not a {t}"
+        if t == "integer" and type(v) is float and not v.is_integer():
+            return "not an integer"
+        return _bounds(v, s.get("minimum"), s.get("maximum"), "value")
+    if t == "string":
+        if type(v) is not str:
+            return "not a string"
+        allowed = _consts(s, "oneOf")
+        if allowed is not None and v not in allowed:
+            return f"{short(v, 30)} is not one of the allowed values"
+        if not _format_ok(s.get("format"), v):
+            return f"{short(v, 30)} is not a valid {s['format']}"
+        return _bounds(len(v), s.get("minLength"), s.get("maxLength"), "length")
+    if t == "array":
+        if type(v) is not list:
+            return "not an array"
+        items = s.get("items") if type(s.get("items")) is dict else {}
+        allowed = _consts(items, "anyOf")
+        wrong = [x for x in v if allowed is not None and x not in allowed]
+        if wrong:
+            return f"{short(wrong, 30)} not among the allowed values"
+        return _bounds(len(v), s.get("minItems"), s.get("maxItems"), "item count")
+    return None
+
+
+@rule(
+    "elicit-result-schema-mismatch", WARNING, **_ON, section="4.3", spec=spec.ELICIT_FORM_SECURITY,
+    quote="Clients SHOULD validate all responses against the provided schema",
+    summary="A form answer's content does not match the requestedSchema it answers.",
+    why="Both sides SHOULD validate: a value of the wrong type, outside the enum or the bounds, or in the wrong "
+        "format reaches the server as if the user had entered it.",
+    example='"age": {"type": "integer", "minimum": 0} answered with "age": -3',
+)
+def elicit_result_schema_mismatch(obs, ctx) -> None:
+    """A value in the `content` of a form answer that violates its property schema: type, enum or
+    oneOf/anyOf const, minimum/maximum, minLength/maxLength, format (email, uri, date, date-time),
+    minItems/maxItems."""
+    for a in _of(obs, ELICIT):
+        content, props = _content(a), _form_schema(a).get("properties")
+        if type(content) is not dict or type(props) is not dict:
+            continue
+        bad = {k: why for k, v in content.items() if v is not None and type(props.get(k)) is dict
+               for why in [schema_mismatch(v, props[k])] if why}
+        if bad:
+            a.emit(ctx, f"content does not match the form: {'; '.join(f'{k}: {w}' for k, w in bad.items())}",
+                   properties=sorted(bad))
+
+
+# --- sampling/createMessage → CreateMessageResult -------------------------------------------------------
+
+
+def _blocks(content: Any) -> list:
+    blocks = content if type(content) is list else [content]
+    return [b for b in blocks if type(b) is dict]
+
+
+@rule(
+    "create-message-result-invalid", ERROR, **_ON, section="4.3", spec=spec.SAMPLING_TOOL_RESULTS,
+    quote="When a user message contains tool results (type: \"tool_result\"), it MUST contain ONLY tool results.",
+    summary="A sampling answer is not a valid CreateMessageResult (role, content, model; tool results mixed in).",
+    why="The server cannot read the model's reply; a tool_result next to other content breaks provider APIs.",
+    example='{"role": "bot", "content": {"type": "text", "text": "hi"}}  (no model, bad role)',
+)
+def create_message_result_invalid(obs, ctx) -> None:
+    """An answer to sampling/createMessage that fails the CreateMessageResult model (role, content
+    or model missing; a role other than user and assistant; a content block of an unknown type), or
+    that mixes tool_result blocks with other content."""
+    for a in _of(obs, SAMPLE):
+        problems = a.describe(a.errors) if a.errors else []
+        types = {b.get("type") for b in _blocks(_content(a))}
+        if "tool_result" in types and len(types) > 1:
+            problems.append("content mixes tool_result with other content")
+        if problems:
+            a.emit(ctx, f"not a valid CreateMessageResult: {'; '.join(problems[:4])}")
+
+
+@rule(
+    "create-message-result-tool-use-unoffered", WARNING, **_ON, section="4.3", spec=spec.SAMPLING_TOOLS,
+    quote="Servers can request that the client's LLM use tools during sampling by providing a tools array",
+    summary="A sampling answer asks to use a tool although the request offered none.",
+    why="The server gave the model no tools; a tool_use it did not offer cannot be carried out.",
+    example='asked without "tools"; answered {"stopReason": "toolUse", "content": {"type": "tool_use", …}}',
+)
+def create_message_result_tool_use_unoffered(obs, ctx) -> None:
+    """An answer to sampling/createMessage with `stopReason: "toolUse"` or a tool_use content
+    block, when the sampling request offered no `tools`."""
+    for a in _of(obs, SAMPLE):
+        if a.params.get("tools") or type(a.value) is not dict:
+            continue
+        uses = a.value.get("stopReason") == "toolUse" or any(b.get("type") == "tool_use" for b in _blocks(_content(a)))
+        if uses:
+            a.emit(ctx, "asks to use a tool, but the sampling request offered no tools")
+
+
+# --- roots/list → ListRootsResult ---------------------------------------------------------------------
+
+
+@rule(
+    "list-roots-result-invalid", ERROR, **_ON, section="4.3", spec=spec.ROOTS_LISTING,
+    quote="roots: Root[]",
+    summary="A roots answer has no roots array, or a root without uri.",
+    why="The server cannot learn where it may work.",
+    example='{"roots": "file:///work"}',
+)
+def list_roots_result_invalid(obs, ctx) -> None:
+    """An answer to roots/list that fails the ListRootsResult model: `roots` missing or not an
+    array, a root that is not an object or has no string `uri`."""
+    for a in _of(obs, ROOTS):
+        if a.errors:
+            a.emit(ctx, f"not a valid ListRootsResult: {'; '.join(a.describe(a.errors)[:4])}")
+
+
+@rule(
+    "root-uri-not-file", ERROR, **_ON, section="4.3", spec=spec.ROOTS_ROOT,
+    quote="This MUST be a file:// URI in the current specification.",
+    summary="A root's uri does not start with file://.",
+    why="Roots are folders and files on the client's machine; other schemes are not defined.",
+    example='{"roots": [{"uri": "https://github.com/o/r"}]}',
+)
+def root_uri_not_file(obs, ctx) -> None:
+    """A root in an answer to roots/list whose `uri` is a string that does not start with file://."""
+    for a in _of(obs, ROOTS):
+        roots = a.value.get("roots") if type(a.value) is dict else None
+        bad = [r["uri"] for r in roots if type(r) is dict and type(r.get("uri")) is str
+               and not r["uri"].startswith("file://")] if type(roots) is list else []
+        if bad:
+            a.emit(ctx, f"names roots that are not file:// URIs: {', '.join(short(u, 40) for u in bad[:3])}")
+
+
+# --- any kind -----------------------------------------------------------------------------------------
+
+
+@rule(
+    "input-response-error-shaped", WARNING, **_ON, section="4.3", spec=spec.SAMPLING_ERRORS,
+    quote="If an error occurs or the user declines the sampling request, the client does not need to replay the "
+          "initial call with an error message",
+    summary="An answer looks like a JSON-RPC error; InputResponses have no error slot.",
+    why="The server expects a result of the kind it asked for. A client that cannot answer should leave the key "
+        "out (the server then asks again) or not retry.",
+    example='"inputResponses": {"s": {"code": -32603, "message": "sampling failed"}}',
+)
+def input_response_error_shaped(obs, ctx) -> None:
+    """An answer that looks like a JSON-RPC error: an object with `code` and `message`, or with an
+    `error` object. The kind's shape rules leave such answers to this rule."""
+    for a in answers_of(obs).all:
+        if a.error_shaped:
+            a.emit(ctx, f"is an error ({short(a.value)}), not a {a.method} result; answers have no error form")

@@ -1,0 +1,833 @@
+"""RULES.md §4.1: MRTR, the server side. What a server answers, and what it asks in `inputRequests`.
+
+Most results are judged by `resultType` alone, a dictionary lookup. Only an `input_required`
+result is examined further: it is taken apart once (`_view`) and each rule reads the parts it
+needs, so an ordinary result costs a few comparisons. The shape of each input request is judged by
+the official `mcp-types` models (`shapes.py`).
+
+Server-initiated requests of legacy (2025-11-25) traffic are the same input requests sent the old
+way; the shape rules judge them too, by the 2025-11-25 models. Everything else here is modern only.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import re
+from urllib.parse import urlsplit
+
+from ..core.messages import CLIENT_CAPABILITIES_KEY, INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
+from ..core.observations import Answered, Decoded
+from . import shapes, spec
+from .input_responses import invalid_answers
+from .registry import ERROR, INFO, INPUT_REQUIRED, WARNING, rule
+from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
+
+MISSING_CAPABILITY = -32021
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
+# Subscriptions: most messages reach none of these rules, an input_required result reaches those that read it.
+_RESULTS = {"on": Answered, "kinds": ["result"], "directions": ["s2c"]}  # input_required ones included
+_ERRORS = {"on": Answered, "kinds": ["error"], "directions": ["s2c"]}
+_IRR = {"on": Answered, "kinds": [INPUT_REQUIRED], "directions": ["s2c"], "methods": sorted(MRTR_METHODS)}
+_ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "directions": ["s2c"],
+          "methods": sorted(MRTR_METHODS | INPUT_REQUEST_METHODS)}  # IRRs, and legacy server requests
+
+
+def _caps(request: Message | None) -> dict:
+    """The client capabilities the request declared for itself ({} when it declared none)."""
+    meta = request.meta if request is not None else None
+    caps = meta.get(CLIENT_CAPABILITIES_KEY) if meta is not None else None
+    return caps if type(caps) is dict else {}
+
+
+def _modern_result(obs: Answered) -> dict | None:
+    """The result object of a server's answer to a modern request, else None."""
+    r = obs.response
+    if r.era != "modern" or r.direction != "s2c" or obs.request is None or type(r.result) is not dict:
+        return None
+    return r.result
+
+
+def _chain(obs: Answered) -> str | None:
+    return obs.creq.chain.id if obs.creq is not None else None
+
+
+def _answered(obs: Answered) -> str:
+    """`result id=2 (message #3) to tools/call id=2 (message #2)`."""
+    return f"{obs.response.label()} (message #{obs.response.index}) to {obs.request.label()} (message #{obs.request.index})"
+
+
+# --- resultType: every modern result ------------------------------------------------------------
+
+
+@rule(
+    "result-type-missing", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULTS,
+    conformance="sep-2322-result-type-included",
+    quote="The result MUST include a resultType field to indicate the type of the result.",
+    summary="A result to a 2026-07-28 request has no resultType.",
+    why="Clients read the result by its resultType; without it an input_required result is taken as complete "
+        "and its questions are never asked.",
+    example='{"jsonrpc":"2.0","id":2,"result":{"inputRequests":{…},"requestState":"s"}}',
+)
+def result_type_missing(obs: Answered, ctx) -> None:
+    """A server's result to a modern request whose `result` has no `resultType` member. Legacy
+    results are exempt: 2025-11-25 has no resultType."""
+    r = _modern_result(obs)
+    if r is not None and "resultType" not in r:
+        ctx.emit(f"{_answered(obs)} has no resultType; a 2026-07-28 result MUST include one",
+                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+
+
+@rule(
+    "result-type-not-string", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
+    summary="resultType is present but is not a JSON string.",
+    why="A client compares resultType with \"complete\" and \"input_required\"; a number or object matches neither.",
+    example='"result": {"resultType": 1, "content": []}',
+)
+def result_type_not_string(obs: Answered, ctx) -> None:
+    """A modern result whose `resultType` is a number, boolean, null, array or object."""
+    r = _modern_result(obs)
+    if r is not None and "resultType" in r and type(r["resultType"]) is not str:
+        ctx.emit(f"{_answered(obs)} has resultType {short(r['resultType'])}, which is not a string",
+                 messages=[obs.response.index], chain=_chain(obs))
+
+
+@rule(
+    "result-type-unrecognized", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    quote="The set of supported ResultType values MUST be created from the set defined in the core protocol and "
+          "include any additional values of supported extensions that are advertised via capabilities.",
+    summary="resultType is a value the core protocol does not define and no declared extension adds.",
+    why="A client MUST treat an unrecognized resultType as invalid, so the request fails on the client side. "
+        "\"task\" counts only when the request declared the io.modelcontextprotocol/tasks extension.",
+    example='"result": {"resultType": "partial"}',
+)
+def result_type_unrecognized(obs: Answered, ctx) -> None:
+    """A modern result whose `resultType` is a string other than "complete" and "input_required",
+    and other than "task" on a request whose clientCapabilities.extensions declares
+    io.modelcontextprotocol/tasks."""
+    r = _modern_result(obs)
+    rt = r.get("resultType") if r is not None else None
+    if type(rt) is not str or rt in ("complete", "input_required"):
+        return
+    ext = _caps(obs.request).get("extensions")
+    if rt == "task" and type(ext) is dict and TASKS_EXTENSION in ext:
+        return
+    extra = " and the request did not declare the tasks extension" if rt == "task" else ""
+    ctx.emit(f"{_answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}",
+             messages=[obs.response.index], chain=_chain(obs))
+
+
+@rule(
+    "input-requests-without-input-required", WARNING, **_RESULTS, section="4.1",
+    spec=spec.BASE_RESULT_TYPE,
+    quote='clients MUST treat an absent resultType as "complete".',
+    summary="A result carries inputRequests or requestState but its resultType is absent or \"complete\".",
+    why="The client must take the result as complete, so the request silently finishes and the questions are "
+        "never asked: the conformance suite's broken server does exactly this.",
+    example='"result": {"inputRequests": {"confirm": {…}}, "requestState": "s"} (no resultType)',
+)
+def input_requests_without_input_required(obs: Answered, ctx) -> None:
+    """A modern result with `inputRequests` or `requestState` whose `resultType` is absent or
+    "complete"."""
+    r = _modern_result(obs)
+    if r is None or r.get("resultType", "complete") != "complete":
+        return
+    fields = [f for f in ("inputRequests", "requestState") if f in r]
+    if fields:
+        how = "has no resultType" if "resultType" not in r else 'has resultType "complete"'
+        ctx.emit(f"{_answered(obs)} carries {' and '.join(fields)} but {how}: the client takes it as complete "
+                 "and never answers", messages=[obs.response.index], chain=_chain(obs))
+
+
+@rule(
+    "irr-unsupported-method", ERROR, on=Answered, kinds=[INPUT_REQUIRED], directions=["s2c"], section="4.1",
+    spec=spec.MRTR_SUPPORTED,
+    conformance="sep-2322-not-on-unsupported-requests",
+    quote="Servers MUST NOT send InputRequiredResult responses on any other client requests.",
+    summary="An input_required result answers a request other than tools/call, prompts/get or resources/read.",
+    why="Only those three requests can be retried with inputResponses; a client cannot continue any other.",
+    example='tools/list → {"resultType":"input_required","inputRequests":{…}}',
+)
+def irr_unsupported_method(obs: Answered, ctx) -> None:
+    """`resultType: "input_required"` on a modern request whose method is not tools/call,
+    prompts/get or resources/read (server/discover, the list methods, completion/complete,
+    subscriptions/listen, tasks/*)."""
+    r = _modern_result(obs)
+    if r is not None and r.get("resultType") == "input_required" and obs.request.method not in MRTR_METHODS:
+        ctx.emit(f"{_answered(obs)} is an input_required result, but only tools/call, prompts/get and "
+                 f"resources/read may be answered so", messages=[obs.request.index, obs.response.index])
+
+
+# --- the input_required result ------------------------------------------------------------------
+
+
+class Ask:
+    """One input request: a value of an IRR's `inputRequests` (modern; `key` is its key), or a
+    server-initiated request (legacy; `key` None). Its shape problems are computed once, when a
+    rule first asks; the text naming it, only when a rule reports it."""
+
+    __slots__ = ("key", "value", "method", "params", "mode", "form_properties", "version", "origin", "messages",
+                 "chain", "_problems")
+
+    def __init__(self, key, value: dict, version: str, origin, messages: list, chain) -> None:
+        self.key = key
+        self.value = value
+        self.method = value.get("method")
+        self.params = value.get("params")
+        self.mode = elicit_mode(self.params) if self.method == ELICIT else None
+        self.form_properties = _form_properties(self.params) if self.mode == "form" else {}
+        self.version = version
+        self.origin = origin  # the observation it came with
+        self.messages = messages
+        self.chain = chain
+        self._problems: list[str] | None = None
+
+    @property
+    def where(self) -> str:
+        if self.key is None:
+            msg = self.origin.msg
+            return f"the server request {msg.label()} (message #{msg.index})"
+        return f"input request {self.key!r} of the input_required {_answered(self.origin)}"
+
+    @property
+    def valid_method(self) -> bool:
+        return type(self.method) is str and self.method in INPUT_REQUEST_METHODS
+
+    @property
+    def problems(self) -> list[str]:
+        if self._problems is None:
+            self._problems = shapes.input_request_problems(self.method, self.params, self.version)
+        return self._problems
+
+
+def _form_properties(params: dict) -> dict:
+    """`requestedSchema.properties` of a form-mode elicitation ({} when there is none)."""
+    schema = params.get("requestedSchema")
+    props = schema.get("properties") if type(schema) is dict else None
+    return props if type(props) is dict else {}
+
+
+class IrrView:
+    """A modern input_required result, taken apart once for all the rules that read it."""
+
+    __slots__ = ("obs", "result", "asks", "valid")
+
+    def __init__(self, obs: Answered, result: dict) -> None:
+        self.obs = obs
+        self.result = result
+        ir = result.get("inputRequests")
+        messages, chain = [obs.response.index], _chain(obs)
+        self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
+                     for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
+        self.valid = [a for a in self.asks if a.valid_method]
+
+    def emit(self, ctx, text: str, **kw) -> None:
+        ctx.emit(text, messages=[self.obs.response.index], chain=_chain(self.obs), **kw)
+
+
+# The message last taken apart, and what came of it: the rules of one message run in a row, so the
+# first takes it apart and the others read the parts.
+_last_irr: list = [None, None]
+_last_legacy: list = [None, []]
+
+
+def _view(obs: Answered) -> IrrView | None:
+    """The view of a modern input_required result (None for any other answer)."""
+    resp = obs.response
+    if _last_irr[0] is resp:
+        return _last_irr[1]
+    r = _modern_result(obs)
+    view = IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
+    _last_irr[0], _last_irr[1] = resp, view
+    return view
+
+
+def _valid_asks(obs) -> list[Ask]:
+    """The input requests of known kinds an observation carries: an IRR's inputRequests values, or
+    a legacy server-initiated elicitation/create, sampling/createMessage or roots/list."""
+    if type(obs) is Answered:
+        view = _view(obs)
+        return view.valid if view is not None else []
+    msg = obs.msg
+    if _last_legacy[0] is not msg:
+        legacy = msg.kind == REQUEST and msg.era == "legacy" and msg.method in INPUT_REQUEST_METHODS
+        asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
+        _last_legacy[0], _last_legacy[1] = msg, asks
+    return _last_legacy[1]
+
+
+@rule(
+    "irr-empty", ERROR, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
+    conformance="sep-2322-request-state-incomplete",
+    quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
+    summary="An input_required result has neither inputRequests nor requestState.",
+    why="The client has nothing to answer and nothing to echo: its retry is the same request again, which "
+        "can only loop.",
+    example='{"resultType":"input_required"}',
+)
+def irr_empty(obs: Answered, ctx) -> None:
+    """An input_required result in which neither `inputRequests` nor `requestState` carries a
+    value (absent or null)."""
+    v = _view(obs)
+    if v is not None and v.result.get("inputRequests") is None and v.result.get("requestState") is None:
+        v.emit(ctx, f"the input_required {_answered(obs)} has neither inputRequests nor requestState")
+
+
+@rule(
+    "irr-empty-map", WARNING, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
+    quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
+    summary="An input_required result's only content is an empty inputRequests map.",
+    why="The specification does not say whether {} counts; it asks nothing, and the conformance suite fails it.",
+    example='{"resultType":"input_required","inputRequests":{}}',
+)
+def irr_empty_map(obs: Answered, ctx) -> None:
+    """`inputRequests` is `{}` and there is no `requestState`."""
+    v = _view(obs)
+    if v is not None and v.result.get("inputRequests") == {} and v.result.get("requestState") is None:
+        v.emit(ctx, f"the input_required {_answered(obs)} asks nothing: its inputRequests is empty and it has "
+                    "no requestState")
+
+
+@rule(
+    "irr-field-types", ERROR, **_IRR, section="4.1", spec=spec.MRTR_IRR,
+    quote="inputRequests (optional): An InputRequests map of server-initiated requests that the client must "
+          "fulfill. requestState (optional): An opaque string meaningful only to the server.",
+    summary="requestState is not a string, inputRequests is not an object, or one of its values is not an object.",
+    why="A client cannot echo a state that is not a string, nor answer requests that are not request objects.",
+    example='{"resultType":"input_required","requestState":{"step":2}}',
+)
+def irr_field_types(obs: Answered, ctx) -> None:
+    """In an input_required result: `requestState` present and not a string, `inputRequests`
+    present and not an object, or an `inputRequests` value that is not an object."""
+    v = _view(obs)
+    if v is None:
+        return
+    r = v.result
+    wrong = []
+    if "requestState" in r and type(r["requestState"]) is not str:
+        wrong.append(f"requestState is {short(r['requestState'])}, not a string")
+    ir = r.get("inputRequests", {})
+    if type(ir) is not dict:
+        wrong.append(f"inputRequests is {short(ir)}, not an object")
+    else:
+        wrong += [f"inputRequests[{k!r}] is {short(x)}, not a request object" for k, x in ir.items() if type(x) is not dict]
+    if wrong:
+        v.emit(ctx, f"the input_required {_answered(obs)}: {'; '.join(wrong)}")
+
+
+@rule(
+    "input-requests-duplicate-key", ERROR, **_IRR, section="4.1",
+    spec=spec.MRTR_SERVER,
+    quote="inputRequests keys are server assigned identifiers and MUST be unique within the scope of the request.",
+    summary="The raw JSON of inputRequests repeats a key.",
+    why="Parsers disagree on which duplicate wins (Python keeps the last, others the first): the client may "
+        "answer a question the server never meant to ask. Only the raw bytes show it.",
+    example='"inputRequests": {"q": {…elicitation…}, "q": {…sampling…}}',
+)
+def input_requests_duplicate_key(obs: Answered, ctx) -> None:
+    """The raw bytes of an input_required result's `inputRequests` object repeat a member name
+    (seen before parsing, RULES.md §9)."""
+    v = _view(obs)
+    if v is None:
+        return
+    for d in obs.response.duplicates:
+        if d.path == ("result", "inputRequests"):
+            v.emit(ctx, f"the input_required {_answered(obs)} repeats the inputRequests key {d.name!r} {d.count} "
+                        "times; parsers disagree on which one counts", details={"key": d.name})
+
+
+@rule(
+    "input-request-method-invalid", ERROR, **_IRR, section="4.1",
+    spec=spec.MRTR_SERVER, conformance="sep-2322-elicitation-incomplete",
+    quote="inputRequests values are request objects that MUST be one of ElicitRequest, CreateMessageRequest, or "
+          "ListRootsRequest",
+    summary="An inputRequests value has no method, or a method other than the three input requests.",
+    why="The client can only answer elicitation/create, sampling/createMessage and roots/list. (The conformance "
+        "suite checks the same sentence per kind: -elicitation-, -sampling- and -list-roots-incomplete.)",
+    example='"inputRequests": {"p": {"method": "ping"}}',
+)
+def input_request_method_invalid(obs: Answered, ctx) -> None:
+    """An `inputRequests` value (an object) without `method`, or whose method is not
+    elicitation/create, sampling/createMessage or roots/list (for example ping, tasks/get or a
+    client method such as tools/call)."""
+    v = _view(obs)
+    for a in v.asks if v is not None else ():
+        if not a.valid_method:
+            what = "has no method" if a.method is None else f"has method {short(a.method)}"
+            ctx.emit(f"{a.where} {what}; it must be elicitation/create, sampling/createMessage or roots/list",
+                     messages=a.messages, chain=a.chain, details={"key": a.key})
+
+
+@rule(
+    "input-request-params-invalid", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_REQUESTS,
+    quote="All elicitation requests MUST include the following parameters:",
+    summary="An input request fails the schema of its kind (elicitation, sampling or roots).",
+    why="A client validating against the schema rejects the request, so the question never reaches the user.",
+    example='"confirm": {"method": "elicitation/create", "params": {"message": "Proceed?"}} (no requestedSchema)',
+)
+def input_request_params_invalid(obs, ctx) -> None:
+    """An input request whose params fail the official model of its kind: elicitation without
+    message, a mode other than form and url, form without a `requestedSchema` of type object with
+    properties, url without `url`; sampling without messages or an integer maxTokens, a message
+    role other than user and assistant; roots/list with params that are not an object. Modern
+    `inputRequests` values are judged by the 2026-07-28 models, legacy server requests by the
+    2025-11-25 ones."""
+    for a in _valid_asks(obs):
+        if a.problems:
+            ctx.emit(f"{a.where} ({a.method}) does not match its schema: {'; '.join(a.problems[:4])}",
+                     messages=a.messages, chain=a.chain, details={"key": a.key, "problems": a.problems})
+
+
+@rule(
+    "elicit-form-schema-not-flat", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_SCHEMA,
+    quote="Only top-level properties are allowed, without nesting.",
+    summary="A form's requestedSchema has a property that is not a primitive schema.",
+    why="Form schemas are flat objects of strings, numbers, booleans and enums; clients cannot render the rest.",
+    example='"properties": {"address": {"type": "object", "properties": {…}}}',
+)
+def elicit_form_schema_not_flat(obs, ctx) -> None:
+    """A `requestedSchema.properties` value of a form-mode elicitation that is not a
+    PrimitiveSchemaDefinition: a nested object, an array of objects, a `$ref`, or a composition
+    outside the enum forms."""
+    for a in _valid_asks(obs):
+        bad = {name: shapes.why_not_primitive(s) for name, s in a.form_properties.items()
+               if not shapes.primitive_schema_ok(s, a.version)}
+        if bad:
+            listed = ", ".join(f"{n!r} is {why}" for n, why in bad.items())
+            ctx.emit(f"{a.where} asks for a form that is not flat: {listed}", messages=a.messages, chain=a.chain,
+                     details={"key": a.key, "properties": sorted(bad)})
+
+
+_WORDS = re.compile(r"[a-z0-9]+")
+_SECRET_WORDS = frozenset({"password", "passwords", "passwd", "passphrase", "secret", "secrets", "token", "apikey",
+                           "cvv", "cvc", "cvv2"})
+_SECRET_PAIRS = frozenset({("api", "key"), ("card", "number"), ("credit", "card"), ("private", "key"),
+                           ("security", "code")})
+
+
+_HINT = re.compile("pass|secret|token|key|cv[cv]|card|security")  # a cheap first look, on lower case
+
+
+def _sensitive(*texts: object) -> str | None:
+    """The words that make a form field look like a credential, if any."""
+    for text in texts:
+        if type(text) is not str or not _HINT.search(text.lower()):
+            continue
+        words = _WORDS.findall(re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).lower())
+        for w in words:
+            if w in _SECRET_WORDS:
+                return w
+        for pair in zip(words, words[1:]):
+            if pair in _SECRET_PAIRS:
+                return " ".join(pair)
+    return None
+
+
+@rule(
+    "elicit-form-sensitive", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_USER_INTERACTION,
+    quote="Servers MUST NOT use form mode elicitation to request sensitive information such as passwords, API "
+          "keys, access tokens, or payment credentials",
+    summary="A form asks for what looks like a secret (password, API key, token, card number, CVV). Heuristic.",
+    why="Form answers pass through the client and its model; secrets belong in URL mode, which the client never "
+        "sees. Judged from names and descriptions, so it can be wrong: low confidence.",
+    example='"properties": {"api_key": {"type": "string", "title": "Your API key"}}',
+)
+def elicit_form_sensitive(obs, ctx) -> None:
+    """A form-mode property whose name, title, description or format suggests a credential:
+    password, passphrase, secret, token, API key, private key, card number, CVV/CVC."""
+    for a in _valid_asks(obs):
+        for name, s in a.form_properties.items():
+            s = s if type(s) is dict else {}
+            hit = _sensitive(name, s.get("title"), s.get("description"), s.get("format"))
+            if hit:
+                ctx.emit(f"{a.where} asks in form mode for {name!r}, which looks like a credential ({hit!r}); "
+                         "sensitive information MUST go through URL mode", messages=a.messages, chain=a.chain,
+                         details={"key": a.key, "property": name, "confidence": "low"})
+
+
+def _url(a: Ask) -> str | None:
+    url = a.params.get("url") if a.mode == "url" else None
+    return url if type(url) is str else None
+
+
+@rule(
+    "elicit-url-invalid", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_URL_MODE,
+    quote="The url parameter MUST contain a valid URL.",
+    summary="A URL-mode elicitation's url is not an absolute URI.",
+    why="The client has nowhere to send the user; the interaction cannot happen.",
+    example='"params": {"mode": "url", "message": "Sign in", "url": "/auth?x=1"}',
+)
+def elicit_url_invalid(obs, ctx) -> None:
+    """The `url` of a URL-mode elicitation is a string but not an absolute URI (no scheme, or
+    spaces and control characters)."""
+    for a in _valid_asks(obs):
+        url = _url(a)
+        if url is not None and not shapes.absolute_uri(url):
+            ctx.emit(f"{a.where} sends the user to {short(url)}, which is not an absolute URL",
+                     messages=a.messages, chain=a.chain, details={"key": a.key})
+
+
+def _loopback(host: str | None) -> bool:
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+@rule(
+    "elicit-url-not-https", WARNING, **_ASKED, section="4.1", spec=spec.ELICIT_SAFE_URL,
+    quote="SHOULD use HTTPS URLs for non-development environments.",
+    summary="A URL-mode elicitation sends the user to a URL that is not https (loopback hosts excepted).",
+    why="URL mode exists for credentials and payments; over plain HTTP they travel in the clear.",
+    example='"url": "http://example.com/auth"',
+)
+def elicit_url_not_https(obs, ctx) -> None:
+    """A URL-mode elicitation whose (valid) URL has a scheme other than https; localhost,
+    *.localhost and loopback addresses count as development and are not reported."""
+    for a in _valid_asks(obs):
+        url = _url(a)
+        if url is None or not shapes.absolute_uri(url):
+            continue
+        parts = urlsplit(url)
+        try:
+            host = parts.hostname
+        except ValueError:
+            host = None
+        if parts.scheme.lower() != "https" and not _loopback(host):
+            ctx.emit(f"{a.where} sends the user to a {parts.scheme!r} URL ({short(url)}), not https",
+                     messages=a.messages, chain=a.chain, details={"key": a.key})
+
+
+# --- capabilities ---------------------------------------------------------------------------------
+
+
+def _undeclared(a: Ask, caps: dict) -> str | None:
+    """The capability an input request needs that `caps` does not declare (None: declared)."""
+    params = a.params if type(a.params) is dict else {}
+    if a.method == ELICIT:
+        el = caps.get("elicitation")
+        if type(el) is not dict:
+            return "elicitation"
+        if a.mode == "url" and "url" not in el:
+            return "elicitation.url"
+        if a.mode == "form" and "url" in el and "form" not in el:  # {} alone means form (elicitation.mdx)
+            return "elicitation.form"
+    elif a.method == SAMPLE:
+        sampling = caps.get("sampling")
+        if type(sampling) is not dict:
+            return "sampling"
+        if ("tools" in params or "toolChoice" in params) and "tools" not in sampling:
+            return "sampling.tools"
+    elif a.method == ROOTS and type(caps.get("roots")) is not dict:
+        return "roots"
+    return None
+
+
+def _declared(caps: dict, name: str) -> str:
+    top = name.split(".")[0]
+    return f"declared {top}: {short(caps[top])}" if top in caps else f"declared no {top} capability"
+
+
+@rule(
+    "input-request-undeclared-capability", ERROR, **_IRR, section="4.1",
+    spec=spec.MRTR_SERVER, conformance="sep-2322-respect-client-capabilities",
+    quote="Servers MUST NOT send an inputRequests that the client has not declared support for in its capabilities.",
+    summary="An input request needs a capability the request it answers did not declare.",
+    why="The client cannot answer it. Capabilities are per request (servers MUST NOT infer them from earlier "
+        "rounds); if the server cannot go on without one, the answer is -32021, not an unanswerable question.",
+    example='request caps {"elicitation": {"form": {}}}; inputRequests asks an elicitation in url mode',
+)
+def input_request_undeclared_capability(obs: Answered, ctx) -> None:
+    """Judged against the clientCapabilities of the very request the IRR answers (never earlier
+    rounds'): elicitation/create without `elicitation`; form mode when only `url` was declared
+    (`elicitation: {}` means form); url mode without `elicitation.url`; sampling/createMessage
+    without `sampling`, or with tools/toolChoice without `sampling.tools`; roots/list without
+    `roots`."""
+    asks = _valid_asks(obs)
+    if not asks:
+        return
+    caps = _caps(obs.request)
+    for a in asks:
+        need = _undeclared(a, caps)
+        if need:
+            ctx.emit(f"{a.where} needs the {need} capability, but {obs.request.label()} {_declared(caps, need)}",
+                     messages=[obs.request.index, obs.response.index], chain=a.chain,
+                     details={"key": a.key, "capability": need})
+
+
+@rule(
+    "sampling-include-context-undeclared", WARNING, **_IRR, section="4.1",
+    spec=spec.SAMPLING_CAPABILITIES,
+    quote="SHOULD NOT use them unless the client declares sampling.context capability",
+    summary="A sampling input request uses includeContext thisServer/allServers without sampling.context declared.",
+    why="The values are deprecated; a client that did not declare sampling.context will ignore them.",
+    example='"params": {"includeContext": "allServers", …} with caps {"sampling": {}}',
+)
+def sampling_include_context_undeclared(obs: Answered, ctx) -> None:
+    """A sampling/createMessage input request whose `includeContext` is "thisServer" or
+    "allServers" while the request it answers did not declare `sampling.context`."""
+    asks = [a for a in _valid_asks(obs) if a.method == SAMPLE and type(a.params) is dict
+            and a.params.get("includeContext") in ("thisServer", "allServers")]
+    if not asks:
+        return
+    sampling = _caps(obs.request).get("sampling")
+    if type(sampling) is dict and "context" in sampling:
+        return
+    for a in asks:
+        ctx.emit(f"{a.where} uses includeContext {a.params['includeContext']!r}, but {obs.request.label()} did not "
+                 "declare sampling.context", messages=[obs.request.index, obs.response.index], chain=a.chain,
+                 details={"key": a.key})
+
+
+def _missing_capability(obs: Answered) -> dict | None:
+    """The error object of a modern -32021 response from the server, else None."""
+    r = obs.response
+    err = r.error
+    if r.era != "modern" or r.direction != "s2c" or type(err) is not dict or err.get("code") != MISSING_CAPABILITY:
+        return None
+    return err
+
+
+@rule(
+    "missing-capability-error-shape", ERROR, **_ERRORS, section="4.1", spec=spec.BASE_META,
+    conformance="sep-2575-server-rejects-undeclared-capability",
+    quote="the server MUST return a MissingRequiredClientCapabilityError (-32021) whose data.requiredCapabilities "
+          "lists the missing capabilities.",
+    summary="A -32021 error lacks data.requiredCapabilities, or it is not a ClientCapabilities object.",
+    why="The client reads requiredCapabilities to tell the user what to enable; an array or a string cannot be read.",
+    example='{"code": -32021, "message": "…", "data": {"requiredCapabilities": ["elicitation"]}}',
+)
+def missing_capability_error_shape(obs: Answered, ctx) -> None:
+    """A -32021 error whose `error.data` is missing, or whose `data.requiredCapabilities` is
+    missing or fails the ClientCapabilities model (an array, a string, a capability that is not an
+    object)."""
+    if _missing_capability(obs) is None:
+        return
+    problems = shapes.missing_capability_data_problems(obs.response.value)
+    if problems:
+        ctx.emit(f"the -32021 error {obs.response.label()} (message #{obs.response.index}) does not list the missing "
+                 f"capabilities as a ClientCapabilities object: {'; '.join(problems)}",
+                 messages=[obs.response.index], chain=_chain(obs))
+
+
+@rule(
+    "missing-capability-http-status", ERROR, **_ERRORS, section="4.1", spec=spec.BASE_META,
+    conformance="sep-2575-missing-capability-http-400",
+    quote="On HTTP, the response status MUST be 400 Bad Request.",
+    summary="On HTTP, a -32021 error comes with a status other than 400.",
+    why="Clients probing a server's era look at the 400 body; a -32021 under 200 is read as a normal answer.",
+    example="HTTP 200 with {\"error\": {\"code\": -32021, …}}",
+)
+def missing_capability_http_status(obs: Answered, ctx) -> None:
+    """A -32021 error on an HTTP exchange whose status is not 400 (an error delivered on a 200
+    event stream included)."""
+    x = obs.exchange
+    if x is not None and x.status != 400 and _missing_capability(obs) is not None:
+        ctx.emit(f"the -32021 error {obs.response.label()} (message #{obs.response.index}) came with HTTP status "
+                 f"{x.status}, not 400", messages=[obs.response.index], chain=_chain(obs), details={"status": x.status})
+
+
+def _leaves(caps: dict, prefix: tuple = ()) -> list[tuple]:
+    """The capability paths a ClientCapabilities object names (`{"elicitation": {"url": {}}}` →
+    [("elicitation", "url")])."""
+    out: list[tuple] = []
+    for k, v in caps.items():
+        sub = _leaves(v, prefix + (k,)) if type(v) is dict and v else []
+        out += sub or [prefix + (k,)]
+    return out
+
+
+def _has(caps: dict, path: tuple) -> bool:
+    node: object = caps
+    for i, k in enumerate(path):
+        if type(node) is not dict:
+            return False
+        if path[:i] == ("elicitation",) and k == "form" and not ({"form", "url"} & set(node)):
+            return True  # `elicitation: {}` declares form
+        if k not in node:
+            return False
+        node = node[k]
+    return True
+
+
+@rule(
+    "missing-capability-contradicts-declared", WARNING, **_ERRORS, section="4.1",
+    spec=spec.BASE_ERROR_CODES,
+    quote="MUST use defined codes only with their specified meanings.",
+    summary="A -32021 error names only capabilities the request did declare.",
+    why="-32021 means a capability is missing; used for anything else it sends the client after the wrong fix. "
+        "A warning: capability sub-settings may carry meaning the inspector cannot evaluate.",
+    example='request caps {"elicitation": {}}; error data {"requiredCapabilities": {"elicitation": {}}}',
+)
+def missing_capability_contradicts_declared(obs: Answered, ctx) -> None:
+    """Every capability path in a -32021 error's `data.requiredCapabilities` is present in the
+    clientCapabilities that very request declared."""
+    err = _missing_capability(obs)
+    data = err.get("data") if err is not None else None
+    required = data.get("requiredCapabilities") if type(data) is dict else None
+    if type(required) is not dict or not required or obs.request is None:
+        return
+    caps = _caps(obs.request)
+    paths = _leaves(required)
+    if all(_has(caps, p) for p in paths):
+        ctx.emit(f"the -32021 error {obs.response.label()} says {', '.join('.'.join(p) for p in paths)} is missing, but "
+                 f"{obs.request.label()} (message #{obs.request.index}) declared it",
+                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+
+
+# --- the server's answer to a retry ---------------------------------------------------------------
+
+
+@rule(
+    "server-error-instead-of-reask", WARNING, **_ERRORS, methods=sorted(MRTR_METHODS), section="4.1",
+    spec=spec.MRTR_ERRORS, conformance="sep-2322-missing-response-rerequests",
+    quote="the server SHOULD respond with a new InputRequiredResult requesting the missing information again, "
+          "rather than returning an error.",
+    summary="A retry left out an answer, and the server failed instead of asking again.",
+    why="InputResponses have no error slot: leaving a key out is the only way a client can say it could not "
+        "answer. Whether the answer was really needed is invisible on the wire.",
+    example='round asks {"a", "b"}; retry answers "a" only → {"error": {"code": -32602, …}}',
+)
+def server_error_instead_of_reask(obs: Answered, ctx) -> None:
+    """A retry linked to its round is missing one or more keys of the round's `inputRequests`
+    (its state echoed, its other answers well formed), and the server answers with a JSON-RPC error
+    rather than a new input_required result."""
+    link = obs.creq.link if obs.creq is not None else None
+    if link is None or link.replay is not None or link.state not in ("echoed", "reencoded", "none"):
+        return
+    asked = link.round.input_requests or {}
+    params = link.request.params if type(link.request.params) is dict else {}
+    ir = params.get("inputResponses", {})
+    if type(ir) is not dict or invalid_answers(link):
+        return
+    missing = sorted(set(asked) - set(ir))
+    err = obs.response.error if type(obs.response.error) is dict else {}
+    if missing:
+        ctx.emit(f"{link.request.label()} of chain {link.chain.id} did not answer {', '.join(map(repr, missing))} of round "
+                 f"{link.round.n}, and the server answered with error {short(err.get('code'))} instead "
+                 "of asking again", messages=[link.round.irr_index, link.request.index, obs.response.index],
+                 chain=link.chain.id, details={"missing": missing})
+
+
+@rule(
+    "server-accepted-invalid-input-responses", WARNING, **_RESULTS, methods=sorted(MRTR_METHODS), section="4.1",
+    spec=spec.MRTR_ERRORS, conformance="sep-2322-validate-input-responses",
+    quote="Servers SHOULD validate that the data provided by the client is a valid InputResponses object and that "
+          "the information inside can be correctly parsed.",
+    summary="The server completed a request whose inputResponses were malformed.",
+    why="A server that does not validate answers acts on garbage: a confirmation that is a number, a form that "
+        "is not an object. Protocol errors SHOULD get a JSON-RPC error.",
+    example='retry with "inputResponses": {"confirm": 12345} → {"resultType": "complete", …}',
+)
+def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
+    """A request carrying `inputResponses` that are not an object, or whose values are not valid
+    answers (judged against the kind each key was asked as when the request is a linked retry;
+    against any InputResponse otherwise), is answered with a complete result."""
+    r = _modern_result(obs)
+    if r is None or r.get("resultType", "complete") != "complete":
+        return
+    params = obs.request.params if type(obs.request.params) is dict else {}
+    if "inputResponses" not in params:
+        return
+    link = obs.creq.link if obs.creq is not None else None
+    ir = params["inputResponses"]
+    if type(ir) is not dict:
+        what = [f"inputResponses is {short(ir)}, not an object"]
+    elif link is not None:
+        what = [f"{k!r}: {p}" for k, p in invalid_answers(link).items()]
+    else:
+        what = shapes.input_responses_problems(ir)
+    if what:
+        ctx.emit(f"the server completed {obs.request.label()} (message #{obs.request.index}) although its inputResponses "
+                 f"are malformed: {'; '.join(what[:4])}", messages=[obs.request.index, obs.response.index],
+                 chain=_chain(obs))
+
+
+# --- informational ------------------------------------------------------------------------------------
+
+
+@rule(
+    "irr-caching-hints", INFO, **_IRR, section="4.1", spec=spec.CACHING,
+    quote='Interim results with resultType: "input_required" (see multi round-trip requests) are not cacheable and '
+          "carry no caching hints.",
+    summary="An input_required result carries ttlMs or cacheScope.",
+    why="Interim results are not cacheable; the hints are meaningless and may mislead a cache in between.",
+    example='{"resultType":"input_required","requestState":"s","ttlMs":60000}',
+)
+def irr_caching_hints(obs: Answered, ctx) -> None:
+    """An input_required result with `ttlMs` or `cacheScope`."""
+    v = _view(obs)
+    hints = [h for h in ("ttlMs", "cacheScope") if v is not None and h in v.result]
+    if hints:
+        v.emit(ctx, f"the input_required {_answered(obs)} carries caching hints ({', '.join(hints)}); interim "
+                    "results are not cacheable")
+
+
+_FINAL_FIELDS = ("content", "isError", "structuredContent", "messages", "contents")
+
+
+@rule(
+    "irr-hybrid-fields", INFO, **_IRR, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
+    summary="An input_required result also carries final-result members (content, isError, messages, contents…).",
+    why="Clients parse by resultType and ignore them; a client that does not may show them as the answer.",
+    example='{"resultType":"input_required","inputRequests":{…},"content":[{"type":"text","text":"waiting"}]}',
+)
+def irr_hybrid_fields(obs: Answered, ctx) -> None:
+    """An input_required result that also has `content`, `isError`, `structuredContent`,
+    `messages` or `contents`."""
+    v = _view(obs)
+    extra = [f for f in _FINAL_FIELDS if v is not None and f in v.result]
+    if extra:
+        v.emit(ctx, f"the input_required {_answered(obs)} also carries {', '.join(extra)}, which clients ignore")
+
+
+@rule(
+    "input-request-jsonrpc-envelope", INFO, **_IRR, section="4.1",
+    spec=spec.MRTR_INPUT_REQUESTS,
+    quote="values are request objects (e.g., ElicitRequest, CreateMessageRequest, or ListRootsRequest).",
+    summary="An inputRequests value carries jsonrpc or id, like a whole JSON-RPC request.",
+    why="A legacy server request embedded as is; the schema defines neither member, and a client may mistake the "
+        "id for one of its own.",
+    example='"q": {"jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": {…}}',
+)
+def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
+    """An `inputRequests` value that has a `jsonrpc` or `id` member."""
+    v = _view(obs)
+    for a in v.asks if v is not None else ():
+        extra = [f for f in ("jsonrpc", "id") if f in a.value]
+        if extra:
+            ctx.emit(f"{a.where} carries {' and '.join(extra)}, as a whole JSON-RPC request would",
+                     messages=a.messages, chain=a.chain, details={"key": a.key})
+
+
+# --- RULES.md §10.5 -------------------------------------------------------------------------------------
+
+
+@rule(
+    "tool-result-missing-structured-content", ERROR, **_RESULTS, methods=["tools/call"],
+    section="10.5", spec=spec.TOOLS_OUTPUT_SCHEMA,
+    quote="Servers MUST provide structured results that conform to this schema.",
+    summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",
+    why="What a gateway that collapses every result to one text block shows on the wire: the client loses the "
+        "structured answer its tool definition promised.",
+    example='tools/list: {"name": "weather", "outputSchema": {…}}; tools/call weather → {"content": [{"type": "text", …}]}',
+)
+def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
+    """A server's complete, non-error result to tools/call (any era) that has no
+    `structuredContent`, for a tool whose `outputSchema` this capture saw in an earlier tools/list.
+    Results with `isError: true`, input_required and task results are not judged."""
+    r = obs.response.result
+    if obs.response.direction != "s2c" or type(r) is not dict or "structuredContent" in r or r.get("isError") is True:
+        return
+    if r.get("resultType", "complete") != "complete":
+        return
+    params = obs.request.params if obs.request is not None and type(obs.request.params) is dict else {}
+    tool = ctx.knowledge.tool(obs.response.session, params.get("name"))
+    if tool is not None and "outputSchema" in tool:
+        ctx.emit(f"{_answered(obs)} has no structuredContent, but tool {params['name']!r} declared an outputSchema "
+                 "in tools/list", messages=[obs.request.index, obs.response.index], chain=_chain(obs))

@@ -1,0 +1,237 @@
+"""Wire shapes of input requests and input responses, judged by the official `mcp-types` models.
+
+Every shape question the MRTR rules ask goes through here: is this `inputRequests` value a valid
+ElicitRequest, CreateMessageRequest or ListRootsRequest; is this `inputResponses` value a valid
+ElicitResult, CreateMessageResult or ListRootsResult; is this form property a
+PrimitiveSchemaDefinition. The models are the generated per-version wire models of `mcp-types`
+(2026-07-28 for modern traffic, 2025-11-25 for the server-initiated requests of legacy traffic);
+their validators are built once and cached. Validation is strict: JSON has no `"50"` that means 50.
+
+A problem is a short text, `path: what is wrong`, for a person to read.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from functools import cache
+from typing import Any
+
+import mcp_types._v2025_11_25 as v2025
+import mcp_types._v2026_07_28 as v2026
+from pydantic import TypeAdapter, ValidationError
+
+MODERN = "2026-07-28"
+LEGACY = "2025-11-25"
+
+ELICIT = "elicitation/create"
+SAMPLE = "sampling/createMessage"
+ROOTS = "roots/list"
+
+_MODULES = {MODERN: v2026, LEGACY: v2025}
+
+
+def version_of(era: str) -> str:
+    """The schema a message of this era is judged by."""
+    return LEGACY if era == "legacy" else MODERN
+
+
+@cache
+def _adapter(version: str, name: str) -> TypeAdapter:
+    """A validator for a type of the version's wire models: a class, an alias, or `Class.field`."""
+    cls_name, _, field_name = name.partition(".")
+    target: Any = getattr(_MODULES[version], cls_name)
+    if field_name:
+        target = target.model_fields[field_name].annotation
+    return TypeAdapter(target)
+
+
+@cache
+def _validator(version: str, name: str) -> Any:
+    """The compiled validator behind `_adapter` (called directly: the valid case is the common one)."""
+    return _adapter(version, name).validator
+
+
+def _errors(version: str, name: str, value: Any) -> list[dict] | None:
+    try:
+        _validator(version, name).validate_python(value, strict=True)
+    except ValidationError as e:
+        return e.errors(include_url=False, include_context=False, include_input=False)
+    return None
+
+
+# -- formatting pydantic errors for people -------------------------------------------------------
+
+
+def _is_tag(part: Any, version: str) -> bool:
+    """A union branch name in a pydantic location (`TextContent`, `list[...]`, `str`), not a member."""
+    if type(part) is not str:
+        return False
+    return "[" in part or part in ("str", "int", "float", "bool") or (
+        part[:1].isupper() and part.isidentifier() and hasattr(_MODULES[version], part))
+
+
+def _path(parts: tuple) -> str:
+    out = ""
+    for p in parts:
+        out += f"[{p}]" if type(p) is int else (f".{p}" if out else str(p))
+    return out or "(the value)"
+
+
+def _at(value: Any, parts: tuple) -> Any:
+    for p in parts:
+        if type(value) is dict and type(p) is str:
+            value = value.get(p)
+        elif type(value) is list and type(p) is int and p < len(value):
+            value = value[p]
+        else:
+            return None
+    return value
+
+
+def describe(errors: list[dict], value: Any, version: str, prefix: tuple = ()) -> list[str]:
+    """One line per place that failed. A union that no branch matched is one line, not one per branch."""
+    seen: dict[tuple, list[str]] = {}
+    for e in errors:
+        loc = tuple(e["loc"])
+        cut = next((i for i, p in enumerate(loc) if _is_tag(p, version)), None)
+        if cut is None:
+            seen.setdefault(loc, []).append(e["msg"])
+        else:
+            seen.setdefault(loc[:cut], []).append("")
+    out = []
+    for loc, msgs in seen.items():
+        where = _path(prefix + loc)
+        if "" in msgs:
+            v = _at(value, loc)
+            kind = f" (type {v['type']!r})" if type(v) is dict and "type" in v else ""
+            out.append(f"{where}: matches none of the forms the schema allows{kind}")
+        else:
+            out.append(f"{where}: {_plain(msgs[0])}")
+    return out
+
+
+def _plain(msg: str) -> str:
+    """pydantic's wording, without the Python class names."""
+    msg = re.sub(r"Input should be a valid dictionary( or instance of \w+)?", "should be a JSON object", msg)
+    return msg.replace("Input should be", "should be").replace("Field required", "missing")
+
+
+# -- input requests ------------------------------------------------------------------------------
+
+
+def elicit_mode(params: Any) -> Any:
+    """The elicitation mode: "form" when `mode` is absent (elicitation.mdx: clients MUST treat a
+    request without `mode` as form mode), else whatever `mode` holds."""
+    return params.get("mode", "form") if type(params) is dict else None
+
+
+def input_request_problems(method: str, params: Any, version: str = MODERN) -> list[str]:
+    """What is wrong with the params of an input request of a known kind (method), by the models of
+    `version`. Form properties are not judged here (see `primitive_schema_ok`); neither is a legacy
+    URL elicitation's missing `elicitationId` (RULES.md §4.8 has its own rule for it)."""
+    if method == ELICIT:
+        if type(params) is not dict:
+            return ["params: an elicitation request needs params (mode, message…)"]
+        mode = elicit_mode(params)
+        if mode not in ("form", "url"):
+            return [f"params.mode: {mode!r} is neither \"form\" nor \"url\""]
+        name = "ElicitRequestFormParams" if mode == "form" else "ElicitRequestURLParams"
+        errors = _errors(version, name, params)
+        if errors and version == LEGACY:
+            errors = [e for e in errors if tuple(e["loc"]) != ("elicitationId",)]
+        return describe(errors, params, version, ("params",)) if errors else []
+    cls = "CreateMessageRequest" if method == SAMPLE else "ListRootsRequest"
+    if params is None and method == SAMPLE:
+        return ["params: a sampling request needs params (messages, maxTokens)"]
+    if params is None:
+        return []
+    errors = _errors(version, cls + ".params", params)
+    return describe(errors, params, version, ("params",)) if errors else []
+
+
+def _likely_primitive(schema: dict) -> str:
+    """The branch of PrimitiveSchemaDefinition a property schema most likely means (tried first)."""
+    t = schema.get("type")
+    if t == "boolean":
+        return "BooleanSchema"
+    if t in ("number", "integer"):
+        return "NumberSchema"
+    if t == "array":
+        items = schema.get("items")
+        return "TitledMultiSelectEnumSchema" if type(items) is dict and "anyOf" in items else "UntitledMultiSelectEnumSchema"
+    if "oneOf" in schema:
+        return "TitledSingleSelectEnumSchema"
+    if "enum" in schema:
+        return "LegacyTitledEnumSchema" if "enumNames" in schema else "UntitledSingleSelectEnumSchema"
+    return "StringSchema"
+
+
+def primitive_schema_ok(schema: Any, version: str = MODERN) -> bool:
+    """Is one `requestedSchema.properties` value a PrimitiveSchemaDefinition (string, number,
+    integer, boolean or one of the enum forms)? The likely branch is tried first (a union tries all
+    of them, which costs several times more); the whole union decides when it fails."""
+    if type(schema) is dict and _errors(version, _likely_primitive(schema), schema) is None:
+        return True
+    return _errors(version, "PrimitiveSchemaDefinition", schema) is None
+
+
+def why_not_primitive(schema: Any) -> str:
+    """A few words on a property that is not a primitive schema."""
+    if type(schema) is not dict:
+        return "not a schema object"
+    if "$ref" in schema:
+        return "a $ref"
+    t = schema.get("type")
+    if t == "object" or "properties" in schema:
+        return "a nested object"
+    if t == "array":
+        items = schema.get("items")
+        return "an array of objects" if type(items) is dict and items.get("type") == "object" else \
+            "an array that is not a multi-select enum"
+    if any(k in schema for k in ("allOf", "anyOf", "oneOf", "not")):
+        return "a composition outside the enum forms"
+    return f"not a primitive schema (type {t!r})"
+
+
+# -- input responses -----------------------------------------------------------------------------
+
+_RESULTS = {ELICIT: "ElicitResult", SAMPLE: "CreateMessageResult", ROOTS: "ListRootsResult"}
+
+
+def input_response_errors(method: str, value: Any, version: str = MODERN) -> list[dict]:
+    """The raw validation errors of an answer to an input request of kind `method` (empty: valid)."""
+    return _errors(version, _RESULTS[method], value) or []
+
+
+def input_responses_problems(value: Any, version: str = MODERN) -> list[str]:
+    """Is `value` a valid InputResponses map (each value one of the three result types)?"""
+    errors = _errors(version, "InputResponses", value) if version == MODERN else None
+    return describe(errors, value, version, ("inputResponses",)) if errors else []
+
+
+# -- errors --------------------------------------------------------------------------------------
+
+
+def missing_capability_data_problems(response: Any) -> list[str]:
+    """What is wrong with `error.data` of a -32021 MissingRequiredClientCapabilityError response."""
+    errors = _errors(MODERN, "MissingRequiredClientCapabilityError", response)
+    data = [e for e in errors or () if tuple(e["loc"][:2]) == ("error", "data")]
+    return describe(data, response, MODERN) if data else []
+
+
+# -- values --------------------------------------------------------------------------------------
+
+
+def short(value: object, n: int = 60) -> str:
+    """A value as JSON, cut to `n` characters, for a finding's text."""
+    s = json.dumps(value, ensure_ascii=False, default=str)
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+_URI = re.compile(r"[A-Za-z][A-Za-z0-9+.-]*:[^\s\x00-\x1f\x7f]+")
+
+
+def absolute_uri(value: Any) -> bool:
+    """An absolute URI (RFC 3986: a scheme, a colon, and something after it, no spaces)."""
+    return type(value) is str and _URI.fullmatch(value) is not None

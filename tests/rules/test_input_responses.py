@@ -1,0 +1,261 @@
+"""RULES.md §4.3: each answer is judged by the kind of input request it answers; each rule fires on
+the answer it describes and stays quiet on the nearest answer that is fine."""
+
+import pytest
+
+from tests.traffic import ACCEPT, ELICIT, ROOTS, ROOTS_ANSWER, SAMPLE, SAMPLED, Traffic
+
+URL_ELICIT = {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
+                                                         "url": "https://example.com/auth"}}
+TOOLS = [{"name": "lookup", "inputSchema": {"type": "object"}}]
+
+
+def answered(asked: dict, answers: dict):
+    """tools/call → input_required asking `asked` → a retry answering `answers` → complete."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, asked, state="s1")
+    b = t.tool("deploy", {"env": "prod"}, inputResponses=answers, requestState="s1")
+    t.result(b, {"content": []})
+    return t.run()
+
+
+def one(asked: dict, answer) -> set:
+    return answered({"q": asked}, {"q": answer}).rules()
+
+
+def form(properties: dict, required: list | None = None) -> dict:
+    schema = {"type": "object", "properties": properties}
+    if required is not None:
+        schema["required"] = required
+    return {"method": "elicitation/create", "params": {"message": "Fill in", "requestedSchema": schema}}
+
+
+def legacy_answer(method: str, params: dict | None, result):
+    """A 2025-11-25 stdio session: the server asks `method`, the client answers `result`."""
+    t = Traffic()
+    init = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                 "clientInfo": {"name": "c", "version": "1"}}, with_meta=False)
+    t.result(init, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+             with_meta=False, result_type=None)
+    msg = {"jsonrpc": "2.0", "id": 50, "method": method}
+    if params is not None:
+        msg["params"] = params
+    t.server(msg)
+    t.client({"jsonrpc": "2.0", "id": 50, "result": result})
+    return t.run()
+
+
+# --- ElicitResult -------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [{"action": "ok"}, {"content": {"confirm": True}}, 12345, "accept"])
+def test_elicit_result_action_invalid(answer):
+    r = answered({"confirm": ELICIT}, {"confirm": answer})
+    [f] = r.of("elicit-result-action-invalid")
+    assert "'confirm'" in f.message and f.messages == [1, 2] and f.chain == "c1"
+    assert "elicit-result-content-type" not in r.rules()
+
+
+@pytest.mark.parametrize("action", ["accept", "decline", "cancel"])
+def test_elicit_result_action_invalid_near_miss(action):
+    assert "elicit-result-action-invalid" not in one(ELICIT, {"action": action})
+
+
+@pytest.mark.parametrize("content", ["yes", [True], {"confirm": {"value": True}}, {"confirm": [1, 2]},
+                                     {"confirm": None}])
+def test_elicit_result_content_type(content):
+    [f] = answered({"q": ELICIT}, {"q": {"action": "accept", "content": content}}).of("elicit-result-content-type")
+    assert "content" in f.message
+
+
+def test_elicit_result_content_type_near_miss():
+    content = {"s": "x", "i": 3, "f": 2.5, "b": False, "l": ["a", "b"]}
+    assert "elicit-result-content-type" not in one(ELICIT, {"action": "accept", "content": content})
+
+
+def test_elicit_result_url_content():
+    [f] = answered({"auth": URL_ELICIT}, {"auth": {"action": "accept", "content": {"token": "t"}}}).of(
+        "elicit-result-url-content")
+    assert f.severity == "warning" and "URL mode" in f.message
+
+
+def test_elicit_result_url_content_near_miss():
+    assert "elicit-result-url-content" not in one(URL_ELICIT, {"action": "accept"})
+    assert "elicit-result-url-content" not in one(ELICIT, ACCEPT)
+
+
+def test_elicit_result_content_on_decline():
+    [f] = answered({"q": ELICIT}, {"q": {"action": "decline", "content": {"confirm": False}}}).of(
+        "elicit-result-content-on-decline")
+    assert f.severity == "info" and "'decline'" in f.message
+
+
+def test_elicit_result_content_on_decline_near_miss():
+    assert "elicit-result-content-on-decline" not in one(ELICIT, {"action": "cancel"})
+    assert "elicit-result-content-on-decline" not in one(ELICIT, ACCEPT)
+
+
+def test_elicit_result_accept_missing_content():
+    asked = form({"name": {"type": "string"}, "age": {"type": "integer"}}, required=["name", "age"])
+    [f] = answered({"q": asked}, {"q": {"action": "accept", "content": {"name": "x"}}}).of(
+        "elicit-result-accept-missing-content")
+    assert f.details == {"key": "q", "missing": ["age"]}
+    assert "elicit-result-accept-missing-content" in one(asked, {"action": "accept"})
+
+
+def test_elicit_result_accept_missing_content_near_miss():
+    asked = form({"name": {"type": "string"}, "age": {"type": "integer"}}, required=["name"])
+    assert "elicit-result-accept-missing-content" not in one(asked, {"action": "accept", "content": {"name": "x"}})
+    assert "elicit-result-accept-missing-content" not in one(asked, {"action": "decline"})
+    assert "elicit-result-accept-missing-content" not in one(URL_ELICIT, {"action": "accept"})
+
+
+@pytest.mark.parametrize("schema, value", [
+    ({"type": "boolean"}, "yes"),
+    ({"type": "integer"}, 2.5),
+    ({"type": "number", "minimum": 0}, -1),
+    ({"type": "number", "maximum": 10}, 11),
+    ({"type": "string"}, 5),
+    ({"type": "string", "enum": ["red", "green"]}, "blue"),
+    ({"type": "string", "oneOf": [{"const": "#f00", "title": "Red"}]}, "#0f0"),
+    ({"type": "string", "minLength": 3}, "ab"),
+    ({"type": "string", "maxLength": 3}, "abcd"),
+    ({"type": "string", "format": "email"}, "not-an-email"),
+    ({"type": "string", "format": "uri"}, "no scheme"),
+    ({"type": "string", "format": "date"}, "2026-02-30"),
+    ({"type": "string", "format": "date-time"}, "2026-07-28 10:00"),
+    ({"type": "array", "items": {"type": "string", "enum": ["a", "b"]}}, ["c"]),
+    ({"type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}]}}, ["b"]),
+    ({"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1}, []),
+    ({"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "maxItems": 1}, ["a", "b"]),
+])
+def test_elicit_result_schema_mismatch(schema, value):
+    [f] = answered({"q": form({"v": schema})}, {"q": {"action": "accept", "content": {"v": value}}}).of(
+        "elicit-result-schema-mismatch")
+    assert f.details["properties"] == ["v"] and "v: " in f.message
+
+
+def test_elicit_result_schema_mismatch_near_miss():
+    props = {
+        "b": {"type": "boolean"}, "i": {"type": "integer", "minimum": 0, "maximum": 10}, "n": {"type": "number"},
+        "e": {"type": "string", "enum": ["red"]}, "o": {"type": "string", "oneOf": [{"const": "#f00"}]},
+        "s": {"type": "string", "minLength": 1, "maxLength": 5}, "m": {"type": "string", "format": "email"},
+        "u": {"type": "string", "format": "uri"}, "d": {"type": "string", "format": "date"},
+        "t": {"type": "string", "format": "date-time"},
+        "a": {"type": "array", "items": {"type": "string", "enum": ["a", "b"]}, "minItems": 1, "maxItems": 2},
+    }
+    content = {"b": True, "i": 3, "n": 2.5, "e": "red", "o": "#f00", "s": "abc", "m": "a@b.io", "u": "https://x.io/a",
+               "d": "2026-07-28", "t": "2026-07-28T10:00:00Z", "a": ["a", "b"]}
+    assert "elicit-result-schema-mismatch" not in one(form(props), {"action": "accept", "content": content})
+
+
+# --- CreateMessageResult ----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer, problem", [
+    ({"role": "assistant", "content": {"type": "text", "text": "hi"}}, "model"),
+    ({**SAMPLED, "role": "bot"}, "role"),
+    ({**SAMPLED, "content": {"type": "html", "text": "x"}}, "content"),
+    ({**SAMPLED, "content": [{"type": "text", "text": "x"},
+                             {"type": "tool_result", "toolUseId": "u1", "content": []}]}, "mixes tool_result"),
+])
+def test_create_message_result_invalid(answer, problem):
+    [f] = answered({"s": SAMPLE}, {"s": answer}).of("create-message-result-invalid")
+    assert problem in f.message
+
+
+def test_create_message_result_invalid_near_miss():
+    only_results = {**SAMPLED, "role": "user", "content": [{"type": "tool_result", "toolUseId": "u1", "content": []}]}
+    r = answered({"a": SAMPLE, "b": SAMPLE}, {"a": SAMPLED, "b": only_results})
+    assert "create-message-result-invalid" not in r.rules()
+
+
+def test_create_message_result_tool_use_unoffered():
+    use = {**SAMPLED, "stopReason": "toolUse", "content": {"type": "tool_use", "id": "u1", "name": "lookup", "input": {}}}
+    assert "create-message-result-tool-use-unoffered" in one(SAMPLE, use)
+    assert "create-message-result-tool-use-unoffered" in one(SAMPLE, {**SAMPLED, "stopReason": "toolUse"})
+
+
+def test_create_message_result_tool_use_unoffered_near_miss():
+    offered = {"method": "sampling/createMessage", "params": {**SAMPLE["params"], "tools": TOOLS}}
+    use = {**SAMPLED, "stopReason": "toolUse", "content": {"type": "tool_use", "id": "u1", "name": "lookup", "input": {}}}
+    assert "create-message-result-tool-use-unoffered" not in one(offered, use)
+    assert "create-message-result-tool-use-unoffered" not in one(SAMPLE, {**SAMPLED, "stopReason": "endTurn"})
+
+
+# --- ListRootsResult -------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [{}, {"roots": "file:///work"}, {"roots": [{"name": "work"}]}])
+def test_list_roots_result_invalid(answer):
+    assert "list-roots-result-invalid" in one(ROOTS, answer)
+
+
+def test_list_roots_result_invalid_near_miss():
+    assert "list-roots-result-invalid" not in one(ROOTS, {"roots": []})
+    assert "list-roots-result-invalid" not in one(ROOTS, ROOTS_ANSWER)
+
+
+def test_root_uri_not_file():
+    [f] = answered({"r": ROOTS}, {"r": {"roots": [{"uri": "file:///a"}, {"uri": "https://github.com/o/r"}]}}).of(
+        "root-uri-not-file")
+    assert "https://github.com/o/r" in f.message and "file:///a" not in f.message
+
+
+def test_root_uri_not_file_near_miss():
+    assert "root-uri-not-file" not in one(ROOTS, {"roots": [{"uri": "file:///a", "name": "a"}]})
+
+
+# --- any kind -------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("answer", [{"code": -32603, "message": "sampling failed"},
+                                    {"error": {"code": -1, "message": "no"}}])
+def test_input_response_error_shaped(answer):
+    rules = one(SAMPLE, answer)
+    assert "input-response-error-shaped" in rules
+    assert "create-message-result-invalid" not in rules  # one finding for one fact
+
+
+def test_input_response_error_shaped_near_miss():
+    assert "input-response-error-shaped" not in one(SAMPLE, SAMPLED)
+    assert "input-response-error-shaped" not in one(ELICIT, {"action": "cancel"})
+
+
+# --- which question an answer answers ----------------------------------------------------------------------
+
+
+def test_an_answer_resent_for_an_earlier_round_is_judged_by_that_round_question():
+    t = Traffic()
+    a = t.tool("deploy")
+    t.irr(a, {"roots": ROOTS}, state="s1")
+    b = t.tool("deploy", inputResponses={"roots": ROOTS_ANSWER}, requestState="s1")
+    t.irr(b, {"confirm": ELICIT}, state="s2")
+    c = t.tool("deploy", inputResponses={"roots": {"roots": "x"}, "confirm": ACCEPT}, requestState="s2")
+    t.result(c, {"content": []})
+    [f] = t.run().of("list-roots-result-invalid")
+    assert "'roots'" in f.message and "tools/call id=3" in f.message
+
+
+def test_answers_to_questions_nobody_asked_are_not_judged():
+    t = Traffic()
+    rid = t.tool("deploy", inputResponses={"q": {"action": "ok"}})
+    t.result(rid, {"content": []})
+    assert "elicit-result-action-invalid" not in t.run().rules()
+
+
+# --- legacy: the client's results to server requests --------------------------------------------------------
+
+
+def test_legacy_client_result_is_judged_by_the_2025_11_25_models():
+    r = legacy_answer("elicitation/create", ELICIT["params"], {"action": "sure"})
+    [f] = r.of("elicit-result-action-invalid")
+    assert "client's result result id=50" in f.message
+    assert "list-roots-result-invalid" in legacy_answer("roots/list", None, {"roots": [{}]}).rules()
+
+
+def test_legacy_client_result_near_miss():
+    r = legacy_answer("elicitation/create", ELICIT["params"], ACCEPT)
+    assert not [f for f in r.findings if f.severity == "error"]
+    assert "list-roots-result-invalid" not in legacy_answer("roots/list", None, ROOTS_ANSWER).rules()

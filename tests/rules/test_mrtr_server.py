@@ -1,0 +1,511 @@
+"""RULES.md §4.1 (MRTR, the server side) and §10.5 tool-result-missing-structured-content: each rule
+fires on the traffic it describes and stays quiet on the nearest traffic that is fine."""
+
+import copy
+
+import pytest
+
+from mrtr_inspect.core.findings import Finding
+from mrtr_inspect.core.inspector import Inspector
+from mrtr_inspect.rules import load_rules
+from mrtr_inspect.rules.registry import REGISTRY
+from tests.captures import capture_frames, capture_names
+from tests.traffic import ACCEPT, CAPS_ALL, ELICIT, ROOTS, SAMPLE, Traffic, dumps
+
+URL_ELICIT = {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
+                                                         "url": "https://example.com/auth"}}
+FORM_ONLY = {"elicitation": {"form": {}}}
+
+
+def answer(result: dict, method: str = "tools/call", caps: dict | None = None, transport: str = "stdio", **send):
+    """One modern request answered with `result` (taken as is: resultType included or not)."""
+    t = Traffic(transport)
+    params = {"uri": "file:///r"} if method == "resources/read" else {"name": "deploy", "arguments": {}}
+    rid = t.call(method, params if method in ("tools/call", "prompts/get", "resources/read") else {}, caps=caps)
+    t.result(rid, result, result_type=None, **send)
+    return t.run()
+
+
+def irr(input_requests: dict | None = None, state: str | None = "s1", caps: dict | None = None,
+        method: str = "tools/call", **extra):
+    r: dict = {"resultType": "input_required"}
+    if input_requests is not None:
+        r["inputRequests"] = input_requests
+    if state is not None:
+        r["requestState"] = state
+    r.update(extra)
+    return answer(r, method, caps)
+
+
+def with_params(request: dict, **params) -> dict:
+    out = copy.deepcopy(request)
+    out["params"].update(params)
+    return out
+
+
+def form(properties: dict) -> dict:
+    return {"method": "elicitation/create", "params": {"message": "Fill in", "requestedSchema": {
+        "type": "object", "properties": properties}}}
+
+
+def legacy_server_request(method: str, params: dict | None):
+    """A 2025-11-25 stdio session in which the server sends `method` to the client, and the client answers."""
+    t = Traffic()
+    init = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                 "clientInfo": {"name": "c", "version": "1"}}, with_meta=False)
+    t.result(init, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+             with_meta=False, result_type=None)
+    t.notify("notifications/initialized")
+    call = t.call("tools/call", {"name": "deploy", "arguments": {}}, with_meta=False)
+    msg = {"jsonrpc": "2.0", "id": 100, "method": method}
+    if params is not None:
+        msg["params"] = params
+    t.server(msg)
+    t.client({"jsonrpc": "2.0", "id": 100, "result": {"action": "accept", "content": {"confirm": True}}})
+    t.result(call, {"content": []}, with_meta=False, result_type=None)
+    return t.run()
+
+
+# --- resultType ---------------------------------------------------------------------------------
+
+
+def test_result_type_missing():
+    r = answer({"content": []})
+    [f] = r.of("result-type-missing")
+    assert f.severity == "error" and "has no resultType" in f.message and f.messages == [0, 1]
+
+
+def test_result_type_missing_near_miss_legacy_and_present():
+    assert "result-type-missing" not in answer({"content": [], "resultType": "complete"}).rules()
+    assert "result-type-missing" not in legacy_server_request("elicitation/create", ELICIT["params"]).rules()
+
+
+def test_result_type_not_string():
+    assert "result-type-not-string" in answer({"content": [], "resultType": 1}).rules()
+    assert "result-type-not-string" not in answer({"content": [], "resultType": "complete"}).rules()
+
+
+def test_result_type_unrecognized():
+    [f] = answer({"resultType": "partial"}).of("result-type-unrecognized")
+    assert "'partial'" in f.message
+    assert "result-type-unrecognized" in answer({"resultType": "task", "taskId": "t1"}).rules()
+
+
+def test_result_type_unrecognized_near_miss_declared_task_extension():
+    caps = {**CAPS_ALL, "extensions": {"io.modelcontextprotocol/tasks": {}}}
+    assert "result-type-unrecognized" not in answer({"resultType": "task", "taskId": "t1"}, caps=caps).rules()
+    assert "result-type-unrecognized" not in irr({"q": ELICIT}).rules()
+
+
+def test_input_requests_without_input_required():
+    r = answer({"inputRequests": {"q": ELICIT}, "requestState": "s"})
+    [f] = r.of("input-requests-without-input-required")
+    assert "inputRequests and requestState" in f.message and "no resultType" in f.message
+    assert "input-requests-without-input-required" in answer({"resultType": "complete", "requestState": "s"}).rules()
+
+
+def test_input_requests_without_input_required_near_miss():
+    assert "input-requests-without-input-required" not in irr({"q": ELICIT}).rules()
+    assert "input-requests-without-input-required" not in answer({"resultType": "complete", "content": []}).rules()
+
+
+def test_irr_unsupported_method():
+    [f] = irr({"q": ELICIT}, method="tools/list").of("irr-unsupported-method")
+    assert "tools/list" in f.message
+
+
+@pytest.mark.parametrize("method", ["tools/call", "prompts/get", "resources/read"])
+def test_irr_unsupported_method_near_miss(method):
+    assert "irr-unsupported-method" not in irr({"q": ELICIT}, method=method).rules()
+
+
+# --- the input_required result ------------------------------------------------------------------
+
+
+def test_irr_empty():
+    assert "irr-empty" in irr(None, state=None).rules()
+    assert "irr-empty" in irr(None, state=None, inputRequests=None).rules()
+
+
+def test_irr_empty_near_miss_state_only():
+    r = irr(None, state="retry-later")
+    assert "irr-empty" not in r.rules() and "irr-empty-map" not in r.rules()
+
+
+def test_irr_empty_map():
+    assert "irr-empty-map" in irr({}, state=None).rules()
+    assert "irr-empty-map" not in irr({}, state="s").rules()
+
+
+def test_irr_field_types():
+    [f] = irr({"q": ELICIT, "bad": "ask the user"}, state=None, requestState={"step": 2}).of("irr-field-types")
+    assert "requestState is" in f.message and "inputRequests['bad']" in f.message
+    assert "irr-field-types" in irr(None, state=None, inputRequests=["q"]).rules()
+
+
+def test_irr_field_types_near_miss():
+    assert "irr-field-types" not in irr({"q": ELICIT, "s": SAMPLE, "r": ROOTS}).rules()
+
+
+def test_input_requests_duplicate_key():
+    raw = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"q":' + dumps(ELICIT) + \
+          b',"q":' + dumps(SAMPLE) + b'}}}'
+    t = Traffic()
+    t.call("tools/call", {"name": "deploy"})
+    t.answer(raw)
+    [f] = t.run().of("input-requests-duplicate-key")
+    assert "'q' 2 times" in f.message
+
+
+def test_input_requests_duplicate_key_near_miss_elsewhere():
+    raw = b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","inputRequests":{"q":' + dumps(ELICIT) + \
+          b'},"x":1,"x":2}}'
+    t = Traffic()
+    t.call("tools/call", {"name": "deploy"})
+    t.answer(raw)
+    assert "input-requests-duplicate-key" not in t.run().rules()
+
+
+def test_input_request_method_invalid():
+    r = irr({"p": {"method": "ping"}, "n": {"params": {}}, "ok": ELICIT})
+    found = r.of("input-request-method-invalid")
+    assert sorted(f.details["key"] for f in found) == ["n", "p"]
+    assert any("has no method" in f.message for f in found)
+
+
+def test_input_request_method_invalid_near_miss():
+    assert "input-request-method-invalid" not in irr({"e": ELICIT, "s": SAMPLE, "r": ROOTS}).rules()
+
+
+@pytest.mark.parametrize("value, problem", [
+    ({"method": "elicitation/create", "params": {"message": "Proceed?"}}, "params.requestedSchema"),
+    ({"method": "elicitation/create", "params": {"mode": "popup", "message": "x"}}, "params.mode"),
+    ({"method": "elicitation/create", "params": {"mode": "url", "message": "x"}}, "params.url"),
+    ({"method": "elicitation/create", "params": {"message": "x", "requestedSchema": {"type": "array",
+                                                                                     "properties": {}}}},
+     "params.requestedSchema.type"),
+    (with_params(SAMPLE, maxTokens="50"), "params.maxTokens"),
+    (with_params(SAMPLE, messages=[{"role": "system", "content": {"type": "text", "text": "x"}}]),
+     "params.messages[0].role"),
+    ({"method": "sampling/createMessage"}, "params"),
+    ({"method": "roots/list", "params": "all"}, "params"),
+])
+def test_input_request_params_invalid(value, problem):
+    [f] = irr({"q": value}).of("input-request-params-invalid")
+    assert problem in f.message and f.details["key"] == "q"
+
+
+def test_input_request_params_invalid_near_miss():
+    mode_absent = {"method": "elicitation/create", "params": {"message": "Proceed?", "requestedSchema": {
+        "type": "object", "properties": {"ok": {"type": "boolean"}}}}}
+    r = irr({"e": ELICIT, "m": mode_absent, "u": URL_ELICIT, "s": SAMPLE, "r": ROOTS,
+             "r2": {"method": "roots/list", "params": {"_meta": {}}}})
+    assert "input-request-params-invalid" not in r.rules()
+
+
+def test_input_request_params_invalid_legacy_server_request():
+    r = legacy_server_request("elicitation/create", {"message": "Proceed?"})
+    [f] = r.of("input-request-params-invalid")
+    assert "server request elicitation/create id=100" in f.message
+
+
+def test_input_request_params_invalid_legacy_near_miss():
+    """A valid legacy elicitation; and a legacy URL elicitation without elicitationId, which is §4.8's."""
+    assert not legacy_server_request("elicitation/create", ELICIT["params"]).rules() & OURS
+    r = legacy_server_request("elicitation/create", URL_ELICIT["params"])
+    assert "input-request-params-invalid" not in r.rules()
+
+
+def test_elicit_form_schema_not_flat():
+    r = irr({"q": form({"name": {"type": "string"}, "address": {"type": "object", "properties": {}},
+                        "tags": {"type": "array", "items": {"type": "object"}}, "ref": {"$ref": "#/defs/x"}})})
+    [f] = r.of("elicit-form-schema-not-flat")
+    assert f.details["properties"] == ["address", "ref", "tags"]
+    assert "'address' is a nested object" in f.message and "'ref' is a $ref" in f.message
+
+
+def test_elicit_form_schema_not_flat_near_miss_enum_forms():
+    props = {
+        "s": {"type": "string", "format": "email", "minLength": 3},
+        "n": {"type": "integer", "minimum": 0},
+        "b": {"type": "boolean", "default": False},
+        "e": {"type": "string", "enum": ["a", "b"]},
+        "o": {"type": "string", "oneOf": [{"const": "a", "title": "A"}]},
+        "m": {"type": "array", "items": {"type": "string", "enum": ["a"]}},
+        "t": {"type": "array", "items": {"anyOf": [{"const": "a", "title": "A"}]}},
+        "l": {"type": "string", "enum": ["a"], "enumNames": ["A"]},
+    }
+    assert not irr({"q": form(props)}).rules() & OURS
+
+
+def test_elicit_form_sensitive():
+    r = irr({"q": form({"apiKey": {"type": "string"}, "pin": {"type": "string", "description": "Your password"}})})
+    assert sorted(f.details["property"] for f in r.of("elicit-form-sensitive")) == ["apiKey", "pin"]
+    assert all(f.details["confidence"] == "low" for f in r.of("elicit-form-sensitive"))
+
+
+def test_elicit_form_sensitive_near_miss():
+    r = irr({"q": form({"username": {"type": "string"}, "max_tokens": {"type": "integer", "title": "Max tokens"},
+                        "email": {"type": "string", "format": "email"}})})
+    assert "elicit-form-sensitive" not in r.rules()
+    secret_by_url = {"method": "elicitation/create", "params": {"mode": "url", "message": "Enter your API key",
+                                                                "url": "https://example.com/key"}}
+    assert "elicit-form-sensitive" not in irr({"q": secret_by_url}).rules()
+
+
+def test_elicit_url_invalid():
+    for url in ("/auth?x=1", "example.com/auth", "https://exa mple.com"):
+        assert "elicit-url-invalid" in irr({"q": with_params(URL_ELICIT, url=url)}).rules(), url
+
+
+def test_elicit_url_invalid_near_miss():
+    assert "elicit-url-invalid" not in irr({"q": URL_ELICIT}).rules()
+
+
+def test_elicit_url_not_https():
+    [f] = irr({"q": with_params(URL_ELICIT, url="http://example.com/auth")}).of("elicit-url-not-https")
+    assert "'http' URL" in f.message
+
+
+@pytest.mark.parametrize("url", ["https://example.com/a", "http://localhost:8080/a", "http://127.0.0.1/a",
+                                 "http://[::1]:3000/a", "http://app.localhost/a"])
+def test_elicit_url_not_https_near_miss(url):
+    assert "elicit-url-not-https" not in irr({"q": with_params(URL_ELICIT, url=url)}).rules()
+
+
+# --- capabilities -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("caps, ask, need", [
+    ({}, ELICIT, "elicitation"),
+    (FORM_ONLY, URL_ELICIT, "elicitation.url"),
+    ({"elicitation": {}}, URL_ELICIT, "elicitation.url"),
+    ({"elicitation": {"url": {}}}, ELICIT, "elicitation.form"),
+    ({"elicitation": {}}, SAMPLE, "sampling"),
+    ({"sampling": {}}, with_params(SAMPLE, tools=[{"name": "t", "inputSchema": {"type": "object"}}]), "sampling.tools"),
+    ({"sampling": {}}, with_params(SAMPLE, toolChoice={"mode": "auto"}), "sampling.tools"),
+    ({"sampling": {}}, ROOTS, "roots"),
+])
+def test_input_request_undeclared_capability(caps, ask, need):
+    [f] = irr({"q": ask}, caps=caps).of("input-request-undeclared-capability")
+    assert f.details["capability"] == need and f.messages == [0, 1]
+
+
+@pytest.mark.parametrize("caps, ask", [
+    ({"elicitation": {}}, ELICIT),  # {} means form
+    (FORM_ONLY, ELICIT),
+    ({"elicitation": {"url": {}}}, URL_ELICIT),
+    ({"sampling": {"tools": {}}}, with_params(SAMPLE, tools=[])),
+    ({"roots": {}}, ROOTS),
+])
+def test_input_request_undeclared_capability_near_miss(caps, ask):
+    assert "input-request-undeclared-capability" not in irr({"q": ask}, caps=caps).rules()
+
+
+def test_capabilities_are_not_carried_over_from_an_earlier_round():
+    """Round 1's request declared url mode; the retry declares form only, and round 2 asks in url mode."""
+    t = Traffic()
+    a = t.call("tools/call", {"name": "deploy", "arguments": {}}, caps={"elicitation": {"form": {}, "url": {}}})
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    b = t.call("tools/call", {"name": "deploy", "arguments": {}, "inputResponses": {"confirm": ACCEPT},
+                              "requestState": "s1"}, caps=FORM_ONLY)
+    t.irr(b, {"auth": URL_ELICIT}, state="s2")
+    [f] = t.run().of("input-request-undeclared-capability")
+    assert f.messages == [2, 3] and "'auth'" in f.message
+
+
+def test_sampling_include_context_undeclared():
+    ask = with_params(SAMPLE, includeContext="allServers")
+    [f] = irr({"s": ask}, caps={"sampling": {}}).of("sampling-include-context-undeclared")
+    assert f.severity == "warning" and "'allServers'" in f.message
+
+
+def test_sampling_include_context_undeclared_near_miss():
+    assert "sampling-include-context-undeclared" not in irr(
+        {"s": with_params(SAMPLE, includeContext="thisServer")}, caps={"sampling": {"context": {}}}).rules()
+    assert "sampling-include-context-undeclared" not in irr(
+        {"s": with_params(SAMPLE, includeContext="none")}, caps={"sampling": {}}).rules()
+
+
+def missing_capability(data, caps: dict | None = None, transport: str = "stdio", status: int = 400):
+    t = Traffic(transport)
+    rid = t.call("tools/call", {"name": "deploy", "arguments": {}}, caps=caps)
+    t.error(rid, -32021, "missing capability", data, **({"status": status} if transport == "http" else {}))
+    return t.run()
+
+
+@pytest.mark.parametrize("data", [None, {}, {"requiredCapabilities": ["elicitation"]},
+                                  {"requiredCapabilities": "elicitation"}, {"requiredCapabilities": {"sampling": 1}}])
+def test_missing_capability_error_shape(data):
+    assert "missing-capability-error-shape" in missing_capability(data, caps={}).rules()
+
+
+def test_missing_capability_error_shape_near_miss():
+    r = missing_capability({"requiredCapabilities": {"elicitation": {"url": {}}}}, caps={})
+    assert not r.of("missing-capability-error-shape")
+
+
+def test_missing_capability_http_status():
+    [f] = missing_capability({"requiredCapabilities": {"sampling": {}}}, caps={}, transport="http",
+                             status=200).of("missing-capability-http-status")
+    assert f.details == {"status": 200}
+
+
+def test_missing_capability_http_status_near_miss():
+    assert "missing-capability-http-status" not in missing_capability(
+        {"requiredCapabilities": {"sampling": {}}}, caps={}, transport="http", status=400).rules()
+    assert "missing-capability-http-status" not in missing_capability({"requiredCapabilities": {"sampling": {}}}).rules()
+
+
+def test_missing_capability_contradicts_declared():
+    r = missing_capability({"requiredCapabilities": {"elicitation": {"form": {}}}}, caps={"elicitation": {}})
+    [f] = r.of("missing-capability-contradicts-declared")
+    assert "elicitation.form" in f.message
+
+
+def test_missing_capability_contradicts_declared_near_miss():
+    r = missing_capability({"requiredCapabilities": {"elicitation": {"url": {}}}}, caps={"elicitation": {}})
+    assert "missing-capability-contradicts-declared" not in r.rules()
+
+
+# --- the server's answer to a retry -------------------------------------------------------------------
+
+
+def retry(answers: dict | None, then: str, state: str = "s1"):
+    """tools/call → IRR asking a and b → retry with `answers` → `then` (error, irr or complete)."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, {"a": ELICIT, "b": ELICIT}, state=state)
+    p = {"requestState": state} if answers is None else {"requestState": state, "inputResponses": answers}
+    b = t.tool("deploy", {"env": "prod"}, **p)
+    if then == "error":
+        t.error(b, -32602, "missing answer")
+    elif then == "irr":
+        t.irr(b, {"b": ELICIT}, state="s2")
+    else:
+        t.result(b, {"content": []})
+    return t.run()
+
+
+def test_server_error_instead_of_reask():
+    [f] = retry({"a": ACCEPT}, "error").of("server-error-instead-of-reask")
+    assert f.details == {"missing": ["b"]} and "error -32602" in f.message
+    assert "server-error-instead-of-reask" in retry(None, "error").rules()
+
+
+def test_server_error_instead_of_reask_near_miss():
+    assert "server-error-instead-of-reask" not in retry({"a": ACCEPT}, "irr").rules()
+    assert "server-error-instead-of-reask" not in retry({"a": ACCEPT, "b": ACCEPT}, "error").rules()
+    assert "server-error-instead-of-reask" not in retry({"a": {"action": 1}}, "error").rules()  # a protocol error
+
+
+def test_server_accepted_invalid_input_responses():
+    [f] = retry({"a": 12345, "b": ACCEPT}, "complete").of("server-accepted-invalid-input-responses")
+    assert "'a'" in f.message and "not an object" in f.message
+
+
+def test_server_accepted_invalid_input_responses_unlinked_probe():
+    """The conformance probes: inputResponses null, or {user_name: 12345}, on a fresh call, answered complete."""
+    for bad in (None, {"user_name": 12345}):
+        t = Traffic()
+        rid = t.tool("greet", inputResponses=bad)
+        t.result(rid, {"content": []})
+        assert "server-accepted-invalid-input-responses" in t.run().rules(), bad
+
+
+def test_server_accepted_invalid_input_responses_near_miss():
+    assert "server-accepted-invalid-input-responses" not in retry({"a": 12345, "b": ACCEPT}, "error").rules()
+    assert "server-accepted-invalid-input-responses" not in retry({"a": ACCEPT, "b": ACCEPT}, "complete").rules()
+
+
+# --- informational ------------------------------------------------------------------------------------
+
+
+def test_irr_caching_hints():
+    [f] = irr({"q": ELICIT}, ttlMs=0, cacheScope="private").of("irr-caching-hints")
+    assert "ttlMs, cacheScope" in f.message and f.severity == "info"
+    assert "irr-caching-hints" not in irr({"q": ELICIT}).rules()
+
+
+def test_irr_hybrid_fields():
+    [f] = irr({"q": ELICIT}, content=[{"type": "text", "text": "waiting"}]).of("irr-hybrid-fields")
+    assert "content" in f.message
+    assert "irr-hybrid-fields" not in irr({"q": ELICIT}).rules()
+
+
+def test_input_request_jsonrpc_envelope():
+    [f] = irr({"q": {"jsonrpc": "2.0", "id": 7, **ELICIT}}).of("input-request-jsonrpc-envelope")
+    assert "jsonrpc and id" in f.message
+    assert "input-request-jsonrpc-envelope" not in irr({"q": ELICIT}).rules()
+
+
+# --- tool-result-missing-structured-content (RULES.md §10.5) -----------------------------------------------
+
+WEATHER = {"name": "weather", "inputSchema": {"type": "object"},
+           "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}}}
+PLAIN = {"name": "plain", "inputSchema": {"type": "object"}}
+
+
+def tool_call(tool: str, result: dict, listed_first: bool = True):
+    t = Traffic()
+    if listed_first:
+        lid = t.call("tools/list")
+        t.result(lid, {"tools": [WEATHER, PLAIN], "ttlMs": 0, "cacheScope": "public"})
+    rid = t.tool(tool)
+    t.result(rid, result)
+    return t.run()
+
+
+def test_tool_result_missing_structured_content():
+    [f] = tool_call("weather", {"content": [{"type": "text", "text": "{\"t\": 20}"}]}).of(
+        "tool-result-missing-structured-content")
+    assert "'weather'" in f.message and f.severity == "error"
+
+
+def test_tool_result_missing_structured_content_near_miss():
+    text = {"content": [{"type": "text", "text": "20"}]}
+    assert "tool-result-missing-structured-content" not in tool_call("weather", {**text, "structuredContent": {"t": 20}}).rules()
+    assert "tool-result-missing-structured-content" not in tool_call("weather", {**text, "isError": True}).rules()
+    assert "tool-result-missing-structured-content" not in tool_call("plain", text).rules()
+    assert "tool-result-missing-structured-content" not in tool_call("weather", text, listed_first=False).rules()
+
+
+# --- real traffic ------------------------------------------------------------------------------------------
+
+SECTION_4_1 = [
+    "result-type-missing", "result-type-not-string", "result-type-unrecognized", "input-requests-without-input-required",
+    "irr-unsupported-method", "irr-empty", "irr-empty-map", "irr-field-types", "input-requests-duplicate-key",
+    "input-request-method-invalid", "input-request-params-invalid", "elicit-form-schema-not-flat",
+    "elicit-form-sensitive", "elicit-url-invalid", "elicit-url-not-https", "input-request-undeclared-capability",
+    "sampling-include-context-undeclared", "missing-capability-error-shape", "missing-capability-http-status",
+    "missing-capability-contradicts-declared", "server-error-instead-of-reask",
+    "server-accepted-invalid-input-responses", "irr-caching-hints", "irr-hybrid-fields",
+    "input-request-jsonrpc-envelope",
+]
+SECTION_4_3 = [
+    "elicit-result-action-invalid", "elicit-result-content-type", "elicit-result-url-content",
+    "elicit-result-content-on-decline", "elicit-result-accept-missing-content", "elicit-result-schema-mismatch",
+    "create-message-result-invalid", "create-message-result-tool-use-unoffered", "list-roots-result-invalid",
+    "root-uri-not-file", "input-response-error-shaped",
+]
+OURS = set(SECTION_4_1 + SECTION_4_3 + ["tool-result-missing-structured-content"])
+
+
+@pytest.mark.skipif(not capture_names(), reason="fixtures/captures not present")
+@pytest.mark.parametrize("name", capture_names())
+def test_sdk_captures_give_no_error_from_these_rules(name):
+    load_rules()
+    insp = Inspector()
+    outs = []
+    for frame in capture_frames(name):
+        outs += insp.feed(frame)
+    outs += insp.close()
+    ours = [o for o in outs if type(o) is Finding and (o.rule in OURS or o.rule == "inspector-error")]
+    assert not [f for f in ours if f.severity == "error" or f.rule == "inspector-error"], ours
+
+
+def test_catalog_has_every_rule_of_the_sections():
+    load_rules()
+    for section, ids in (("4.1", SECTION_4_1), ("4.3", SECTION_4_3)):
+        assert sorted(r for r, rule in REGISTRY.items() if rule.section == section) == sorted(ids)
+    assert all(REGISTRY[r].check is not None and REGISTRY[r].doc and REGISTRY[r].spec for r in OURS)

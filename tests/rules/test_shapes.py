@@ -1,0 +1,116 @@
+"""shapes.py: input requests and input responses judged by the mcp-types models, per version."""
+
+import pytest
+
+from mrtr_inspect.rules import shapes
+from mrtr_inspect.rules.shapes import ELICIT, LEGACY, MODERN, ROOTS, SAMPLE
+from tests.traffic import ACCEPT, ROOTS_ANSWER, SAMPLED
+from tests.traffic import ELICIT as ELICIT_REQUEST
+from tests.traffic import SAMPLE as SAMPLE_REQUEST
+
+URL = {"mode": "url", "message": "Sign in", "url": "https://example.com/auth"}
+
+
+def test_version_of_era():
+    assert shapes.version_of("modern") == MODERN
+    assert shapes.version_of("legacy") == LEGACY
+    assert shapes.version_of("unknown") == MODERN
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_valid_input_requests_have_no_problems(version):
+    assert shapes.input_request_problems(ELICIT, ELICIT_REQUEST["params"], version) == []
+    assert shapes.input_request_problems(SAMPLE, SAMPLE_REQUEST["params"], version) == []
+    assert shapes.input_request_problems(ROOTS, None, version) == []
+    assert shapes.input_request_problems(ROOTS, {}, version) == []
+
+
+def test_url_elicitation_id_is_neither_required_in_2025_here_nor_in_2026():
+    """2026-07-28 removed elicitationId; in 2025-11-25 it is required, but RULES.md §4.8 reports that."""
+    assert shapes.input_request_problems(ELICIT, URL, MODERN) == []
+    assert shapes.input_request_problems(ELICIT, URL, LEGACY) == []
+    assert shapes.input_request_problems(ELICIT, {**URL, "url": 5}, LEGACY) == ["params.url: should be a valid string"]
+
+
+def test_validation_is_strict():
+    """JSON "50" is not the number 50, and true is not 1."""
+    for bad in ("50", True, 50.5):
+        params = {**SAMPLE_REQUEST["params"], "maxTokens": bad}
+        assert shapes.input_request_problems(SAMPLE, params) == ["params.maxTokens: should be a valid integer"]
+
+
+@pytest.mark.parametrize("params, expected", [
+    (None, ["params: an elicitation request needs params (mode, message…)"]),
+    ({"mode": "popup", "message": "x"}, ['params.mode: \'popup\' is neither "form" nor "url"']),
+    ({"message": "x"}, ["params.requestedSchema: missing"]),
+    ({"mode": "url", "message": "x"}, ["params.url: missing"]),
+    ({"message": "x", "requestedSchema": {"properties": {}}}, ["params.requestedSchema.type: missing"]),
+])
+def test_elicitation_problems_are_chosen_by_mode(params, expected):
+    assert shapes.input_request_problems(ELICIT, params) == expected
+
+
+def test_sampling_and_roots_problems():
+    assert shapes.input_request_problems(SAMPLE, None) == ["params: a sampling request needs params (messages, maxTokens)"]
+    assert shapes.input_request_problems(SAMPLE, {"maxTokens": 5}) == ["params.messages: missing"]
+    assert shapes.input_request_problems(ROOTS, "all") == ["params: should be a JSON object"]
+
+
+def test_primitive_schemas():
+    for ok in ({"type": "string"}, {"type": "integer", "minimum": 1}, {"type": "boolean"},
+               {"type": "string", "enum": ["a"]}, {"type": "array", "items": {"type": "string", "enum": ["a"]}}):
+        assert shapes.primitive_schema_ok(ok), ok
+        assert shapes.primitive_schema_ok(ok, LEGACY), ok
+    for bad, why in (({"type": "object", "properties": {}}, "a nested object"), ({"$ref": "#/x"}, "a $ref"),
+                     ({"type": "array", "items": {"type": "object"}}, "an array of objects"),
+                     ({"anyOf": [{"type": "string"}]}, "a composition outside the enum forms"),
+                     ("string", "not a schema object")):
+        assert not shapes.primitive_schema_ok(bad), bad
+        assert shapes.why_not_primitive(bad) == why
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_input_responses_of_each_kind(version):
+    assert shapes.input_response_errors(ELICIT, ACCEPT, version) == []
+    assert shapes.input_response_errors(SAMPLE, SAMPLED, version) == []
+    assert shapes.input_response_errors(ROOTS, ROOTS_ANSWER, version) == []
+    assert [e["loc"] for e in shapes.input_response_errors(ELICIT, {"action": "ok"}, version)] == [("action",)]
+    assert [e["loc"] for e in shapes.input_response_errors(ROOTS, {"roots": [{}]}, version)] == [("roots", 0, "uri")]
+
+
+def test_a_union_that_matches_no_branch_is_one_line():
+    value = {"role": "assistant", "content": {"type": "html"}, "model": "m"}
+    errors = shapes.input_response_errors(SAMPLE, value)
+    assert len(errors) > 5  # one per branch of the content union
+    assert shapes.describe(errors, value, MODERN) == ["content: matches none of the forms the schema allows (type 'html')"]
+
+
+def test_input_responses_map():
+    assert shapes.input_responses_problems({"a": ACCEPT, "b": SAMPLED, "c": ROOTS_ANSWER}) == []
+    assert shapes.input_responses_problems({"a": 12345}) == ["inputResponses.a: matches none of the forms the schema allows"]
+    assert shapes.input_responses_problems(None) == ["inputResponses: should be a JSON object"]
+
+
+def test_missing_capability_data():
+    def err(data):
+        e = {"code": -32021, "message": "missing"}
+        if data is not None:
+            e["data"] = data
+        return {"jsonrpc": "2.0", "id": 1, "error": e}
+
+    assert shapes.missing_capability_data_problems(err({"requiredCapabilities": {"elicitation": {"url": {}}}})) == []
+    assert shapes.missing_capability_data_problems(err(None)) == ["error.data: missing"]
+    assert shapes.missing_capability_data_problems(err({"requiredCapabilities": ["sampling"]})) == [
+        "error.data.requiredCapabilities: should be a JSON object"]
+
+
+def test_validators_are_built_once():
+    assert shapes._adapter(MODERN, "ElicitResult") is shapes._adapter(MODERN, "ElicitResult")
+    assert shapes._adapter(MODERN, "ElicitResult") is not shapes._adapter(LEGACY, "ElicitResult")
+
+
+@pytest.mark.parametrize("value, ok", [("https://a.b/c", True), ("mailto:x@y.z", True), ("file:///w", True),
+                                       ("/relative", False), ("example.com", False), ("https://a b", False),
+                                       ("https:", False), (5, False)])
+def test_absolute_uri(value, ok):
+    assert shapes.absolute_uri(value) is ok
