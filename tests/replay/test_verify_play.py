@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+import sys
 import threading
 
 from mrtr_inspect.core.messages import decode_message
@@ -12,7 +13,7 @@ from mrtr_inspect.replay.script import load_script
 from mrtr_inspect.replay.verify import Peer, VerifyOptions, render, verify_script
 from tests.traffic import ACCEPT, ELICIT, Traffic
 
-from .conftest import save
+from .conftest import cli, save
 
 
 class ScriptedPeer(Peer):
@@ -145,3 +146,30 @@ def test_each_recorded_session_gets_a_server_of_its_own(tmp_path):
     result = verify_script(script, make_peer, VerifyOptions(timeout=10))
     assert result.ok and [len(p.sent) for p in peers] == [1, 1]
     assert [p.sent[0]["id"] for p in peers] == [1, 2]  # new ids, never reused across sessions
+
+
+LEGACY_SERVER = """
+import json, sys
+call = json.loads(sys.stdin.readline())
+print(json.dumps({"jsonrpc": "2.0", "id": "srv-9", "method": "elicitation/create",
+                  "params": {"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}}}), flush=True)
+answer = json.loads(sys.stdin.readline())
+assert answer["id"] == "srv-9", answer
+print(json.dumps({"jsonrpc": "2.0", "id": call["id"], "result": {"content": [{"type": "text", "text": answer["result"]["action"]}]}}), flush=True)
+"""
+
+
+def test_a_server_request_of_the_legacy_era_gets_the_recorded_answer(tmp_path):
+    """Over stdio a 2025-11-25 server asks the client (elicitation/create as a request of its own):
+    verify answers with what the recorded client answered, under the live request's id."""
+    t = Traffic()
+    a = t.call("tools/call", {"name": "deploy", "arguments": {}}, with_meta=False)
+    t.line("s2c", {"jsonrpc": "2.0", "id": "srv-1", "method": "elicitation/create",
+                   "params": {"message": "Proceed?", "requestedSchema": {"type": "object", "properties": {}}}})
+    t.line("c2s", {"jsonrpc": "2.0", "id": "srv-1", "result": {"action": "accept"}})
+    t.answer({"jsonrpc": "2.0", "id": a, "result": {"content": [{"type": "text", "text": "accept"}]}})
+    server = tmp_path / "legacy_server.py"
+    server.write_text(LEGACY_SERVER)
+    r = cli("replay", "verify", str(save(t.frames, tmp_path / "r.jsonl")), "--", sys.executable, str(server))
+    assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
+    assert r.stdout.decode().splitlines()[-1] == "1 same, 0 differ, 0 skipped, 0 failed"
