@@ -266,6 +266,11 @@ class BodyDecoder:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
 
+    @property
+    def cut_short(self) -> bool:
+        """After flush: the compressed stream ended before its end marker (zlib-based encodings)."""
+        return self._obj is not None and self.error is None and getattr(self._obj, "eof", True) is False
+
 
 class _Deflate:
     """`deflate` is zlib-wrapped by the RFC, raw deflate in practice: accept both."""
@@ -286,6 +291,10 @@ class _Deflate:
 
     def flush(self) -> bytes:
         return self._obj.flush() if self._obj is not None else b""
+
+    @property
+    def eof(self) -> bool:
+        return self._obj.eof if self._obj is not None else False
 
 
 def media_type(content_type: str | None) -> str:
@@ -317,7 +326,10 @@ def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
     out = dec.feed(data) + dec.flush()
     if dec.error is not None:
         return data, dec.error
-    return out, f"decoded from content-encoding {dec.encoding}"
+    note = f"decoded from content-encoding {dec.encoding}"
+    if dec.cut_short:
+        note += " (the compressed body was cut short)"
+    return out, note
 
 
 # ---------------------------------------------------------------------------------------------
@@ -417,8 +429,15 @@ class HttpFramer:
             x.resp_chunks.append(data)
             return []
         dec = x.resp_decoder
-        plain = data if dec is None or dec.identity else dec.feed(data)
-        return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(plain)]
+        if dec is None or dec.identity:
+            return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(data)]
+        if dec.error is None:
+            plain = dec.feed(data)
+            if dec.error is None:
+                return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(plain)]
+        # the stream cannot be decoded: keep its wire bytes, they end up in one body frame
+        x.resp_chunks.append(data)
+        return []
 
     def response_end(self, time: float, exchange: int, error: str | None = None) -> list:
         x = self._x.pop(exchange, None)
@@ -427,13 +446,16 @@ class HttpFramer:
             return [HttpEnd(time, self.session, exchange, error)]
         if x.resp_sse is not None:
             dec = x.resp_decoder
-            if dec is not None and not dec.identity:
+            if dec is not None and not dec.identity and dec.error is None:
                 tail = dec.flush()
                 if tail:
                     out.extend(SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(tail))
             rest = x.resp_sse.close()
             if rest is not None:
                 out.append(SseEvent(time, self.session, exchange, rest))
+            if x.resp_chunks and dec is not None:
+                out.append(HttpBody(time, self.session, exchange, b"".join(x.resp_chunks), False,
+                                    f"{dec.error}; the rest of the event stream as it arrived"))
         elif x.resp_head_seen:
             wire = b"".join(x.resp_chunks)
             enc = x.resp_decoder.encoding if x.resp_decoder is not None else None

@@ -19,6 +19,17 @@ FORMAT = "mrtr-inspect.report/1"
 _SPOOL_BYTES = 8 * 1024 * 1024
 
 
+def _dumps(obj: Any, **kw: Any) -> str:
+    """JSON text that can always be written as UTF-8: a lone surrogate (a tool name sent as \\ud800
+    and quoted back in a finding) is kept as its escape."""
+    text = json.dumps(obj, ensure_ascii=False, default=str, **kw)
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        text = json.dumps(obj, ensure_ascii=True, default=str, **kw)
+    return text
+
+
 class _Spool:
     """JSON lines, in memory up to a size, then on disk."""
 
@@ -27,7 +38,7 @@ class _Spool:
         self.count = 0
 
     def add(self, obj: Any) -> None:
-        self._f.write(json.dumps(obj, ensure_ascii=False, separators=(",", ":"), default=str).encode("utf-8") + b"\n")
+        self._f.write(_dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n")
         self.count += 1
 
     def __iter__(self) -> Iterator[dict]:
@@ -97,7 +108,7 @@ class ReportBuilder:
         }
         if self.notes:
             head["notes"] = self.notes
-        text = json.dumps(head, ensure_ascii=False, indent=2)
+        text = _dumps(head, indent=2)
         fp.write(text[:-2] + ",\n  \"chains\": [")
         self._write_list(fp, self.chains())
         fp.write("],\n  \"findings\": [")
@@ -108,7 +119,7 @@ class ReportBuilder:
     def _write_list(fp: IO[str], items: Iterator[dict]) -> None:
         first = True
         for item in items:
-            fp.write(("\n    " if first else ",\n    ") + json.dumps(item, ensure_ascii=False, default=str))
+            fp.write(("\n    " if first else ",\n    ") + _dumps(item))
             first = False
         if not first:
             fp.write("\n  ")
