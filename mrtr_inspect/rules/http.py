@@ -111,9 +111,13 @@ def decode_header_value(raw: str) -> tuple[str | None, str | None]:
     if len(raw) < len(SENTINEL_HEAD) + len(SENTINEL_TAIL) or not raw.endswith(SENTINEL_TAIL):
         return None, "opens the Base64 sentinel =?base64? without closing it with ?="
     try:
-        return base64.b64decode(raw[len(SENTINEL_HEAD):-len(SENTINEL_TAIL)], validate=True).decode("utf-8"), None
+        data = base64.b64decode(raw[len(SENTINEL_HEAD):-len(SENTINEL_TAIL)], validate=True)
     except (binascii.Error, ValueError):
         return None, "carries invalid Base64 inside the sentinel"
+    try:
+        return data.decode("utf-8"), None
+    except UnicodeDecodeError:
+        return None, "carries Base64 that does not decode to UTF-8 text"
 
 
 def _plain(raw: str) -> bool:
@@ -131,6 +135,8 @@ def _matches(decoded: str, value) -> bool:
     t = type(value)
     if t is bool:
         return decoded == ("true" if value else "false")
+    if t is int and decoded.lstrip("-").isdigit():
+        return int(decoded) == value  # exact, also beyond 2**53
     if t is int or t is float:
         return NUMBER.fullmatch(decoded) is not None and float(decoded) == value
     return t is str and decoded == value
@@ -189,8 +195,8 @@ class _Annotations:
         types = node.get("type")
         types = [t for t in types if t != "null"] if type(types) is list else [types]
         if len(types) != 1 or type(types[0]) is not str or types[0] not in PRIMITIVE:
-            return self._fail(f"x-mcp-header {name!r} annotates {at} of type {_shown(node.get('type'))}, "
-                              "not integer, string or boolean")
+            declared = f"of type {_shown(node['type'])}" if "type" in node else "with no type"
+            return self._fail(f"x-mcp-header {name!r} annotates {at} {declared}, not integer, string or boolean")
         self.headers.append((path, name, MCP_PARAM + name.lower(), "arguments." + ".".join(path)))
 
 
@@ -201,6 +207,18 @@ def _annotations(ctx, session: str, name: str, tool: dict) -> _Annotations:
     if cached is None or cached[0] is not tool:
         cached = ctx.mem[key] = (tool, _Annotations(tool.get("inputSchema")))
     return cached[1]
+
+
+def _header_map(headers) -> tuple[dict[str, str], list[str]]:
+    """The request headers by lower-case name (the first of each), and the Mcp-Param-* names among them."""
+    h = dict(headers)
+    names = "\n".join(h)
+    if len(h) != len(headers) or not names.islower():  # the fast path needs lower-case names, each once
+        h = {}
+        for k, v in headers:
+            h.setdefault(k.lower(), v)
+        names = "\n".join(h)
+    return h, [k for k in h if k.startswith(MCP_PARAM)] if MCP_PARAM in names else []
 
 
 def _at(args, path: tuple[str, ...]) -> tuple[bool, object]:
@@ -328,21 +346,18 @@ def http_response_content_type(obs: ExchangeDone, ctx) -> None:
     Accepted for a request). Error statuses are left alone: intermediaries may answer them without
     a JSON-RPC body."""
     x = obs.exchange
-    if x.status is None or not 200 <= x.status < 300 or x.era != MODERN:
-        return
-    req = x.request
-    if req is None:
+    if x.event_stream or x.status is None or not 200 <= x.status < 300 or x.era != MODERN:
         return
     ct = header(x.response_headers, "content-type")
-    has_body = bool(x.body_messages) or x.event_stream
-    if has_body:
-        if x.event_stream or ct == JSON or media_type(ct) == JSON:
+    if x.body_messages:
+        if ct == JSON or media_type(ct) == JSON:
             return
         what = f"Content-Type {ct!r}" if ct is not None else "no Content-Type"
     elif x.error is not None:
         return  # cut short: the body may never have been seen
     else:
         what = f"status {x.status}" + (f", Content-Type {ct!r}" if ct is not None else "") + " and no body"
+    req = x.request
     ctx.emit(f"{_where(req)} was answered with {what}; a request gets application/json (one JSON object) or "
              "text/event-stream", messages=[req.index])
 
@@ -402,14 +417,7 @@ def _custom_headers(msg: Message, h: dict, params: list, ctx, out: list) -> bool
 def _request_headers(msg: Message, x: HttpExchange, ctx) -> tuple[list, bool]:
     """Every request-metadata finding of a modern POST: (rule, text, is_validation_failure) and whether
     all of them could be judged."""
-    h: dict[str, str] = {}  # the Mcp-* headers by lower-case name (the first of each)
-    params: list[str] = []
-    for k, v in x.headers:
-        lk = k.lower()
-        if lk.startswith("mcp-") and lk not in h:
-            h[lk] = v
-            if lk.startswith(MCP_PARAM):
-                params.append(lk)
+    h, params = _header_map(x.headers)
     out: list = []
     is_request = msg.kind == REQUEST
     hv = h.get("mcp-protocol-version")
@@ -485,8 +493,12 @@ def _server_reaction(x: HttpExchange, ctx) -> None:
     if x.era != MODERN:
         return
     entry = ctx.mem.pop(x, None) if ctx.mem else None
-    if entry is None and all(r.kind != ERROR_KIND for r in x.responses):
-        return  # valid headers, no error: nothing to judge
+    if entry is None:
+        for r in x.responses:
+            if r.kind == ERROR_KIND:
+                break
+        else:
+            return  # valid headers, no error: nothing to judge
     failed, complete = entry or ((), True)
     req, resp = _response_to(x)
     if resp is None:

@@ -251,6 +251,7 @@ def test_decode_header_value_spec_examples():
     assert decode_header_value(" padded ")[1] == "has leading or trailing whitespace (such values must be Base64-encoded)"
     assert decode_header_value("a\tb") == ("a\tb", None)
     assert decode_header_value("line1\nline2")[0] is None
+    assert decode_header_value("=?base64?/w==?=") == (None, "carries Base64 that does not decode to UTF-8 text")
 
 
 def call_sql(t: Traffic, arguments: dict, **values: str) -> None:
