@@ -94,19 +94,23 @@ class Answers:
 
 
 _NONE = Answers([])
-_last: list = [None, _NONE]  # the message last taken apart, and its answers (the rules of one message run in a row)
+# the message last taken apart, and its answers: the rules of one message run in a row (one tuple,
+# replaced whole, so inspectors in other threads never mix two messages up)
+_last: tuple = (None, _NONE)
 
 
 def answers_of(obs: Linked | Answered) -> Answers:
     """The answers a retry (Linked) or a legacy client result (Answered) carries, each with the
     input request it answers. Keys that answer nothing known are left out (the §4.2 rules report
     them)."""
+    global _last
     msg = obs.request if type(obs) is Linked else obs.response
-    if _last[0] is msg:
-        return _last[1]
+    last = _last
+    if last[0] is msg:
+        return last[1]
     found = _linked_answers(obs) if type(obs) is Linked else _legacy_answer(obs)
     out = Answers(found) if found else _NONE
-    _last[0], _last[1] = msg, out
+    _last = (msg, out)
     return out
 
 
@@ -228,7 +232,7 @@ def elicit_result_content_on_decline(obs, ctx) -> None:
     for a in _of(obs, ELICIT):
         v = a.value
         if type(v) is dict and v.get("action") in ("decline", "cancel") and "content" in v:
-            a.emit(ctx, f"the user chose {v['action']!r} yet the answer carries content")
+            a.emit(ctx, f"the user chose {v['action']!r} yet the answer carries content, which is typically omitted")
 
 
 def _form_schema(a: Answer) -> dict:
@@ -434,7 +438,8 @@ def root_uri_not_file(obs, ctx) -> None:
         bad = [r["uri"] for r in roots if type(r) is dict and type(r.get("uri")) is str
                and not r["uri"].startswith("file://")] if type(roots) is list else []
         if bad:
-            a.emit(ctx, f"names roots that are not file:// URIs: {', '.join(short(u, 40) for u in bad[:3])}")
+            a.emit(ctx, f"names roots that are not file:// URIs ({', '.join(short(u, 40) for u in bad[:3])}); a root "
+                        "MUST be a file:// URI")
 
 
 # --- any kind -----------------------------------------------------------------------------------------

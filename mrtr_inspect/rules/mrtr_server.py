@@ -88,7 +88,8 @@ def result_type_not_string(obs: Answered, ctx) -> None:
     """A modern result whose `resultType` is a number, boolean, null, array or object."""
     r = _modern_result(obs)
     if r is not None and "resultType" in r and type(r["resultType"]) is not str:
-        ctx.emit(f"{_answered(obs)} has resultType {short(r['resultType'])}, which is not a string",
+        ctx.emit(f"{_answered(obs)} has resultType {short(r['resultType'])}, which is not a string; "
+                 "resultType is a string (ResultType)",
                  messages=[obs.response.index], chain=_chain(obs))
 
 
@@ -113,7 +114,8 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
     if rt == "task" and type(ext) is dict and TASKS_EXTENSION in ext:
         return
     extra = " and the request did not declare the tasks extension" if rt == "task" else ""
-    ctx.emit(f"{_answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}",
+    ctx.emit(f"{_answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}; "
+             "a client MUST treat it as invalid",
              messages=[obs.response.index], chain=_chain(obs))
 
 
@@ -135,8 +137,8 @@ def input_requests_without_input_required(obs: Answered, ctx) -> None:
     fields = [f for f in ("inputRequests", "requestState") if f in r]
     if fields:
         how = "has no resultType" if "resultType" not in r else 'has resultType "complete"'
-        ctx.emit(f"{_answered(obs)} carries {' and '.join(fields)} but {how}: the client takes it as complete "
-                 "and never answers", messages=[obs.response.index], chain=_chain(obs))
+        ctx.emit(f"{_answered(obs)} carries {' and '.join(fields)} but {how}: clients MUST take it as complete, "
+                 "so nobody answers", messages=[obs.response.index], chain=_chain(obs))
 
 
 @rule(
@@ -226,19 +228,22 @@ class IrrView:
 
 
 # The message last taken apart, and what came of it: the rules of one message run in a row, so the
-# first takes it apart and the others read the parts.
-_last_irr: list = [None, None]
-_last_legacy: list = [None, []]
+# first takes it apart and the others read the parts. (One tuple, replaced whole: inspectors in
+# other threads never see a message paired with another's parts.)
+_last_irr: tuple = (None, None)
+_last_legacy: tuple = (None, [])
 
 
 def _view(obs: Answered) -> IrrView | None:
     """The view of a modern input_required result (None for any other answer)."""
+    global _last_irr
     resp = obs.response
-    if _last_irr[0] is resp:
-        return _last_irr[1]
+    last = _last_irr
+    if last[0] is resp:
+        return last[1]
     r = _modern_result(obs)
     view = IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
-    _last_irr[0], _last_irr[1] = resp, view
+    _last_irr = (resp, view)
     return view
 
 
@@ -248,12 +253,15 @@ def _valid_asks(obs) -> list[Ask]:
     if type(obs) is Answered:
         view = _view(obs)
         return view.valid if view is not None else []
+    global _last_legacy
     msg = obs.msg
-    if _last_legacy[0] is not msg:
-        legacy = msg.kind == REQUEST and msg.era == "legacy" and msg.method in INPUT_REQUEST_METHODS
-        asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
-        _last_legacy[0], _last_legacy[1] = msg, asks
-    return _last_legacy[1]
+    last = _last_legacy
+    if last[0] is msg:
+        return last[1]
+    legacy = msg.kind == REQUEST and msg.era == "legacy" and msg.method in INPUT_REQUEST_METHODS
+    asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
+    _last_legacy = (msg, asks)
+    return asks
 
 
 @rule(
@@ -270,7 +278,8 @@ def irr_empty(obs: Answered, ctx) -> None:
     value (absent or null)."""
     v = _view(obs)
     if v is not None and v.result.get("inputRequests") is None and v.result.get("requestState") is None:
-        v.emit(ctx, f"the input_required {_answered(obs)} has neither inputRequests nor requestState")
+        v.emit(ctx, f"the input_required {_answered(obs)} has neither inputRequests nor requestState; servers "
+                    "MUST include at least one")
 
 
 @rule(
@@ -285,7 +294,7 @@ def irr_empty_map(obs: Answered, ctx) -> None:
     v = _view(obs)
     if v is not None and v.result.get("inputRequests") == {} and v.result.get("requestState") is None:
         v.emit(ctx, f"the input_required {_answered(obs)} asks nothing: its inputRequests is empty and it has "
-                    "no requestState")
+                    "no requestState (one of the two MUST be included; whether {} counts is unsettled)")
 
 
 @rule(
@@ -333,7 +342,7 @@ def input_requests_duplicate_key(obs: Answered, ctx) -> None:
     for d in obs.response.duplicates:
         if d.path == ("result", "inputRequests"):
             v.emit(ctx, f"the input_required {_answered(obs)} repeats the inputRequests key {d.name!r} {d.count} "
-                        "times; parsers disagree on which one counts", details={"key": d.name})
+                        "times (keys MUST be unique); parsers disagree on which one counts", details={"key": d.name})
 
 
 @rule(
@@ -394,7 +403,8 @@ def elicit_form_schema_not_flat(obs, ctx) -> None:
                if not shapes.primitive_schema_ok(s, a.version)}
         if bad:
             listed = ", ".join(f"{n!r} is {why}" for n, why in bad.items())
-            ctx.emit(f"{a.where} asks for a form that is not flat: {listed}", messages=a.messages, chain=a.chain,
+            ctx.emit(f"{a.where} asks for a form that is not flat: {listed}; form schemas allow only top-level "
+                     "primitive properties", messages=a.messages, chain=a.chain,
                      details={"key": a.key, "properties": sorted(bad)})
 
 
@@ -463,7 +473,8 @@ def elicit_url_invalid(obs, ctx) -> None:
     for a in _valid_asks(obs):
         url = _url(a)
         if url is not None and not shapes.absolute_uri(url):
-            ctx.emit(f"{a.where} sends the user to {short(url)}, which is not an absolute URL",
+            ctx.emit(f"{a.where} sends the user to {short(url)}, which is not an absolute URL; the url MUST be a "
+                     "valid URL",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
@@ -498,7 +509,8 @@ def elicit_url_not_https(obs, ctx) -> None:
         except ValueError:
             host = None
         if parts.scheme.lower() != "https" and not _loopback(host):
-            ctx.emit(f"{a.where} sends the user to a {parts.scheme!r} URL ({short(url)}), not https",
+            ctx.emit(f"{a.where} sends the user to {short(url)}, which is not https; servers SHOULD use https "
+                     "outside development",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
@@ -554,7 +566,8 @@ def input_request_undeclared_capability(obs: Answered, ctx) -> None:
     for a in asks:
         need = _undeclared(a, caps)
         if need:
-            ctx.emit(f"{a.where} needs the {need} capability, but {obs.request.label()} {_declared(caps, need)}",
+            ctx.emit(f"{a.where} needs the {need} capability, but {obs.request.label()} {_declared(caps, need)}; "
+                     "servers MUST NOT ask for what the request did not declare",
                      messages=[obs.request.index, obs.response.index], chain=a.chain,
                      details={"key": a.key, "capability": need})
 
@@ -579,7 +592,8 @@ def sampling_include_context_undeclared(obs: Answered, ctx) -> None:
         return
     for a in asks:
         ctx.emit(f"{a.where} uses includeContext {a.params['includeContext']!r}, but {obs.request.label()} did not "
-                 "declare sampling.context", messages=[obs.request.index, obs.response.index], chain=a.chain,
+                 "declare sampling.context; the value SHOULD NOT be used without it",
+                 messages=[obs.request.index, obs.response.index], chain=a.chain,
                  details={"key": a.key})
 
 
@@ -587,7 +601,7 @@ def _missing_capability(obs: Answered) -> dict | None:
     """The error object of a modern -32021 response from the server, else None."""
     r = obs.response
     err = r.error
-    if r.era != "modern" or r.direction != "s2c" or type(err) is not dict or err.get("code") != MISSING_CAPABILITY:
+    if r.era != "modern" or obs.request is None or type(err) is not dict or err.get("code") != MISSING_CAPABILITY:
         return None
     return err
 
@@ -609,7 +623,7 @@ def missing_capability_error_shape(obs: Answered, ctx) -> None:
         return
     problems = shapes.missing_capability_data_problems(obs.response.value)
     if problems:
-        ctx.emit(f"the -32021 error {obs.response.label()} (message #{obs.response.index}) does not list the missing "
+        ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} does not list the missing "
                  f"capabilities as a ClientCapabilities object: {'; '.join(problems)}",
                  messages=[obs.response.index], chain=_chain(obs))
 
@@ -627,8 +641,9 @@ def missing_capability_http_status(obs: Answered, ctx) -> None:
     event stream included)."""
     x = obs.exchange
     if x is not None and x.status != 400 and _missing_capability(obs) is not None:
-        ctx.emit(f"the -32021 error {obs.response.label()} (message #{obs.response.index}) came with HTTP status "
-                 f"{x.status}, not 400", messages=[obs.response.index], chain=_chain(obs), details={"status": x.status})
+        ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} came with HTTP status "
+                 f"{x.status}; on HTTP it MUST be 400", messages=[obs.response.index], chain=_chain(obs),
+                 details={"status": x.status})
 
 
 def _leaves(caps: dict, prefix: tuple = ()) -> list[tuple]:
@@ -674,8 +689,10 @@ def missing_capability_contradicts_declared(obs: Answered, ctx) -> None:
     caps = _caps(obs.request)
     paths = _leaves(required)
     if all(_has(caps, p) for p in paths):
-        ctx.emit(f"the -32021 error {obs.response.label()} says {', '.join('.'.join(p) for p in paths)} is missing, but "
-                 f"{obs.request.label()} (message #{obs.request.index}) declared it",
+        missing = ", ".join(".".join(p) for p in paths)
+        ctx.emit(f"the -32021 error (message #{obs.response.index}) says {missing} is missing, but "
+                 f"{obs.request.label()} (message #{obs.request.index}) declared it; a defined code MUST only be used "
+                 "with its meaning",
                  messages=[obs.request.index, obs.response.index], chain=_chain(obs))
 
 
@@ -709,7 +726,7 @@ def server_error_instead_of_reask(obs: Answered, ctx) -> None:
     if missing:
         ctx.emit(f"{link.request.label()} of chain {link.chain.id} did not answer {', '.join(map(repr, missing))} of round "
                  f"{link.round.n}, and the server answered with error {short(err.get('code'))} instead "
-                 "of asking again", messages=[link.round.irr_index, link.request.index, obs.response.index],
+                 "of asking again, as it SHOULD", messages=[link.round.irr_index, link.request.index, obs.response.index],
                  chain=link.chain.id, details={"missing": missing})
 
 
@@ -743,7 +760,8 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
         what = shapes.input_responses_problems(ir)
     if what:
         ctx.emit(f"the server completed {obs.request.label()} (message #{obs.request.index}) although its inputResponses "
-                 f"are malformed: {'; '.join(what[:4])}", messages=[obs.request.index, obs.response.index],
+                 f"are malformed ({'; '.join(what[:4])}); servers SHOULD validate them",
+                 messages=[obs.request.index, obs.response.index],
                  chain=_chain(obs))
 
 
@@ -801,7 +819,8 @@ def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
     for a in v.asks if v is not None else ():
         extra = [f for f in ("jsonrpc", "id") if f in a.value]
         if extra:
-            ctx.emit(f"{a.where} carries {' and '.join(extra)}, as a whole JSON-RPC request would",
+            ctx.emit(f"{a.where} carries {' and '.join(extra)}, as a whole JSON-RPC request would; an input request "
+                     "is only its method and params",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
@@ -815,7 +834,8 @@ def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
     summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",
     why="What a gateway that collapses every result to one text block shows on the wire: the client loses the "
         "structured answer its tool definition promised.",
-    example='tools/list: {"name": "weather", "outputSchema": {…}}; tools/call weather → {"content": [{"type": "text", …}]}',
+    example='tools/list: {"name": "weather", "outputSchema": {…}}; '
+            'tools/call weather → {"content": [{"type": "text", …}]}',
 )
 def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
     """A server's complete, non-error result to tools/call (any era) that has no
@@ -830,4 +850,5 @@ def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
     tool = ctx.knowledge.tool(obs.response.session, params.get("name"))
     if tool is not None and "outputSchema" in tool:
         ctx.emit(f"{_answered(obs)} has no structuredContent, but tool {params['name']!r} declared an outputSchema "
-                 "in tools/list", messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+                 "in tools/list; servers MUST provide structured results that conform to it",
+                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))

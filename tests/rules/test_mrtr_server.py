@@ -109,6 +109,13 @@ def test_input_requests_without_input_required_near_miss():
     assert "input-requests-without-input-required" not in answer({"resultType": "complete", "content": []}).rules()
 
 
+@pytest.mark.parametrize("sse", [False, True])
+def test_input_required_results_are_read_on_http_too(sse):
+    r = answer({"resultType": "input_required", "inputRequests": {"q": URL_ELICIT}}, caps=FORM_ONLY,
+               transport="http", sse=sse)
+    assert r.rules() & OURS == {"input-request-undeclared-capability"}
+
+
 def test_irr_unsupported_method():
     [f] = irr({"q": ELICIT}, method="tools/list").of("irr-unsupported-method")
     assert "tools/list" in f.message
@@ -264,7 +271,7 @@ def test_elicit_url_invalid_near_miss():
 
 def test_elicit_url_not_https():
     [f] = irr({"q": with_params(URL_ELICIT, url="http://example.com/auth")}).of("elicit-url-not-https")
-    assert "'http' URL" in f.message
+    assert "http://example.com/auth" in f.message and "not https" in f.message
 
 
 @pytest.mark.parametrize("url", ["https://example.com/a", "http://localhost:8080/a", "http://127.0.0.1/a",
