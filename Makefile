@@ -16,7 +16,14 @@ $(STAMP): pyproject.toml
 
 venv: $(STAMP)
 
-test: $(STAMP)
+# The official conformance suite (npm) for tests/e2e/test_conformance.py; without npm those tests skip.
+CONFORMANCE := tests/conformance/node_modules/.package-lock.json
+
+$(CONFORMANCE): tests/conformance/package-lock.json
+	@if command -v npm >/dev/null; then cd tests/conformance && npm ci --no-audit --no-fund; \
+	else echo "npm not found: the conformance tests will be skipped"; fi
+
+test: $(STAMP) $(CONFORMANCE)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)
