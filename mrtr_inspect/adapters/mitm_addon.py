@@ -1,0 +1,342 @@
+"""The mitmproxy addon: mitmproxy's events → `core.framing.HttpFramer` → frames → recording + Inspector.
+
+    mitmproxy event loop                               analysis thread
+    requestheaders ─┐                                  ┌▶ HttpFramer → frames ─▶ RecordingWriter
+    request body    ├─ (framer step, args) ─▶ queue ───┤                     └──▶ Inspector ─▶ report,
+    responseheaders │   each chunk queued, then        │                                      live view,
+    response body   │   returned unchanged to be       │                                      flow notes
+    response/error ─┘   forwarded                      └ (the same frames are recorded and analysed)
+
+Forward first, analyse after: request bodies and response bodies go through stream callbacks that
+queue a reference to each chunk and hand it back to mitmproxy untouched, so every server-sent event
+reaches the client when the server sends it, and nothing is buffered. The callbacks and hooks never
+raise: a chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a
+copy, SSE split into events), recording and the rules run on a thread of their own; a JSON body is
+analysed whole once it is over.
+
+The same class serves the embedded proxy (`mrtr-inspect --upstream URL`, adapters/proxy.py) and
+stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`), where its options are declared in `load()`.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+import weakref
+from collections import OrderedDict
+from typing import Any, Callable, Optional
+
+from mitmproxy import ctx, exceptions, hooks, http
+from mitmproxy.connection import ConnectionState
+from mitmproxy.proxy.mode_specs import ReverseMode
+
+from ..config import Config
+from ..core.events import Headers, SessionStart
+from ..core.findings import Finding
+from ..core.framing import HttpFramer
+from ..core.messages import Message
+from ..outputs.live import LiveView
+from ..outputs.report import ReportBuilder
+from ..recording.writer import RecordingError, RecordingWriter, new_session_id
+from ..rules.tool import UPSTREAM_ERROR
+from .stdio_tee import TeeAnalysis
+
+logger = logging.getLogger("mrtr_inspect")
+
+NOTES_KEY = "mrtr-inspect"
+CLIENT_DISCONNECTED = "client-disconnected"
+CAPTURE_ENDED = "capture-ended"
+
+
+class HttpAnalysis(TeeAnalysis):
+    """The tee's pipeline (record, then inspect, then report) fed with HTTP steps, on its own thread.
+
+    `put((step, args))` from any thread: `step` is one of the framer's methods (`self.http.request_data`…),
+    called here with `args`; its frames are recorded and analysed. `finish(info)` ends the session:
+    exchanges still open end as `capture-ended`, the recording is closed and the report written.
+    """
+
+    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
+                 report: ReportBuilder | None, report_path: str | None, sinks: tuple = ()) -> None:
+        self.http = HttpFramer(start.session)
+        self.sinks = sinks  # more consumers of the outputs: the live view, the flow notes
+        self.q: queue.SimpleQueue = queue.SimpleQueue()
+        self.put = self.q.put
+        super().__init__(start, config, writer, None, report, report_path)
+        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-analysis", daemon=True)
+        self.thread.start()
+
+    def finish(self, info: dict) -> None:
+        self.put((None, (info, time.time())))
+        self.thread.join()
+
+    def end(self, info: dict, t: float) -> None:
+        for x in self.http.open_exchanges():
+            self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
+        super().end(info, t)
+
+    def _run(self) -> None:
+        get = self.q.get
+        while True:
+            step, args = get()
+            if step is None:
+                self.end(*args)
+                return
+            try:
+                frames = step(*args)
+            except Exception as e:  # pragma: no cover - the framer does not raise
+                self._internal(e, "framing")
+                continue
+            self._analyse(frames)
+
+    def _handle(self, outs: list) -> None:
+        super()._handle(outs)
+        for sink in self.sinks:
+            for o in outs:
+                try:
+                    sink.add(o)
+                except Exception as e:
+                    self._internal(e, "output")
+
+
+class _Forward:
+    """A stream callback: queues a reference to each chunk for the analysis, returns it unchanged."""
+
+    __slots__ = ("put", "step", "x")
+
+    def __init__(self, put: Callable, step: Callable, x: int) -> None:
+        self.put, self.step, self.x = put, step, x
+
+    def __call__(self, data: bytes) -> bytes:
+        if data:  # b"" marks the end; the request/response hooks report that
+            try:
+                self.put((self.step, (time.time(), self.x, data)))
+            except BaseException:  # never drop a chunk for the analysis' sake
+                pass
+        return data
+
+
+def _headers(h: http.Headers) -> Headers:
+    """Headers in wire order, bytes kept one to one (latin-1), as the recording stores them."""
+    return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in h.fields)
+
+
+def _client(flow: http.HTTPFlow) -> str:
+    """The client's address without its port (RULES.md §10.4); IPv4-mapped IPv6 as plain IPv4."""
+    peer = flow.client_conn.peername
+    host = str(peer[0]) if peer else ""
+    return host[7:] if host.startswith("::ffff:") and "." in host else host
+
+
+class FlowNotes:
+    """Writes what the analysis learnt about each flow into `flow.metadata["mrtr-inspect"]`: its
+    messages with their chain and round, and the findings that name them. mitmweb shows it, and the
+    "MCP JSON-RPC" contentview heads each message with it. The notes are applied on mitmproxy's
+    event loop; flows are held weakly."""
+
+    MAX_INDEXES = 10_000
+
+    def __init__(self, loop) -> None:
+        self.loop = loop
+        self.flows: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
+        self._where: OrderedDict[int, int] = OrderedDict()  # message index → exchange, the latest ones
+
+    def track(self, x: int, flow: http.HTTPFlow) -> None:
+        self.flows[x] = flow
+
+    def add(self, out: Any) -> None:
+        t = type(out)
+        if t is Message and out.exchange is not None:
+            self._where[out.index] = out.exchange
+            if len(self._where) > self.MAX_INDEXES:
+                self._where.popitem(last=False)
+            self._note(out.exchange, "messages", message_note(out))
+        elif t is Finding:
+            for x in {self._where.get(i) for i in out.messages} - {None}:
+                self._note(x, "findings", {"rule": out.rule, "severity": out.severity, "message": out.message})
+
+    def _note(self, x: int, kind: str, note: dict) -> None:
+        flow = self.flows.get(x)
+        if flow is not None:
+            self.loop.call_soon_threadsafe(_apply_note, flow, kind, note)
+
+
+def _apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> None:
+    notes = flow.metadata.setdefault(NOTES_KEY, {"messages": [], "findings": []})
+    notes[kind].append(note)
+    ctx.master.addons.trigger(hooks.UpdateHook([flow]))
+
+
+def message_note(msg: Message) -> dict:
+    """A message's place: its label, and for MRTR traffic its chain and round."""
+    note: dict[str, Any] = {"index": msg.index, "label": msg.label(), "direction": msg.direction}
+    creq = msg.creq if msg.creq is not None else (msg.request.creq if msg.request is not None else None)
+    if creq is not None:
+        chain = creq.chain
+        note["chain"] = f"{chain.id} {chain.method} {chain.target}"
+        if msg.direction == "c2s":
+            note["step"] = f"retry of round {creq.round.n}" if creq.round is not None else "first request"
+        else:
+            rd = next((r for r in chain.rounds if r.irr_index == msg.index), None)
+            note["step"] = f"round {rd.n}: input_required" if rd is not None else "final response"
+    return note
+
+
+class _Flow:
+    __slots__ = ("x", "request_done")
+
+    def __init__(self, x: int) -> None:
+        self.x = x
+        self.request_done = False
+
+
+def _log_line(text: str, severity: str | None) -> None:
+    logger.log(logging.WARNING if severity in ("error", "warning") else logging.INFO, text)
+
+
+class MrtrInspect:
+    """Records and analyses the MCP traffic mitmproxy forwards (one capture session per run).
+
+    Embedded (adapters/proxy.py) it is given its writer, report path and live view; in stock
+    mitmproxy it reads them from its options (`--set mrtr_record=PATH` …) and logs through
+    mitmproxy's event log.
+    """
+
+    def __init__(self, config: Config | None = None, *, writer: RecordingWriter | None = None,
+                 report: str | None = None, view: LiveView | None = None, upstream: str | None = None,
+                 embedded: bool = False) -> None:
+        self.config = config or Config()
+        self.embedded = embedded
+        self._writer = writer
+        self._report = report
+        self.view = view
+        self.upstream = upstream
+        self.analysis: HttpAnalysis | None = None
+        self.notes: FlowNotes | None = None
+        self.stopping = False  # errors from here on are the proxy closing, not the client leaving
+        self._flows: dict[str, _Flow] = {}
+        self._next = 0
+
+    # -- mitmproxy lifecycle ----------------------------------------------------------------------
+    def load(self, loader) -> None:
+        loader.add_option("mrtr_record", Optional[str], None,
+                          "Record the MCP traffic to this file (mrtr-inspect recording; an existing "
+                          "recording gets a new session appended).")
+        loader.add_option("mrtr_report", Optional[str], None,
+                          "Write the mrtr-inspect JSON report (chains and findings) to this file on exit.")
+        loader.add_option("mrtr_peer_header", Optional[str], None,
+                          "A request header whose value identifies the client (principal) for chain "
+                          "stitching, instead of Authorization, then client address plus clientInfo.")
+
+    def configure(self, updated: set[str]) -> None:
+        if self.embedded or self.analysis is None:
+            return
+        if updated & {"mrtr_record", "mrtr_report", "mrtr_peer_header"}:
+            self._end()  # a new session with the new settings
+            self._begin()
+
+    def running(self) -> None:
+        if self.analysis is None:
+            self._begin()
+
+    def done(self) -> None:
+        self._end()
+
+    def _begin(self) -> HttpAnalysis:
+        writer, report_path, config = self._writer, self._report, self.config
+        if not self.embedded:
+            opts = ctx.options
+            report_path = opts.mrtr_report
+            if opts.mrtr_peer_header:
+                config.peer_header = opts.mrtr_peer_header
+            if opts.mrtr_record:
+                try:
+                    writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()})
+                except RecordingError as e:
+                    raise exceptions.OptionsError(str(e)) from None
+            self.notes = FlowNotes(ctx.master.event_loop)
+            self.view = LiveView(write=_log_line, color=False)
+        start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
+                                                                      {"upstream": self._upstream()})
+        builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
+        sinks = tuple(s for s in (self.view, self.notes) if s is not None)
+        self.analysis = HttpAnalysis(start, config, writer, builder, report_path, sinks)
+        return self.analysis
+
+    def _end(self) -> None:
+        a, self.analysis = self.analysis, None
+        if a is not None:
+            a.finish({"exchanges": self._next})
+            self._flows.clear()
+            if not self.embedded and self.view is not None:
+                self.view.stop()  # the session's totals, in the event log
+
+    def _upstream(self) -> str:
+        if self.upstream:
+            return self.upstream
+        specs = [m for m in ctx.options.mode if m.startswith("reverse:")]
+        return ReverseMode.parse(specs[0]).data if specs else ", ".join(ctx.options.mode)
+
+    # -- HTTP events (mitmproxy's event loop: quick, and never raising) ----------------------------
+    def requestheaders(self, flow: http.HTTPFlow) -> None:
+        try:
+            a = self.analysis or self._begin()
+            x = self._next = self._next + 1
+            self._flows[flow.id] = _Flow(x)
+            req = flow.request
+            a.put((a.http.request_head, (time.time(), x, req.method, req.data.path.decode("latin-1"),
+                                         _headers(req.headers), _client(flow))))
+            req.stream = _Forward(a.put, a.http.request_data, x)
+            if self.notes is not None:
+                self.notes.track(x, flow)
+        except Exception as e:
+            self._failed(e)
+
+    def request(self, flow: http.HTTPFlow) -> None:
+        st = self._flows.get(flow.id)
+        if st is not None and self.analysis is not None:
+            st.request_done = True
+            self.analysis.put((self.analysis.http.request_end, (time.time(), st.x, True)))
+
+    def responseheaders(self, flow: http.HTTPFlow) -> None:
+        st = self._flows.get(flow.id)
+        a = self.analysis
+        if st is None or a is None or flow.response is None:
+            return
+        try:
+            resp = flow.response
+            a.put((a.http.response_head, (time.time(), st.x, resp.status_code, _headers(resp.headers))))
+            resp.stream = _Forward(a.put, a.http.response_data, st.x)
+        except Exception as e:
+            self._failed(e)
+
+    def response(self, flow: http.HTTPFlow) -> None:
+        st = self._flows.pop(flow.id, None)
+        if st is not None and self.analysis is not None:
+            self.analysis.put((self.analysis.http.response_end, (time.time(), st.x, None)))
+
+    def error(self, flow: http.HTTPFlow) -> None:
+        st = self._flows.pop(flow.id, None)
+        a = self.analysis
+        if st is None or a is None:
+            return
+        t = time.time()
+        if not st.request_done:  # the body never arrived whole
+            a.put((a.http.request_end, (t, st.x, False)))
+        a.put((a.http.response_end, (t, st.x, self._reason(flow))))
+
+    def _reason(self, flow: http.HTTPFlow) -> str:
+        """Why an exchange broke off, in the words of `HttpEnd.error`."""
+        if self.stopping:
+            return CAPTURE_ENDED
+        if not flow.client_conn.state & ConnectionState.CAN_READ:
+            return CLIENT_DISCONNECTED
+        return UPSTREAM_ERROR + (flow.error.msg if flow.error is not None else "unknown")
+
+    def _failed(self, e: Exception) -> None:
+        try:
+            logger.warning("mrtr-inspect: internal error (traffic unaffected): %s: %s", type(e).__name__, e)
+        except Exception:  # pragma: no cover
+            pass

@@ -1,0 +1,184 @@
+"""The mitmproxy addon in-process: mitmproxy's hooks and stream callbacks → frames → recording and
+report; the reasons an exchange breaks off; the flow notes and the "MCP JSON-RPC" contentview."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from mitmproxy import http
+from mitmproxy.connection import ConnectionState
+from mitmproxy.contentviews import Metadata
+from mitmproxy.flow import Error
+from mitmproxy.test import taddons, tflow
+
+from mrtr_inspect.adapters.contentview import McpJsonRpc, body_messages
+from mrtr_inspect.adapters.mitm_addon import NOTES_KEY, MrtrInspect, _Forward
+from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent
+from mrtr_inspect.recording.reader import read_frames
+from tests.traffic import ELICIT, dumps, meta
+
+CALL = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+        "params": {"name": "deploy", "arguments": {"env": "prod"}, "_meta": meta()}}
+IRR = {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "input_required", "inputRequests": {"confirm": ELICIT},
+                                             "requestState": "sealed-secret-state"}}
+HEADERS = [(b"Content-Type", b"application/json"), (b"Accept", b"application/json, text/event-stream"),
+           (b"MCP-Protocol-Version", b"2026-07-28"), (b"Mcp-Method", b"tools/call"), (b"Mcp-Name", b"deploy"),
+           (b"X-Note", b"caf\xe9")]
+
+
+def test_a_stream_callback_returns_each_chunk_unchanged_even_when_queueing_fails():
+    seen = []
+    ok = _Forward(lambda item: seen.append(item), "step", 3)
+    chunk = b"data: {}\n\n"
+    assert ok(chunk) is chunk
+    assert ok(b"") == b""  # the end marker is not queued
+    assert [(step, x, data) for step, (t, x, data) in seen] == [("step", 3, chunk)]
+
+    def broken(item):
+        raise MemoryError
+
+    assert _Forward(broken, "step", 3)(chunk) is chunk
+
+
+def _flow() -> http.HTTPFlow:
+    f = tflow.tflow()
+    f.response = None
+    f.request.method = "POST"
+    f.request.path = "/mcp"
+    f.request.headers = http.Headers(HEADERS)
+    f.client_conn.peername = ("::ffff:10.1.2.3", 53122)
+    f.metadata.clear()
+    f.request.data.content = b""
+    return f
+
+
+def _request(addon: MrtrInspect, f: http.HTTPFlow, chunks: list[bytes]) -> None:
+    addon.requestheaders(f)
+    for c in chunks:
+        assert f.request.stream(c) is c
+    assert f.request.stream(b"") == b""
+    addon.request(f)
+
+
+def _respond(addon: MrtrInspect, f: http.HTTPFlow, chunks: list[bytes], content_type: bytes) -> None:
+    f.response = http.Response.make(200, b"", [(b"content-type", content_type)])
+    addon.responseheaders(f)
+    for c in chunks:
+        assert f.response.stream(c) is c
+    addon.response(f)
+
+
+def _stock_addon(tctx, tmp_path, **opts) -> MrtrInspect:
+    addon = MrtrInspect()
+    tctx.master.addons.add(addon)
+    tctx.configure(addon, mrtr_record=str(tmp_path / "s.jsonl"), mrtr_report=str(tmp_path / "r.json"), **opts)
+    addon.running()
+    return addon
+
+
+def test_hooks_and_stream_callbacks_become_recorded_frames_and_a_report(tmp_path):
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            body = dumps(CALL)
+            f = _flow()
+            _request(addon, f, [body[:10], body[10:]])
+            answer = dumps(IRR)
+            events = [b"event: message\r\ndata: " + answer[:30], answer[30:] + b"\r\n\r\n"]
+            _respond(addon, f, events, b"text/event-stream")
+            addon.done()
+
+    asyncio.run(main())
+    fs = [f for f in read_frames(tmp_path / "s.jsonl") if type(f) in (HttpRequest, HttpResponse, SseEvent, HttpEnd)]
+    req, resp, ev, end = fs
+    assert (req.method, req.path, req.body, req.client, req.complete) == ("POST", "/mcp", dumps(CALL), "10.1.2.3", True)
+    assert req.headers[-1] == ("X-Note", "café")  # bytes kept one to one (latin-1)
+    assert [k for k, _ in req.headers] == [k.decode() for k, _ in HEADERS]
+    assert resp.status == 200
+    assert ev.raw == b"event: message\r\ndata: " + dumps(IRR) + b"\r\n\r\n"
+    assert end.error is None
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["summary"]["messages"] == 2
+    assert [(c["target"], c["outcome"]) for c in report["chains"]] == [("deploy", "abandoned")]
+
+
+def _broken(tmp_path, why) -> list:
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            f = _flow()
+            addon.requestheaders(f)
+            f.request.stream(dumps(CALL)[:20])
+            why(addon, f)
+            f.error = Error("peer closed connection")
+            addon.error(f)
+            addon.done()
+
+    asyncio.run(main())
+    return [f for f in read_frames(tmp_path / "s.jsonl") if type(f) in (HttpRequest, HttpEnd)]
+
+
+def test_a_client_that_closes_mid_body_is_a_cut_request_and_a_client_disconnect(tmp_path):
+    def closed(addon, f):
+        f.client_conn.state = ConnectionState.CAN_WRITE  # it stopped sending
+
+    req, end = _broken(tmp_path, closed)
+    assert (req.complete, req.body) == (False, dumps(CALL)[:20])
+    assert end.error == "client-disconnected"
+
+
+def test_an_error_with_the_client_still_there_is_the_upstream_failing(tmp_path):
+    req, end = _broken(tmp_path, lambda addon, f: None)
+    assert end.error == "upstream-error: peer closed connection"
+
+
+def test_errors_while_the_proxy_stops_are_the_end_of_the_capture(tmp_path):
+    def stopping(addon, f):
+        addon.stopping = True
+        f.client_conn.state = ConnectionState.CLOSED
+
+    req, end = _broken(tmp_path, stopping)
+    assert end.error == "capture-ended"
+
+
+def test_flows_get_notes_and_the_contentview_shows_the_chain(tmp_path):
+    flows = []
+
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            f = _flow()
+            _request(addon, f, [dumps(CALL)])
+            _respond(addon, f, [dumps(IRR)], b"application/json")
+            flows.append(f)
+            addon.done()  # the analysis is over; its notes wait on the loop
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    f = flows[0]
+    notes = f.metadata[NOTES_KEY]
+    assert [(n["label"], n["chain"], n["step"]) for n in notes["messages"]] == [
+        ("tools/call id=2", "c1 tools/call deploy", "first request"),
+        ("result id=2", "c1 tools/call deploy", "round 1: input_required")]
+    f.response.content = dumps(IRR)  # mitmweb keeps streamed bodies with store_streamed_bodies
+    view = McpJsonRpc()
+    meta_ = Metadata(flow=f, content_type="application/json", http_message=f.response)
+    assert view.render_priority(f.response.content, meta_) > 1
+    text = view.prettify(f.response.content, meta_)
+    assert text.splitlines()[0] == "# result id=2  ·  chain c1 tools/call deploy, round 1: input_required"
+    assert "sealed-secret-state" not in text and "<requestState sha256:" in text
+    assert '"confirm"' in text
+
+
+def test_the_contentview_splits_an_event_stream_and_shows_what_is_not_json_rpc():
+    stream = b'event: message\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{}}\n\n: ping\n\n' \
+             b'data: {"jsonrpc":"2.0","id":1,"result":{}}\n\ndata: {oops\n\n'
+    assert body_messages(stream, "text/event-stream; charset=utf-8") == [
+        b'{"jsonrpc":"2.0","method":"notifications/progress","params":{}}', b'{"jsonrpc":"2.0","id":1,"result":{}}',
+        b"{oops"]
+    text = McpJsonRpc().prettify(stream, Metadata(content_type="text/event-stream"))
+    heads = [line for line in text.splitlines() if line.startswith("#")]
+    assert heads[:2] == ["# notifications/progress", "# result id=1"]
+    assert heads[2] == "# invalid" and heads[3].startswith("# not a JSON-RPC message")
+    assert McpJsonRpc().render_priority(b"<html>", Metadata(content_type="text/html")) < 0
