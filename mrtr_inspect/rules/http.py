@@ -84,9 +84,11 @@ def _response_to(x: HttpExchange) -> tuple[Message | None, Message | None]:
     return req, next((r for r in x.responses if r.idk == req.idk), None)
 
 
-def _code(msg: Message):
+def _code(msg: Message) -> int | None:
+    """The integer code of an error response (None when there is none)."""
     e = msg.error
-    return e.get("code") if type(e) is dict else None
+    c = e.get("code") if type(e) is dict else None
+    return c if type(c) is int else None
 
 
 def _result_type(msg: Message):
@@ -519,7 +521,8 @@ def _server_reaction(x: HttpExchange, ctx) -> None:
                  messages=ids, rule_id="http-server-accepted-header-mismatch")
     elif failed and code not in OTHER_REJECTIONS:
         ctx.emit(f"the server rejected {what}, whose headers failed validation ({', '.join(dict.fromkeys(failed))}), "
-                 f"with error code {code} (message #{resp.index}, status {x.status}) instead of -32020 (HeaderMismatch)",
+                 f"with {'error code ' + str(code) if code is not None else 'an error without an integer code'} "
+                 f"(message #{resp.index}, status {x.status}) instead of -32020 (HeaderMismatch)",
                  messages=ids, rule_id="http-header-mismatch-wrong-status-or-code")
 
 
@@ -671,7 +674,8 @@ declare(
 declare(
     "http-header-mismatch-spurious", ERROR, section="4.6", spec=spec.BASE_ERROR_CODES, emitted_by=_HUB,
     conformance="sep-2663-routing-headers-accepted-on-tasks-get",
-    quote="Implementations MUST use defined codes only with their specified meanings.",
+    quote="Implementations MUST NOT emit any code from this sub-range that is not defined by this specification and "
+          "MUST use defined codes only with their specified meanings.",
     summary="-32020 (HeaderMismatch) returned although every header matches the body.",
     doc="The server answers -32020 to a modern request whose headers all match the body after decoding "
         "(not reported when the tool's x-mcp-header annotations are unknown: no tools/list seen).",
@@ -745,25 +749,33 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
 
 
 @rule(
-    "http-get-delete-modern", WARNING, on=ExchangeDone, section="4.6", spec=spec.HTTP_EARLIER_REVISIONS,
+    "http-get-delete-modern", WARNING, on=(Answered, ExchangeDone), kinds=["result"], methods=["server/discover"],
+    section="4.6", spec=spec.HTTP_EARLIER_REVISIONS,
     quote="HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed.",
     summary="A modern-only server answers GET or DELETE on the MCP endpoint with something other than 405.",
     why="A legacy client probing for the GET stream or ending its session needs an unambiguous answer.",
     example="discover supportedVersions [\"2026-07-28\"]; GET /mcp → 200 text/event-stream",
 )
-def http_get_delete_modern(obs: ExchangeDone, ctx) -> None:
-    """A GET or DELETE answered with a status other than 405 by a server whose last `server/discover`
-    result in this capture lists only modern versions (heuristic: the discover result speaks for the
-    endpoint)."""
+def http_get_delete_modern(obs, ctx) -> None:
+    """A GET or DELETE answered with a status other than 405 on an HTTP path whose latest
+    `server/discover` result lists only modern versions (heuristic: the discover result speaks for
+    the endpoint it was served on)."""
     x = obs.exchange
+    if x is None:
+        return
+    if type(obs) is Answered:  # remember what the endpoint said it supports
+        r = obs.response.result
+        versions = r.get("supportedVersions") if type(r) is dict else None
+        if type(versions) is list and versions and len(ctx.mem) < 1000:
+            modern_only = all(type(v) is str and v not in LEGACY_VERSIONS for v in versions)
+            ctx.mem[(x.session, x.path)] = versions if modern_only else None
+        return
     if (x.method != "GET" and x.method != "DELETE") or x.status is None or x.status == 405:
         return
-    disc = ctx.knowledge.discover.get(x.session)
-    versions = disc.get("supportedVersions") if type(disc) is dict else None
-    if type(versions) is not list or not versions or any(type(v) is not str or v in LEGACY_VERSIONS for v in versions):
-        return
-    ctx.emit(f"{x.method} {x.path} (exchange {x.number}) was answered with {x.status}; this server supports only "
-             f"{', '.join(versions)} and should answer 405 Method Not Allowed")
+    versions = ctx.mem.get((x.session, x.path))
+    if versions:
+        ctx.emit(f"{x.method} {x.path} (exchange {x.number}) was answered with {x.status}; this endpoint supports "
+                 f"only {', '.join(versions)} (server/discover) and should answer 405 Method Not Allowed")
 
 
 @rule(

@@ -437,6 +437,12 @@ def test_get_delete_modern():
     assert not discover_then([VERSION, "2025-11-25"], 200).run().of("http-get-delete-modern")
 
 
+def test_get_delete_modern_only_on_the_mcp_endpoint():
+    t = discover_then([VERSION], 405)
+    t.respond(t.post(b"", method="GET", path="/.well-known/oauth-protected-resource"), 200, b"{}")
+    assert not t.run().of("http-get-delete-modern")
+
+
 def sse_event(msg: dict | None, event_id: str | None = None) -> bytes:
     from tests.traffic import dumps
     head = f"id: {event_id}\r\n".encode() if event_id is not None else b""
