@@ -41,7 +41,6 @@ from ..core.messages import (
     id_key,
     target_of,
 )
-from ..outputs.text import FindingPrinter
 from .live import LiveLog
 from .matching import ABSENT, Diff, differences, parse_paths, strip_paths
 from .script import Exchange, HttpSide, ReplayError, Script, Step
@@ -258,8 +257,7 @@ def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertoo
 
 
 def verify_script(script: Script, make_peer: Callable[[str, LiveLog], Peer], options: VerifyOptions | None = None,
-                  transport: str = "stdio", config: Config | None = None, record: str | None = None,
-                  printer: FindingPrinter | None = None) -> VerifyResult:
+                  transport: str = "stdio", config: Config | None = None, record: str | None = None) -> VerifyResult:
     """Play every session of the script against a peer of its own; compare."""
     options = options or VerifyOptions()
     ignore = parse_paths(TIME_PATHS + tuple(options.ignore))
@@ -270,7 +268,7 @@ def verify_script(script: Script, make_peer: Callable[[str, LiveLog], Peer], opt
         steps = [s for s in script.steps if s.session == sid]
         if not any(s.kind == "request" for s in steps):
             continue
-        log = LiveLog(transport, {"verify": script.path}, config, record, printer)
+        log = LiveLog(transport, {"verify": script.path}, config, record)
         peer = make_peer(sid, log)
         try:
             result.played += play_session(steps, peer, options.timeout, counter)
