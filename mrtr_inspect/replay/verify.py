@@ -30,17 +30,7 @@ from urllib.parse import urlsplit
 from ..config import Config
 from ..core.events import Headers
 from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
-from ..core.messages import (
-    ERROR,
-    NOTIFICATION,
-    REQUEST,
-    RESULT,
-    Message,
-    decode_message,
-    format_id,
-    id_key,
-    target_of,
-)
+from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key, target_of
 from .live import LiveLog
 from .matching import ABSENT, Diff, differences, parse_paths, strip_paths
 from .script import Exchange, HttpSide, ReplayError, Script, Step
