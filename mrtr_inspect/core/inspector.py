@@ -359,7 +359,7 @@ class Inspector:
             if c2s:
                 self._client_request(msg, context, peer, scope, headers, x)
             else:
-                msg.era = self.era.context_era(context, headers)
+                msg.era = self._context_era(msg, context, headers, x)
                 self.exchanges.server_scope(scope).add(msg)
                 self._obs(Decoded(msg, x))
             return
@@ -373,7 +373,7 @@ class Inspector:
             else:
                 self._server_response(msg, context, scope, headers, x)
             return
-        msg.era = self.era.context_era(context, headers)
+        msg.era = self._context_era(msg, context, headers, x)
         self._obs(Decoded(msg, x))
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
@@ -383,6 +383,13 @@ class Inspector:
             self._obs(Cancelled(msg, req, creq))
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, msg.time))
+
+    def _context_era(self, msg: Message, context: str, headers, x: HttpExchange | None) -> str:
+        """The era of a message no request pairs with: a server message on a request's POST response
+        stream takes that request's era (RULES.md §2), any other the era of its context."""
+        if x is not None and msg.direction == "s2c" and x.request is not None:
+            return x.request.era
+        return self.era.context_era(context, headers)
 
     def _client_request(self, msg: Message, context: str, peer: str, scope: str, headers, x) -> None:
         self.era.classify_request(msg, context, headers)
