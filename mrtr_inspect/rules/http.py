@@ -79,9 +79,11 @@ def _first(obs: Decoded) -> HttpExchange | None:
 def _response_to(x: HttpExchange) -> tuple[Message | None, Message | None]:
     """The POSTed request and the response on the exchange that carries its id."""
     req = x.request
-    if req is None:
-        return None, None
-    return req, next((r for r in x.responses if r.idk == req.idk), None)
+    if req is not None:
+        for r in x.responses:
+            if r.idk == req.idk:
+                return req, r
+    return req, None
 
 
 def _code(msg: Message) -> int | None:
@@ -207,20 +209,33 @@ def _annotations(ctx, session: str, name: str, tool: dict) -> _Annotations:
     key = ("tool", session, name)
     cached = ctx.mem.get(key)
     if cached is None or cached[0] is not tool:
-        cached = ctx.mem[key] = (tool, _Annotations(tool.get("inputSchema")))
-    return cached[1]
+        schema = tool.get("inputSchema")
+        same = cached is not None and cached[1] == schema  # tools/list repeats the same definitions
+        cached = ctx.mem[key] = (tool, schema, cached[2] if same else _Annotations(schema))
+    return cached[2]
+
+
+# The request headers last mapped: the rules of one POST run in a row, so the first maps them and the
+# others look names up. (One tuple, replaced whole: inspectors in other threads never mix them up.)
+_last_map: tuple = (None, None)
 
 
 def _header_map(headers) -> tuple[dict[str, str], list[str]]:
     """The request headers by lower-case name (the first of each), and the Mcp-Param-* names among them."""
+    global _last_map
+    last = _last_map
+    if last[0] is headers:
+        return last[1]
     h = dict(headers)
     names = "\n".join(h)
-    if len(h) != len(headers) or not names.islower():  # the fast path needs lower-case names, each once
+    if len(h) != len(headers) or names.lower() != names:  # the fast path needs lower-case names, each once
         h = {}
         for k, v in headers:
             h.setdefault(k.lower(), v)
         names = "\n".join(h)
-    return h, [k for k in h if k.startswith(MCP_PARAM)] if MCP_PARAM in names else []
+    mapped = h, [k for k in h if k.startswith(MCP_PARAM)] if MCP_PARAM in names else []
+    _last_map = (headers, mapped)
+    return mapped
 
 
 def _at(args, path: tuple[str, ...]) -> tuple[bool, object]:
@@ -251,7 +266,7 @@ def http_accept_header(obs: Decoded, ctx) -> None:
     x = _first(obs)
     if x is None or x.method != "POST" or post_era(x) == UNKNOWN:
         return
-    accept = header(x.headers, "accept")
+    accept = _header_map(x.headers)[0].get("accept")
     missing = ctx.mem.get(accept)  # clients send the same Accept on every POST
     if missing is None:
         if len(ctx.mem) > 64:
@@ -808,7 +823,7 @@ def http_last_event_id(obs, ctx) -> None:
     x = _first(obs)
     if x is None or post_era(x) != MODERN:
         return
-    last = header(x.headers, "last-event-id")
+    last = _header_map(x.headers)[0].get("last-event-id")
     if last is not None:
         ctx.emit(f"{_where(obs.msg)} carries Last-Event-ID {last!r}; streams of this revision are not resumable",
                  messages=[obs.msg.index])
