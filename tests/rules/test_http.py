@@ -267,6 +267,19 @@ def test_mcp_param_missing():
     assert len(f) == 1 and f[0].messages == [2] and "Mcp-Param-Region" in f[0].message
 
 
+def test_mcp_param_follows_the_latest_tools_list():
+    t = with_tools(REGION_TOOL)
+    call_sql(t, {"region": "us-west1"})
+    x, i = post(t, "tools/list")
+    ok(t, x, i, {"tools": [REGION_TOOL], "ttlMs": 0, "cacheScope": "public"})  # the same definition again
+    call_sql(t, {"region": "us-west1"})
+    plain = {"name": "sql", "inputSchema": {"type": "object", "properties": {"region": {"type": "string"}}}}
+    x, i = post(t, "tools/list")
+    ok(t, x, i, {"tools": [plain], "ttlMs": 0, "cacheScope": "public"})  # the annotation is gone
+    call_sql(t, {"region": "us-west1"})
+    assert [f.messages for f in t.run().of("http-mcp-param-missing")] == [[2], [5]]
+
+
 def test_mcp_param_missing_needs_the_tool_definition():
     t = Traffic("http")
     call_sql(t, {"region": "us-west1"})
