@@ -131,7 +131,7 @@ def _linked_answers(obs: Linked) -> list[Answer]:
     for key, value in responses.items():
         q = asked.get(key)
         method = q.get("method") if type(q) is dict else None
-        if method in INPUT_REQUEST_METHODS:
+        if type(method) is str and method in INPUT_REQUEST_METHODS:
             out.append(Answer(key, method, q.get("params"), value, shapes.MODERN, obs, messages, cid))
     return out
 

@@ -6,6 +6,8 @@ ElicitResult, CreateMessageResult or ListRootsResult; is this form property a
 PrimitiveSchemaDefinition. The models are the generated per-version wire models of `mcp-types`
 (2026-07-28 for modern traffic, 2025-11-25 for the server-initiated requests of legacy traffic);
 their validators are built once and cached. Validation is strict: JSON has no `"50"` that means 50.
+(The public `mcp_types.methods` maps have no 2026-07-28 row for input requests and their results:
+that revision has no server requests, so the models are taken from the per-version packages.)
 
 A problem is a short text, `path: what is wrong`, for a person to read.
 """
@@ -29,11 +31,6 @@ SAMPLE = "sampling/createMessage"
 ROOTS = "roots/list"
 
 _MODULES = {MODERN: v2026, LEGACY: v2025}
-
-
-def version_of(era: str) -> str:
-    """The schema a message of this era is judged by."""
-    return LEGACY if era == "legacy" else MODERN
 
 
 @cache
@@ -204,10 +201,11 @@ def input_response_errors(method: str, value: Any, version: str = MODERN) -> lis
     return _errors(version, _RESULTS[method], value) or []
 
 
-def input_responses_problems(value: Any, version: str = MODERN) -> list[str]:
-    """Is `value` a valid InputResponses map (each value one of the three result types)?"""
-    errors = _errors(version, "InputResponses", value) if version == MODERN else None
-    return describe(errors, value, version, ("inputResponses",)) if errors else []
+def input_responses_problems(value: Any) -> list[str]:
+    """Is `value` a valid InputResponses map (each value one of the three result types)? (2026-07-28:
+    the map exists in no earlier version.)"""
+    errors = _errors(MODERN, "InputResponses", value)
+    return describe(errors, value, MODERN, ("inputResponses",)) if errors else []
 
 
 # -- errors --------------------------------------------------------------------------------------

@@ -2,11 +2,12 @@
 the answer it describes and stays quiet on the nearest answer that is fine."""
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
+from tests.rules.test_mrtr_server import OURS, URL_ELICIT, legacy_server_request
 from tests.traffic import ACCEPT, ELICIT, ROOTS, ROOTS_ANSWER, SAMPLE, SAMPLED, Traffic
 
-URL_ELICIT = {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
-                                                         "url": "https://example.com/auth"}}
 TOOLS = [{"name": "lookup", "inputSchema": {"type": "object"}}]
 
 
@@ -29,21 +30,6 @@ def form(properties: dict, required: list | None = None) -> dict:
     if required is not None:
         schema["required"] = required
     return {"method": "elicitation/create", "params": {"message": "Fill in", "requestedSchema": schema}}
-
-
-def legacy_answer(method: str, params: dict | None, result):
-    """A 2025-11-25 stdio session: the server asks `method`, the client answers `result`."""
-    t = Traffic()
-    init = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
-                                 "clientInfo": {"name": "c", "version": "1"}}, with_meta=False)
-    t.result(init, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
-             with_meta=False, result_type=None)
-    msg = {"jsonrpc": "2.0", "id": 50, "method": method}
-    if params is not None:
-        msg["params"] = params
-    t.server(msg)
-    t.client({"jsonrpc": "2.0", "id": 50, "result": result})
-    return t.run()
 
 
 # --- ElicitResult -------------------------------------------------------------------------------
@@ -249,13 +235,59 @@ def test_answers_to_questions_nobody_asked_are_not_judged():
 
 
 def test_legacy_client_result_is_judged_by_the_2025_11_25_models():
-    r = legacy_answer("elicitation/create", ELICIT["params"], {"action": "sure"})
+    r = legacy_server_request("elicitation/create", ELICIT["params"], {"action": "sure"})
     [f] = r.of("elicit-result-action-invalid")
-    assert "client's result result id=50" in f.message
-    assert "list-roots-result-invalid" in legacy_answer("roots/list", None, {"roots": [{}]}).rules()
+    assert "client's result result id=100" in f.message
+    assert "list-roots-result-invalid" in legacy_server_request("roots/list", None, {"roots": [{}]}).rules()
 
 
 def test_legacy_client_result_near_miss():
-    r = legacy_answer("elicitation/create", ELICIT["params"], ACCEPT)
-    assert not [f for f in r.findings if f.severity == "error"]
-    assert "list-roots-result-invalid" not in legacy_answer("roots/list", None, ROOTS_ANSWER).rules()
+    assert not legacy_server_request("elicitation/create", ELICIT["params"], ACCEPT).rules() & OURS
+    assert "list-roots-result-invalid" not in legacy_server_request("roots/list", None, ROOTS_ANSWER).rules()
+
+
+# --- robustness ----------------------------------------------------------------------------------------------
+
+_scalars = st.none() | st.booleans() | st.integers(-5, 5) | st.floats(allow_nan=False, allow_infinity=False) | \
+    st.sampled_from(["", "form", "url", "accept", "object", "boolean", "elicitation/create", "sampling/createMessage",
+                     "roots/list", "file:///w", "http://x", "tool_use", "tool_result"])
+_keys = st.sampled_from(["method", "params", "mode", "message", "requestedSchema", "properties", "type", "url", "roots",
+                         "uri", "action", "content", "role", "model", "messages", "maxTokens", "tools", "required",
+                         "enum", "items", "code", "error", "a", "q"])
+_json = st.recursive(_scalars, lambda inner: st.lists(inner, max_size=3) | st.dictionaries(_keys, inner, max_size=4),
+                     max_leaves=12)
+
+
+def broken_here(findings) -> list:
+    """The failures of the checks of these sections (other sections have their own tests)."""
+    return [f.message for f in findings if f.rule == "inspector-error" and (f.details or {}).get("rule") in OURS]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(asked=st.dictionaries(st.sampled_from(["q", "r"]), _json | st.sampled_from([ELICIT, SAMPLE, ROOTS])),
+       answers=st.dictionaries(st.sampled_from(["q", "r"]), _json) | _json,
+       extra=st.dictionaries(st.sampled_from(["content", "ttlMs", "inputRequests"]), _json, max_size=2))
+def test_no_rule_of_these_sections_fails_on_any_json(asked, answers, extra):
+    """Whatever a server asks and a client answers, the checks judge it and never fail themselves."""
+    t = Traffic()
+    a = t.tool("deploy")
+    t.irr(a, asked, state="s1", **extra)
+    b = t.tool("deploy", inputResponses=answers, requestState="s1")
+    t.result(b, {"content": []})
+    r = t.run()
+    assert r.chain("c1")["requests"] == [a, b]  # the retry was linked: the §4.3 rules saw it
+    assert not broken_here(r.findings)
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(data=_json, caps=_json, asked=_json)
+def test_no_rule_of_these_sections_fails_on_any_capabilities_or_error_data(data, caps, asked):
+    """The same for what a request declares, a -32021 error's data, and a legacy server request's params."""
+    t = Traffic()
+    a = t.call("tools/call", {"name": "deploy"}, caps=caps)
+    t.error(a, -32021, "missing capability", data)
+    b = t.call("tools/call", {"name": "deploy"}, caps=caps)
+    t.irr(b, {"q": asked})
+    assert not broken_here(t.run().findings)
+    r = legacy_server_request("elicitation/create", asked if type(asked) is dict else None, answer={"x": asked})
+    assert not broken_here(r.findings)

@@ -5,11 +5,13 @@ import copy
 
 import pytest
 
+from mrtr_inspect.adapters.recording import replay_outputs
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import Inspector
+from mrtr_inspect.core.messages import Message
 from mrtr_inspect.rules import load_rules
 from mrtr_inspect.rules.registry import REGISTRY
-from tests.captures import capture_frames, capture_names
+from tests.captures import ROOT, capture_frames, capture_names
+from tests.core.pipeline import analyse
 from tests.traffic import ACCEPT, CAPS_ALL, ELICIT, ROOTS, SAMPLE, Traffic, dumps
 
 URL_ELICIT = {"method": "elicitation/create", "params": {"mode": "url", "message": "Sign in",
@@ -48,8 +50,9 @@ def form(properties: dict) -> dict:
         "type": "object", "properties": properties}}}
 
 
-def legacy_server_request(method: str, params: dict | None):
-    """A 2025-11-25 stdio session in which the server sends `method` to the client, and the client answers."""
+def legacy_server_request(method: str, params: dict | None, answer: dict = ACCEPT):
+    """A 2025-11-25 stdio session in which, during a tools/call, the server sends `method` to the client
+    (id 100) and the client answers `answer`."""
     t = Traffic()
     init = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
                                  "clientInfo": {"name": "c", "version": "1"}}, with_meta=False)
@@ -61,7 +64,7 @@ def legacy_server_request(method: str, params: dict | None):
     if params is not None:
         msg["params"] = params
     t.server(msg)
-    t.client({"jsonrpc": "2.0", "id": 100, "result": {"action": "accept", "content": {"confirm": True}}})
+    t.client({"jsonrpc": "2.0", "id": 100, "result": answer})
     t.result(call, {"content": []}, with_meta=False, result_type=None)
     return t.run()
 
@@ -498,17 +501,28 @@ SECTION_4_3 = [
 OURS = set(SECTION_4_1 + SECTION_4_3 + ["tool-result-missing-structured-content"])
 
 
+def _ours_not_info(outs: list) -> list:
+    return [o for o in outs if type(o) is Finding and (o.rule in OURS and o.severity != "info" or o.rule == "inspector-error")]
+
+
 @pytest.mark.skipif(not capture_names(), reason="fixtures/captures not present")
 @pytest.mark.parametrize("name", capture_names())
 def test_sdk_captures_give_no_error_from_these_rules(name):
-    load_rules()
-    insp = Inspector()
-    outs = []
-    for frame in capture_frames(name):
-        outs += insp.feed(frame)
-    outs += insp.close()
-    ours = [o for o in outs if type(o) is Finding and (o.rule in OURS or o.rule == "inspector-error")]
-    assert not [f for f in ours if f.severity == "error" or f.rule == "inspector-error"], ours
+    """The official SDKs talking to each other (http_legacy at 2025-11-25; http_manual_tamper's altered
+    state is §4.2's business): nothing from these rules above info."""
+    assert not _ours_not_info(analyse(capture_frames(name)))
+
+
+SDK_RECORDINGS = sorted(str(p) for p in (ROOT / "fixtures").glob("test_sdk_*/*.jsonl"))
+
+
+@pytest.mark.skipif(not SDK_RECORDINGS, reason="fixtures/test_sdk_* not present")
+@pytest.mark.parametrize("path", SDK_RECORDINGS)
+def test_sdk_recordings_with_sampling_and_roots_give_nothing_from_these_rules(path):
+    outs = list(replay_outputs([path]))
+    asked = b"".join(o.raw for o in outs if type(o) is Message and o.direction == "s2c")
+    assert b"sampling/createMessage" in asked and b"roots/list" in asked
+    assert not _ours_not_info(outs)
 
 
 def test_catalog_has_every_rule_of_the_sections():

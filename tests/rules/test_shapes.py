@@ -11,12 +11,6 @@ from tests.traffic import SAMPLE as SAMPLE_REQUEST
 URL = {"mode": "url", "message": "Sign in", "url": "https://example.com/auth"}
 
 
-def test_version_of_era():
-    assert shapes.version_of("modern") == MODERN
-    assert shapes.version_of("legacy") == LEGACY
-    assert shapes.version_of("unknown") == MODERN
-
-
 @pytest.mark.parametrize("version", [MODERN, LEGACY])
 def test_valid_input_requests_have_no_problems(version):
     assert shapes.input_request_problems(ELICIT, ELICIT_REQUEST["params"], version) == []
