@@ -119,8 +119,9 @@ def bounded(table: dict, key, value) -> None:
 
 
 def once(st, key) -> bool:
-    """True the first time `key` is seen in this session's state (findings reported once)."""
-    if key in st.once:
+    """True the first time `key` is seen in this session's state (findings reported once; past
+    4096 keys, a session that keeps producing new ones is not reported further)."""
+    if key in st.once or len(st.once) >= 4096:
         return False
     st.once.add(key)
     return True
@@ -199,10 +200,9 @@ def message_checks(obs, ctx) -> None:
     server's response body or SSE data that is not JSON at all. Any era: both revisions require
     JSON-RPC 2.0."""
     t = type(obs)
-    if t is Decoded:
+    if t is Decoded:  # the hot path: every message
         msg = obs.msg
-        st = ctx.mem.get(msg.session) or _state(ctx, msg.session)
-        _message(msg, obs.exchange, st, ctx)
+        _message(msg, obs.exchange, ctx.mem.get(msg.session) or _state(ctx, msg.session), ctx)
     elif t is Cancelled:
         n, req = obs.notification, obs.request
         if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
@@ -518,8 +518,11 @@ def _meta_keys(msg: Message, meta: dict, st: _State, ctx) -> None:
 
 
 def _progress_duplicate(msg: Message, token, ctx) -> None:
+    flight = in_flight(ctx, msg)
+    if len(flight) < 2:  # only this request
+        return
     tk = id_key(token)
-    for other in in_flight(ctx, msg):
+    for other in flight:
         if other is not msg and id_key(meta_value(other, "progressToken")) == tk:
             ctx.emit(f"{at(msg)} uses progressToken {format_id(token)}, already used by {at(other)}, which is still in "
                      "flight; progress tokens MUST be unique across all active requests",
@@ -770,7 +773,7 @@ def _server_error(msg: Message, req: Message, x, code, st: _State, ctx) -> None:
             data = msg.error.get("data")
             supported = data.get("supported") if type(data) is dict else None
             if type(supported) is list:
-                st.retry[client_at(msg, x)] = (msg, [v for v in supported if type(v) is str])
+                bounded(st.retry, client_at(msg, x), (msg, [v for v in supported if type(v) is str]))
                 legacy_ok = any(v in LEGACY_VERSIONS for v in supported if type(v) is str)
         bounded(st.modern_error, client_at(msg, x), (msg, legacy_ok))
     method = req.method

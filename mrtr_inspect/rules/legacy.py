@@ -21,7 +21,7 @@ from .base import URL_ELICITATION_REQUIRED, at, bounded, error_code, on_stream_o
 from .registry import ERROR, INFO, WARNING, declare, rule
 
 HOST = "legacy-request-id-reused-in-session"
-IDS_REMEMBERED = 65536  # request ids remembered per session and sender
+IDS_REMEMBERED = 4096  # request ids remembered per session and sender
 VERSION_HEADER_SINCE = "2025-06-18"  # the first revision whose clients send MCP-Protocol-Version
 DISCOVER = "server/discover"
 
@@ -50,7 +50,7 @@ class _State:
 def legacy_checks(obs, ctx) -> None:
     """A legacy-era request whose id (type and value) its sender (client or server) already used in
     the same session: the stdio process, or the HTTP Mcp-Session-Id (HTTP requests without a session
-    id are not judged). The last 65,536 ids per sender and session are remembered."""
+    id are not judged). The last 4,096 ids per sender and session are remembered."""
     if type(obs) is SessionOver:
         ctx.mem.pop(obs.session, None)
         return
@@ -83,7 +83,8 @@ def _id_reuse(msg: Message, x, st: _State, ctx) -> None:
             return
     seen = st.ids.get((msg.direction, session))
     if seen is None:
-        seen = st.ids[(msg.direction, session)] = {}
+        seen = {}
+        bounded(st.ids, (msg.direction, session), seen)
     prior = seen.get(msg.idk)
     if prior is not None:
         who = "client" if msg.direction == "c2s" else "server"
@@ -136,7 +137,8 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
     where = x.path if x is not None else ""
     first = st.eras.get(where)
     if first is None:
-        first = st.eras[where] = [None, None, False]
+        first = [None, None, False]
+        bounded(st.eras, where, first)
     if first[slot] is None:
         first[slot] = msg
         other = first[1 - slot]

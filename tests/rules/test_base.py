@@ -738,3 +738,28 @@ def test_subscription_unrequested_type():
     r = t.run()
     assert [f.messages for f in r.of("subscription-unrequested-type")] == [[0, 4], [0, 5], [0, 6]]
     assert not r.of("elicitation-complete-notification")  # on a listen stream it is the error above
+
+
+# --- memory ---------------------------------------------------------------------------------------------------------
+
+
+def test_what_the_rules_remember_of_a_session_goes_when_it_ends():
+    from mrtr_inspect.core.inspector import Inspector
+
+    t = Traffic()
+    t.line("c2s", b"not json")
+    a = t.call("tools/call", {"name": "x", "_meta": {"progressToken": "p", LOG_LEVEL: "info"}})
+    progress(t, "p", 1)
+    log(t)
+    t.notify("notifications/cancelled", {"requestId": a})
+    t.call("subscriptions/listen", {"notifications": {"toolsListChanged": True}}, id=99)
+    server_note(t, "notifications/subscriptions/acknowledged", ack(99, toolsListChanged=True))
+    t.call("server/discover")
+    t.end()
+    insp = Inspector()
+    for f in t.frames:
+        insp.feed(f)
+    ours = {"jsonrpc-envelope-invalid", "progress-not-increasing", "subscription-ack-missing", "log-without-loglevel",
+            "legacy-request-id-reused-in-session", "stdio-framing", "stdio-era-probe"}
+    kept = {rid: list(m) for rid, m in insp.engine.ctx._mem.items() if rid in ours and m}
+    assert kept == {}, kept
