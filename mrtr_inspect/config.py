@@ -25,5 +25,6 @@ class Config:
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact
     redact_headers: list[str] = field(default_factory=list)
-    #: closed-chain states remembered to recognise a replay
-    remembered_states: int = 100_000
+    #: closed-chain states remembered to recognise a replay (each keeps its round and chain, without
+    #: messages: a few KB; bench/check_speed.py measures the memory)
+    remembered_states: int = 10_000

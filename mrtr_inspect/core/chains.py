@@ -37,10 +37,13 @@ def _canon_num(v: Any) -> Any:
     return v
 
 
+_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+
+
 def canonical_json(value: Any) -> str:
     """Canonical JSON in the manner of RFC 8785: sorted members, no spaces, integral floats as integers."""
     try:
-        return json.dumps(value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
+        return _CANONICAL(value)
     except (TypeError, ValueError):
         return json.dumps(_canon_num(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
 
@@ -539,8 +542,8 @@ class Stitcher:
                 if type(st) is str:
                     self._remember(self._stray_states, state_hash(st), chain)
                 self._remember(self._completed, (chain.peer, chain.key), (chain, True))
-            else:
-                self._remember(self._completed, (chain.peer, chain.key), (chain, False))
+            else:  # a plain completion of the same request ends what a stray one left (the chain is not kept)
+                self._completed.pop((chain.peer, chain.key), None)
             self._finish(chain, "complete", resp, obs)
         return obs
 
@@ -600,6 +603,12 @@ class Stitcher:
         while len(self._retired) > self._retired_limit:
             h, _ = self._retired.popitem(last=False)
             self._state_index.pop(h, None)
+        for r in chain.requests:  # its messages go: what a closed chain keeps for replays is small (and
+            link = r.link         # a late duplicate answer to one of its requests finds no chain)
+            if link is not None and link.request is not None:
+                link.request.creq = None
+                link.request = None  # type: ignore[assignment]
+                link.earlier = []
         obs.append(ChainClosed(chain))
 
     # -- time and the end -----------------------------------------------------------------------

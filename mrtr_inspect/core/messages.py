@@ -111,7 +111,7 @@ class Message:
 
     def raw_token(self, *path: str) -> str | None:
         try:
-            return rawjson.raw_member_token(self.raw.decode("utf-8"), path)
+            return rawjson.raw_member_token(self.raw.decode("utf-8"), path, self.value)
         except UnicodeDecodeError:
             return None
 

@@ -41,7 +41,8 @@ class Linked:
     `via`: state, keys or params. `state`: how the retry's requestState relates to the round's:
     echoed, reencoded (same value, other escapes), altered, dropped, fabricated, none (neither had
     one). `replay`: None, or how the round's earlier retry ended: answered, errored, broken (no
-    response). `earlier`: the chain's requests before this one.
+    response). `earlier`: the chain's requests before this one. `request` and `earlier` are
+    released when the chain closes (closed chains keep no messages).
     """
 
     chain: "Chain"

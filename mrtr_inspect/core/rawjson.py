@@ -157,14 +157,34 @@ def parse(raw: bytes, max_depth: int = MAX_DEPTH) -> Parsed:
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
 
 
-def raw_member_token(text: str, path: Path) -> str | None:
+_SCALAR_AFTER_NAME = re.compile(r'\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|[^\s\[\]{}:,"]+)', re.S)
+
+
+def raw_member_token(text: str, path: Path, value: Any = None) -> str | None:
     """The raw JSON token (quotes and escapes as sent) of the scalar at `path`, where `path` names
     object members only, e.g. ("params", "requestState"). None when absent or not a scalar.
 
     With repeated member names the last one is returned, as Python's parser keeps the last value.
+    `value`, the parsed `text`, allows a shortcut: when the scalar is there and its name appears once
+    in a text without `\\u` escapes (so the name is spelled as is), that one place is its name.
     """
+    if value is not None and "\\u" not in text:
+        name = '"' + path[-1] + '"'
+        at = text.find(name)
+        if at >= 0 and text.find(name, at + 1) < 0 and _is_scalar_at(value, path):
+            m = _SCALAR_AFTER_NAME.match(text, at + len(name))
+            if m is not None:
+                return m.group(1)
     span = raw_member_span(text, path)
     return text[span[0]:span[1]] if span is not None else None
+
+
+def _is_scalar_at(value: Any, path: Path) -> bool:
+    for name in path:
+        if type(value) is not dict or name not in value:
+            return False
+        value = value[name]
+    return type(value) is not dict and type(value) is not list
 
 
 def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:

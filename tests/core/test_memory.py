@@ -124,3 +124,14 @@ def test_http_exchanges_of_completed_chains_are_forgotten():
     assert insp.messages == 4 * n and closed == n and rules == set()
     assert_nothing_kept(insp)
     assert all(len(scope) == 0 for scope in insp.exchanges._client.values())
+
+
+def test_what_closed_chains_keep_for_replays_holds_no_message():
+    insp = Inspector(Config(remembered_states=REMEMBERED))
+    feed_all(insp, stdio_frames(range(20), Clock()))
+    kept = [rd for rounds in insp.stitcher._state_index.values() for rd in rounds]
+    assert len(kept) == 20
+    for rd in kept:
+        assert rd.chain.closed
+        for r in rd.chain.requests:
+            assert r.msg is None and (r.link is None or (r.link.request is None and r.link.earlier == []))

@@ -140,6 +140,7 @@ STATE_PATH = ("params", "requestState")
     ('{ "params" : { "requestState" : "x" , "b" : 1 } }', '"x"'),
     ('{"params":{"requestState":12}}', "12"),
     ('{"params":{"requ\\u0065stState":"esc-name"}}', '"esc-name"'),  # a name spelled with an escape
+    ('{"x":{"requestState":"decoy"},"params":{"requ\\u0065stState":"real"}}', '"real"'),
     # decoys: the same name elsewhere, in strings, deeper, in arrays
     ('{"requestState":"top","params":{"x":{"requestState":"deep"},"requestState":"real"}}', '"real"'),
     ('{"params":{"note":"\\"requestState\\":\\"fake\\"","requestState":"real"}}', '"real"'),
@@ -151,6 +152,17 @@ STATE_PATH = ("params", "requestState")
 ])
 def test_raw_member_token(text, token):
     assert raw_member_token(text, STATE_PATH) == token
+    assert raw_member_token(text, STATE_PATH, json.loads(text)) == token  # the shortcut, given the parsed value
+
+
+@FUZZ
+@given(st.recursive(st.none() | st.integers() | st.text(alphabet='"\\é:{}a', max_size=6),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                        st.sampled_from(["params", "requestState", "a", 're"q']), c, max_size=3), max_leaves=20),
+       st.booleans())
+def test_raw_member_token_shortcut_agrees_with_the_tokenizer(value, ascii_only):
+    text = json.dumps(value, ensure_ascii=ascii_only)
+    assert raw_member_token(text, STATE_PATH, value) == raw_member_token(text, STATE_PATH)
 
 
 def test_raw_member_token_agrees_with_the_parsed_value():
