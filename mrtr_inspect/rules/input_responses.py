@@ -96,7 +96,7 @@ class Answers:
 _NONE = Answers([])
 # the message last taken apart, and its answers: the rules of one message run in a row (one tuple,
 # replaced whole, so inspectors in other threads never mix two messages up)
-_last: tuple = (None, _NONE)
+_last: tuple = (object(), _NONE)
 
 
 def answers_of(obs: Linked | Answered) -> Answers:
@@ -108,6 +108,8 @@ def answers_of(obs: Linked | Answered) -> Answers:
     last = _last
     if last[0] is msg:
         return last[1]
+    if msg is None:  # a link whose chain has closed: its messages are gone
+        return _NONE
     found = _linked_answers(obs) if type(obs) is Linked else _legacy_answer(obs)
     out = Answers(found) if found else _NONE
     _last = (msg, out)

@@ -714,7 +714,9 @@ def server_error_instead_of_reask(obs: Answered, ctx) -> None:
     (its state echoed, its other answers well formed), and the server answers with a JSON-RPC error
     rather than a new input_required result."""
     link = obs.creq.link if obs.creq is not None else None
-    if link is None or link.replay is not None or link.state not in ("echoed", "reencoded", "none"):
+    if link is None or link.request is None or link.replay is not None:
+        return
+    if link.state not in ("echoed", "reencoded", "none"):  # an error about the state is no refusal to ask again
         return
     asked = link.round.input_requests or {}
     params = link.request.params if type(link.request.params) is dict else {}
@@ -751,6 +753,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
     if "inputResponses" not in params:
         return
     link = obs.creq.link if obs.creq is not None else None
+    link = link if link is not None and link.request is not None else None
     ir = params["inputResponses"]
     if type(ir) is not dict:
         what = [f"inputResponses is {short(ir)}, not an object"]
