@@ -97,6 +97,13 @@ def on_stream_of(x) -> Message | None:
     return x.request if x is not None else None
 
 
+def chain_of(msg: Message) -> str | None:
+    """The chain of a request, or of the request a response answers (MRTR methods), for findings."""
+    req = msg.request if msg.is_response else msg
+    creq = req.creq if req is not None else None
+    return creq.chain.id if creq is not None else None
+
+
 def params(msg: Message) -> dict:
     return msg.params if type(msg.params) is dict else {}
 
@@ -460,7 +467,7 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
         meta = msg.params["_meta"]
         if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
             ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
-                     messages=[msg.index], rule_id="request-meta-missing")
+                     messages=[msg.index], chain=chain_of(msg), rule_id="request-meta-missing")
         if CLIENT_INFO_KEY not in meta and once(st, ("client-info", msg.peer)):
             ctx.emit(f"{at(msg)} carries no io.modelcontextprotocol/clientInfo; clients SHOULD identify themselves on "
                      "every request (reported once per client)", messages=[msg.index], rule_id="client-info-missing")
@@ -473,7 +480,7 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
         why = _meta_problem(msg)
         if why is not None:
             ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
-                     rule_id="request-meta-missing")
+                     chain=chain_of(msg), rule_id="request-meta-missing")
     if st.retry or st.modern_error:
         _after_modern_error(msg, x, st, ctx)
     if st.broken and x is not None:
@@ -658,7 +665,7 @@ def _response(msg: Message, x, st: _State, ctx) -> None:
         if level is not None and level not in LOG_LEVELS and code != INVALID_PARAMS:
             ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
                      f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
-                     rule_id="log-level-invalid")
+                     chain=chain_of(req), rule_id="log-level-invalid")
     if k == ERROR_KIND:
         _server_error(msg, req, x, code, st, ctx)
     if st.cancelled:
@@ -717,7 +724,7 @@ def _accepted_missing_meta(msg: Message, req: Message, x, code, why: str, ctx) -
         how = "with a result" if msg.kind == RESULT else f"with error {code}, not -32602 (Invalid params)"
     ctx.emit(f"the server answered {at(req)} ({why}) {how} ({at(msg)}); a request missing a required field MUST be "
              "rejected with -32602 (on HTTP, status 400)",
-             messages=[req.index, msg.index], rule_id="server-accepted-request-missing-meta")
+             messages=[req.index, msg.index], chain=chain_of(req), rule_id="server-accepted-request-missing-meta")
 
 
 def _modern_result(msg: Message, req: Message, x, st: _State, ctx) -> None:
@@ -1005,7 +1012,7 @@ def cacheable_result_missing_hints(obs: Answered, ctx) -> None:
     problems = _hint_problems(res)
     if problems:
         ctx.emit(f"{at(obs.response)} completes {at(req)}: {'; '.join(problems)}",
-                 messages=[req.index, obs.response.index])
+                 messages=[req.index, obs.response.index], chain=chain_of(req))
 
 
 declare(
@@ -1272,7 +1279,7 @@ declare(
 def _after_cancel(msg: Message, cancel: Message, ctx) -> None:
     ctx.emit(f"{at(msg)} came after {at(cancel)} cancelled the request; the server MUST NOT send further messages for "
              "a cancelled request (unless the two crossed on the wire)", messages=[cancel.index, msg.index],
-             rule_id="message-after-cancel")
+             chain=chain_of(msg), rule_id="message-after-cancel")
 
 
 def _progress_after_cancel(msg: Message, st: _State, ctx) -> None:

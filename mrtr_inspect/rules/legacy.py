@@ -17,7 +17,7 @@ from ..core.events import header
 from ..core.messages import LEGACY_VERSIONS, REQUEST, RESULT, Message
 from ..core.observations import Decoded, SessionOver
 from . import spec
-from .base import URL_ELICITATION_REQUIRED, at, bounded, error_code, on_stream_of, once, params
+from .base import URL_ELICITATION_REQUIRED, at, bounded, chain_of, error_code, on_stream_of, once, params
 from .registry import ERROR, INFO, WARNING, declare, rule
 
 HOST = "legacy-request-id-reused-in-session"
@@ -251,7 +251,8 @@ def _server_result(msg: Message, x, st: _State, ctx) -> None:
             req = msg.request
             ctx.emit(f"{at(msg)} answers the legacy {at(req) if req else 'request'} with {what}, which 2025-11-25 does "
                      "not have; a legacy request is served by the negotiated legacy revision",
-                     messages=[i.index for i in (req, msg) if i is not None], rule_id="modern-artifact-in-legacy")
+                     messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(msg),
+                     rule_id="modern-artifact-in-legacy")
         if x is not None and msg.request is not None and msg.request.method == "initialize":
             _session_minted(msg, x, st, ctx)
     elif era == MODERN:
@@ -261,7 +262,7 @@ def _server_result(msg: Message, x, st: _State, ctx) -> None:
             if keys:
                 ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
                          "2025-11-25 field that 2026-07-28 removed", messages=[msg.index],
-                         rule_id="url-elicitation-has-elicitation-id")
+                         chain=chain_of(msg), rule_id="url-elicitation-has-elicitation-id")
 
 
 def _url_elicitation(v) -> bool:
@@ -371,7 +372,7 @@ def url_elicitation_required_error(obs: Decoded, ctx) -> None:
         req = msg.request
         ctx.emit(f"{at(msg)}{' answering ' + at(req) if req else ''} uses -32042 (URL elicitation required, 2025-11-25 "
                  "only); this revision MUST NOT emit it: return an input_required result with a URL elicitation",
-                 messages=[i.index for i in (req, msg) if i is not None])
+                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(msg))
 
 
 @rule(

@@ -218,3 +218,14 @@ def test_no_version_header_needed_before_2025_06_18():
     h = legacy_http(version="2025-03-26")
     h.post(h.request("tools/list", with_meta=False), headers=session_headers(version=None))
     assert not h.run().of("legacy-protocol-version-header-missing")
+
+
+def test_findings_on_a_chain_name_it():
+    t = Traffic()
+    a = t.tool("login")
+    t.irr(a, {"l": {**URL_ELICIT, "params": {**URL_ELICIT["params"], "elicitationId": "e1"}}}, state="s")
+    b = t.tool("login", requestState="s", inputResponses={"l": {"action": "accept"}})
+    t.error(b, -32042, "URL elicitation required")
+    r = t.run()
+    assert [f.chain for f in r.of("url-elicitation-has-elicitation-id") + r.of("url-elicitation-required-error")] == [
+        "c1", "c1"]
