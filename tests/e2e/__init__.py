@@ -13,6 +13,7 @@ Small programs the tests put around or behind mrtr-inspect live here as function
     signals                   says `ready`, then on SIGINT or SIGTERM says `got N` and dies of N
     half_close                writes one line, closes stdout, waits for end of input, exits 0
     until_epipe               writes lines until its stdout breaks, then exits 3
+    deaf                      closes its stdin, says `deaf`, waits for a signal
 """
 
 from __future__ import annotations
@@ -161,3 +162,11 @@ def until_epipe(argv: list[str]) -> None:
             os.write(1, line)
     except BrokenPipeError:
         sys.exit(3)
+
+
+def deaf(argv: list[str]) -> None:
+    os.close(0)
+    sys.stdout.write("deaf\n")
+    sys.stdout.flush()
+    while True:
+        signal.pause()

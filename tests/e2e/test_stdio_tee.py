@@ -11,6 +11,7 @@ import pty
 import select
 import signal
 import stat
+import subprocess
 import threading
 import time
 from pathlib import Path
@@ -163,6 +164,17 @@ def test_a_client_that_stops_reading_is_passed_on_to_the_child(procs):
     read_line(p.stdout)
     p.stdout.close()
     assert p.wait(30) == 3  # the child's write failed as it would on a direct pipe
+
+
+def test_a_child_that_stops_reading_is_passed_on_to_the_client(procs):
+    p = procs.start(tee_cmd(cmd=helper("deaf")), stderr=subprocess.DEVNULL)  # a finding per message
+    assert read_line(p.stdout) == b"deaf\n"
+    deadline = time.monotonic() + 30
+    with pytest.raises(BrokenPipeError):  # as it would be on a direct pipe
+        while time.monotonic() < deadline:
+            os.write(p.stdin.fileno(), FORGED)
+    p.send_signal(signal.SIGTERM)
+    assert p.wait(30) == 128 + signal.SIGTERM
 
 
 # -- what passes, byte for byte -----------------------------------------------------------------

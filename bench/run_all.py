@@ -1,0 +1,37 @@
+"""Every benchmark, one after the other (`make bench`). Each prints its figure as a ratio against a
+baseline measured in the same run; see docs/performance.md.
+
+    python bench/run_all.py            # the figures of docs/performance.md (several minutes)
+    python bench/run_all.py --quick    # the same, small: a smoke run of the scripts
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+RUNS = {
+    "tee_throughput.py": (["--messages", "100000", "--repeat", "5"], ["--messages", "5000", "--repeat", "1"]),
+    "check_speed.py": (["--messages", "1000000", "--repeat", "3"], ["--messages", "10000", "--repeat", "1"]),
+}
+
+
+def main() -> int:
+    quick = "--quick" in sys.argv[1:]
+    failed = []
+    for script, (full, small) in RUNS.items():
+        print(f"== bench/{script}", flush=True)
+        t0 = time.perf_counter()
+        if subprocess.run([sys.executable, str(HERE / script), *(small if quick else full)]).returncode != 0:
+            failed.append(script)
+        print(f"   ({time.perf_counter() - t0:.0f} s)\n", flush=True)
+    if failed:
+        print("failed to run: " + ", ".join(failed))
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

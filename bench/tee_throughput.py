@@ -1,0 +1,106 @@
+"""The tee's throughput against a direct pipe (target: tee >= 0.5x the direct pipe).
+
+A driver writes N small JSON-RPC requests (tools/call, SDK-shaped, one write per message) to a trivial
+echo server (bench/echo_server.py, one flushed result per request) and reads the N results back,
+writing and reading at the same time. Timed: from the first request to the last result, after a
+warm-up round trip (so process start-up is not counted). Two ways, alternated, REPEAT times each:
+
+  direct:  driver ⇄ echo server
+  tee:     driver ⇄ mrtr-inspect stdio --record FILE -- echo server   (recording and analysis on)
+
+The ratio is median(direct) / median(tee): the tee's throughput as a fraction of the direct pipe's.
+Also shown: how long after the last result the tee exited (its analysis catching up; it may trail
+the stream, never slow it), and that the recording holds every message.
+
+    python bench/tee_throughput.py [--messages 100000] [--repeat 5]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from _util import PY, ROOT, env_with_project, median, verdict
+
+TARGET = 0.5
+META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":'
+        '{"name":"bench","version":"1.0"},"io.modelcontextprotocol/clientCapabilities":{}}')
+
+
+def request(i: int) -> bytes:
+    return (f'{{"jsonrpc":"2.0","id":{i},"method":"tools/call","params":{{"name":"echo","arguments":'
+            f'{{"text":"message {i}"}},{META}}}}}\n').encode()
+
+
+def drive(cmd: list[str], n: int, stderr) -> tuple[float, float]:
+    """(seconds from the first request to the last result, seconds from then to the process' exit)."""
+    p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
+                         env=env_with_project(), cwd=ROOT)
+    w, r = p.stdin.fileno(), p.stdout.fileno()
+    os.write(w, request(0))  # warm-up: both processes are up once this comes back
+    buf = b""
+    while b"\n" not in buf:
+        buf += os.read(r, 65536)
+    lines = [request(i) for i in range(1, n + 1)]
+
+    def write_all() -> None:
+        for line in lines:
+            os.write(w, line)
+
+    writer = threading.Thread(target=write_all)
+    t0 = time.perf_counter()
+    writer.start()
+    seen = 0
+    while seen < n:
+        chunk = os.read(r, 65536)
+        if not chunk:
+            raise RuntimeError(f"{cmd[0]} closed its output after {seen} of {n} results")
+        seen += chunk.count(b"\n")
+    stream = time.perf_counter() - t0
+    writer.join()
+    p.stdin.close()
+    p.wait()
+    p.stdout.close()
+    if p.returncode != 0:
+        raise RuntimeError(f"{cmd} exited {p.returncode}")
+    return stream, time.perf_counter() - t0 - stream
+
+
+def main() -> float:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--messages", type=int, default=100_000)
+    ap.add_argument("--repeat", type=int, default=5)
+    args = ap.parse_args()
+    server = [PY, str(ROOT / "bench" / "echo_server.py")]
+    direct, tee, trail = [], [], []
+    with tempfile.TemporaryDirectory() as tmp:
+        for i in range(args.repeat):
+            direct.append(drive(server, args.messages, subprocess.DEVNULL)[0])
+            rec = Path(tmp) / f"tee-{i}.jsonl"
+            with open(Path(tmp) / "stderr.txt", "wb") as err:
+                s, after = drive([PY, "-m", "mrtr_inspect", "stdio", "--record", str(rec), "--", *server],
+                                 args.messages, err)
+            tee.append(s)
+            trail.append(after)
+            frames = sum(1 for line in open(rec, "rb") if b'"k":"line"' in line.split(b"\t", 1)[0])
+            if frames != 2 * (args.messages + 1):
+                raise RuntimeError(f"the recording holds {frames} lines, not {2 * (args.messages + 1)}")
+            rec.unlink()
+    n = args.messages
+    d, t = median(direct), median(tee)
+    ratio = d / t
+    print(f"tee throughput, {n} requests + {n} results, {args.repeat} run(s) each, medians:")
+    print(f"  direct pipe: {d:.3f} s ({2 * n / d:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in direct)}")
+    print(f"  tee (record + analysis): {t:.3f} s ({2 * n / t:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in tee)}")
+    print(f"  tee exited {median(trail):.3f} s after the last result (analysis catching up)")
+    print(f"  ratio: {ratio:.2f}x the direct pipe (target >= {TARGET}x): {verdict(ratio, TARGET, True)}")
+    return ratio
+
+
+if __name__ == "__main__":
+    main()
