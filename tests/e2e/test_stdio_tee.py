@@ -292,7 +292,7 @@ def test_a_signal_after_the_child_exited_ends_the_wait_for_the_analysis(procs, t
         p.stdin.close()
         assert read_line(p.stdout) == EOF_LINE
         assert read_to_eof(p.stdout) == b""  # the child is gone; the tee now waits for its analysis
-        with pytest.raises(Exception):
+        with pytest.raises(subprocess.TimeoutExpired):
             p.wait(0.2)
         p.send_signal(signal.SIGTERM)
         assert p.wait(30) == 5  # the child's status, at once
