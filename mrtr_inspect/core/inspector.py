@@ -54,6 +54,7 @@ from .observations import (
     Cancelled,
     ChainClosed,
     Decoded,
+    DuplicateMembers,
     ExchangeDone,
     InFlightReuse,
     Linked,
@@ -345,6 +346,8 @@ class Inspector:
     def _message(self, msg: Message, *, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
         self._number(msg)
         msg.peer = peer
+        if msg.duplicates:
+            self._obs(DuplicateMembers(msg, x))
         kind = msg.kind
         if kind == BATCH:
             msg.era = self.era.context_era(context, headers)

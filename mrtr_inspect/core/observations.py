@@ -117,6 +117,15 @@ class Cancelled:
 
 
 @dataclass(slots=True)
+class DuplicateMembers:
+    """The raw bytes of a message repeat member names in some object (`msg.duplicates` says where);
+    made only for such messages."""
+
+    msg: "Message"
+    exchange: "HttpExchange | None" = None
+
+
+@dataclass(slots=True)
 class InFlightReuse:
     """A request reuses the id of a request from the same sender that is still unanswered."""
 

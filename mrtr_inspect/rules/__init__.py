@@ -17,7 +17,7 @@ _MODULES = (
     "stdio",  # §4.7
     "legacy",  # §4.8
     "tasks",  # §4.9
-    "seed",  # §10.5: the first seed's gateway bugs
+    "raw",  # §7.23: duplicate member names elsewhere
     "tool",  # the tool itself: upstream-error
 )
 
@@ -29,9 +29,5 @@ def load_rules() -> None:
     if _loaded:
         return
     for name in _MODULES:
-        try:
-            importlib.import_module(f"{__name__}.{name}")
-        except ModuleNotFoundError as e:
-            if e.name != f"{__name__}.{name}":
-                raise
+        importlib.import_module(f"{__name__}.{name}")
     _loaded = True
