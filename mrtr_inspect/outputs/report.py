@@ -1,13 +1,16 @@
 """The JSON report (CONTRACTS.md, format `mrtr-inspect.report/1`), built as outputs stream in.
 
 Closed chains and findings are spooled (in memory while small, then to a temporary file), so a
-report over millions of messages costs disk, not memory.
+report over millions of messages costs disk, not memory. Each is serialised once, as the report
+writes it: `write_json` copies the spooled lines; `chains()` and `findings()` parse them back for the
+other outputs.
 """
 
 from __future__ import annotations
 
 import json
 import tempfile
+from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import IO, Any, Iterable, Iterator
 
 from .. import __version__
@@ -30,22 +33,50 @@ def _dumps(obj: Any, **kw: Any) -> str:
     return text
 
 
+def _encoder(ascii: bool):
+    """`json.dumps(obj, ensure_ascii=ascii, default=str)` without building an encoder per call (the
+    C encoder, made once; no circular-reference check: outputs are trees)."""
+    if c_make_encoder is None:  # pragma: no cover - CPython always has it
+        enc = json.JSONEncoder(ensure_ascii=ascii, default=str, check_circular=False).encode
+        return lambda obj: enc(obj)
+    c = c_make_encoder(None, str, encode_basestring_ascii if ascii else encode_basestring, None, ": ", ", ",
+                       False, False, True)
+    return lambda obj: "".join(c(obj, 0))
+
+
+_LINE, _LINE_ASCII = _encoder(False), _encoder(True)
+
+
+def _line(obj: Any) -> bytes:
+    """`_dumps(obj)` as UTF-8: one item of the report's lists, exactly as `write_json` writes it."""
+    text = _LINE(obj)
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _LINE_ASCII(obj).encode("utf-8")
+
+
 class _Spool:
-    """JSON lines, in memory up to a size, then on disk."""
+    """JSON lines (each item as the report writes it), in memory up to a size, then on disk."""
 
     def __init__(self) -> None:
         self._f = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+b")
         self.count = 0
 
     def add(self, obj: Any) -> None:
-        self._f.write(_dumps(obj, separators=(",", ":")).encode("utf-8") + b"\n")
+        self._f.write(_line(obj) + b"\n")
         self.count += 1
 
-    def __iter__(self) -> Iterator[dict]:
+    def lines(self) -> Iterator[bytes]:
+        """The items as serialised, each with its newline."""
         self._f.seek(0)
-        for line in self._f:
-            yield json.loads(line)
+        yield from self._f
         self._f.seek(0, 2)
+
+    def __iter__(self) -> Iterator[dict]:
+        loads = json.loads
+        for line in self.lines():
+            yield loads(line)
 
     def close(self) -> None:
         self._f.close()
@@ -110,19 +141,20 @@ class ReportBuilder:
             head["notes"] = self.notes
         text = _dumps(head, indent=2)
         fp.write(text[:-2] + ",\n  \"chains\": [")
-        self._write_list(fp, self.chains())
+        self._write_list(fp, self._chains)
         fp.write("],\n  \"findings\": [")
-        self._write_list(fp, self.findings())
+        self._write_list(fp, self._findings)
         fp.write("]\n}\n")
 
     @staticmethod
-    def _write_list(fp: IO[str], items: Iterator[dict]) -> None:
-        first = True
-        for item in items:
-            fp.write(("\n    " if first else ",\n    ") + _dumps(item))
-            first = False
-        if not first:
-            fp.write("\n  ")
+    def _write_list(fp: IO[str], spool: _Spool) -> None:
+        sep = "\n    "
+        write = fp.write
+        for line in spool.lines():
+            write(sep + line[:-1].decode("utf-8"))
+            sep = ",\n    "
+        if spool.count:
+            write("\n  ")
 
     def to_dict(self) -> dict:
         """The whole report in memory (for tests and small inputs)."""
