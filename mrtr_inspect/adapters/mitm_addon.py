@@ -1,26 +1,25 @@
 """The mitmproxy addon: mitmproxy's events → `core.framing.HttpFramer` → frames → recording + Inspector.
 
-    mitmproxy event loop                               analysis thread
+    mitmproxy event loop                               the analysis (a process, or a thread)
     requestheaders ─┐                                  ┌▶ HttpFramer → frames ─▶ RecordingWriter
-    request body    ├─ (framer step, args) ─▶ queue ───┤                     └──▶ Inspector ─▶ report,
+    request body    ├─ (step, args) ─▶ queue / pipe ───┤                     └──▶ Inspector ─▶ report,
     responseheaders │   each chunk queued, then        │                                      live view,
     response body   │   returned unchanged to be       │                                      flow notes
     response/error ─┘   forwarded                      └ (the same frames are recorded and analysed)
 
 Forward first, analyse after: request bodies and response bodies go through stream callbacks that
-queue a reference to each chunk and hand it back to mitmproxy untouched, so every server-sent event
-reaches the client when the server sends it, and nothing is buffered. The callbacks and hooks never
-raise: a chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a
-copy, SSE split into events), recording and the rules run on a thread of their own; a JSON body is
-analysed whole once it is over.
-
-The same class serves the embedded proxy (`mrtr-inspect --upstream URL`, adapters/proxy.py) and
-stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`), where its options are declared in `load()`.
+queue each chunk and hand it back to mitmproxy untouched, so every server-sent event reaches the
+client when the server sends it, and nothing is buffered. The callbacks and hooks never raise: a
+chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a copy, SSE split
+into events), recording and the rules run elsewhere: in a process of its own for the embedded proxy
+(adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`, options
+declared in `load()`). A JSON body is analysed whole once it is over.
 """
 
 from __future__ import annotations
 
 import logging
+import pickle
 import queue
 import threading
 import time
@@ -35,7 +34,7 @@ from mitmproxy.proxy.mode_specs import ReverseMode
 from ..config import Config
 from ..core.events import Headers, SessionStart
 from ..core.findings import Finding
-from ..core.framing import HttpFramer
+from ..core.framing import HttpFramer, media_type
 from ..core.messages import Message
 from ..outputs.live import LiveView
 from ..outputs.report import ReportBuilder
@@ -48,48 +47,51 @@ logger = logging.getLogger("mrtr_inspect")
 NOTES_KEY = "mrtr-inspect"
 CLIENT_DISCONNECTED = "client-disconnected"
 CAPTURE_ENDED = "capture-ended"
+STREAM_ABOVE = 64 * 1024  # bytes: a body of known length up to this is taken whole by mitmproxy
 
 
 class HttpAnalysis(TeeAnalysis):
-    """The tee's pipeline (record, then inspect, then report) fed with HTTP steps, on its own thread.
+    """The tee's pipeline (record, then inspect, then report) fed with HTTP steps.
 
-    `put((step, args))` from any thread: `step` is one of the framer's methods (`self.http.request_data`…),
-    called here with `args`; its frames are recorded and analysed. `finish(info)` ends the session:
-    exchanges still open end as `capture-ended`, the recording is closed and the report written.
+    A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
+    `request_end`, `response_head`, `response_data`, `response_end`), called with `args`; its frames
+    are recorded, then analysed, and the outputs go to the report, the live view and the flow notes.
+    It speaks the tee's analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the
+    proxy is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py);
+    in stock mitmproxy `ThreadedAnalysis` runs it on a thread.
     """
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 report: ReportBuilder | None, report_path: str | None, sinks: tuple = ()) -> None:
+                 report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
+                 notes: "FlowNotes | None" = None) -> None:
         self.http = HttpFramer(start.session)
-        self.sinks = sinks  # more consumers of the outputs: the live view, the flow notes
-        self.q: queue.SimpleQueue = queue.SimpleQueue()
-        self.put = self.q.put
+        self.view = view
+        self.sinks = tuple(s for s in (view, notes) if s is not None)  # consumers besides the report
         super().__init__(start, config, writer, None, report, report_path)
-        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-analysis", daemon=True)
-        self.thread.start()
 
-    def finish(self, info: dict) -> None:
-        self.put((None, (info, time.time())))
-        self.thread.join()
+    def step(self, name: str, args: tuple) -> None:
+        try:
+            frames = getattr(self.http, name)(*args)
+        except Exception as e:  # pragma: no cover - the framer does not raise
+            self._internal(e, "framing")
+            return
+        self._analyse(frames)
+
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        for name, args in pickle.loads(data):
+            self.step(name, args)
+
+    def eof(self, t: float, direction: str) -> None:
+        """The proxy says it is ready (its ready line is out): the live view may take the screen."""
+        if self.view is not None:
+            self.view.start()
 
     def end(self, info: dict, t: float) -> None:
         for x in self.http.open_exchanges():
             self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
         super().end(info, t)
-
-    def _run(self) -> None:
-        get = self.q.get
-        while True:
-            step, args = get()
-            if step is None:
-                self.end(*args)
-                return
-            try:
-                frames = step(*args)
-            except Exception as e:  # pragma: no cover - the framer does not raise
-                self._internal(e, "framing")
-                continue
-            self._analyse(frames)
+        if self.view is not None:
+            self.view.stop()  # the session's totals
 
     def _handle(self, outs: list) -> None:
         super()._handle(outs)
@@ -101,12 +103,39 @@ class HttpAnalysis(TeeAnalysis):
                     self._internal(e, "output")
 
 
+class ThreadedAnalysis:
+    """An `HttpAnalysis` on a thread of mitmproxy's process: `put(step)` from the event loop,
+    `finish(info)` to end the session."""
+
+    def __init__(self, analysis: HttpAnalysis) -> None:
+        self.analysis = analysis
+        q: queue.SimpleQueue = queue.SimpleQueue()
+        self.put = q.put
+        self._get = q.get
+        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-analysis", daemon=True)
+        self.thread.start()
+
+    def finish(self, info: dict) -> None:
+        self.put((None, (info, time.time())))
+        self.thread.join()
+
+    def _run(self) -> None:
+        a = self.analysis
+        a.eof(time.time(), "c2s")
+        while True:
+            name, args = self._get()
+            if name is None:
+                a.end(*args)
+                return
+            a.step(name, args)
+
+
 class _Forward:
-    """A stream callback: queues a reference to each chunk for the analysis, returns it unchanged."""
+    """A stream callback: queues each chunk for the analysis, returns it unchanged."""
 
     __slots__ = ("put", "step", "x")
 
-    def __init__(self, put: Callable, step: Callable, x: int) -> None:
+    def __init__(self, put: Callable, step: str, x: int) -> None:
         self.put, self.step, self.x = put, step, x
 
     def __call__(self, data: bytes) -> bytes:
@@ -185,35 +214,49 @@ def message_note(msg: Message) -> dict:
 
 
 class _Flow:
-    __slots__ = ("x", "request_done")
+    __slots__ = ("x", "request_done", "streamed")
 
     def __init__(self, x: int) -> None:
         self.x = x
         self.request_done = False
+        self.streamed = False  # the body in hand (request, then response) goes through a stream callback
+
+
+def _streamed(m: http.Message) -> bool:
+    """Whether a body goes through a stream callback, chunk by chunk as it comes: always for an event
+    stream, a body of unknown length, or one over STREAM_ABOVE bytes. A small body of known length is
+    taken whole by mitmproxy (its stream path costs more per request than the bytes take to arrive)."""
+    if media_type(m.headers.get("content-type")) == "text/event-stream":
+        return True
+    n = m.headers.get("content-length", "")
+    return not (n.isdigit() and int(n) <= STREAM_ABOVE)
 
 
 def _log_line(text: str, severity: str | None) -> None:
     logger.log(logging.WARNING if severity in ("error", "warning") else logging.INFO, text)
 
 
+def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
+                 view: LiveView | None = None, notes: FlowNotes | None = None) -> HttpAnalysis:
+    """The analysis of one capture session: its start is the recording's header when there is one."""
+    start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
+                                                                  {"upstream": upstream})
+    builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
+    return HttpAnalysis(start, config, writer, builder, report_path, view, notes)
+
+
 class MrtrInspect:
     """Records and analyses the MCP traffic mitmproxy forwards (one capture session per run).
 
-    Embedded (adapters/proxy.py) it is given its writer, report path and live view; in stock
-    mitmproxy it reads them from its options (`--set mrtr_record=PATH` …) and logs through
-    mitmproxy's event log.
+    `analysis` is where the steps go (`put(step)`, `finish(info)`). The embedded proxy gives it
+    (an analysis process of its own); in stock mitmproxy the addon makes one from its options
+    (`--set mrtr_record=PATH` …) when mitmproxy runs, on a thread, logging to mitmproxy's event log.
     """
 
-    def __init__(self, config: Config | None = None, *, writer: RecordingWriter | None = None,
-                 report: str | None = None, view: LiveView | None = None, upstream: str | None = None,
-                 embedded: bool = False) -> None:
+    def __init__(self, config: Config | None = None, *, analysis=None) -> None:
         self.config = config or Config()
-        self.embedded = embedded
-        self._writer = writer
-        self._report = report
-        self.view = view
-        self.upstream = upstream
-        self.analysis: HttpAnalysis | None = None
+        self.embedded = analysis is not None
+        self.analysis = analysis
         self.notes: FlowNotes | None = None
         self.stopping = False  # errors from here on are the proxy closing, not the client leaving
         self._flows: dict[str, _Flow] = {}
@@ -231,64 +274,61 @@ class MrtrInspect:
                           "stitching, instead of Authorization, then client address plus clientInfo.")
 
     def configure(self, updated: set[str]) -> None:
-        if self.embedded or self.analysis is None:
-            return
-        if updated & {"mrtr_record", "mrtr_report", "mrtr_peer_header"}:
+        if not self.embedded and self.analysis is not None and updated & {"mrtr_record", "mrtr_report",
+                                                                          "mrtr_peer_header"}:
             self._end()  # a new session with the new settings
             self._begin()
 
     def running(self) -> None:
-        if self.analysis is None:
-            self._begin()
+        self._session()
 
     def done(self) -> None:
         self._end()
 
-    def _begin(self) -> HttpAnalysis:
-        writer, report_path, config = self._writer, self._report, self.config
-        if not self.embedded:
-            opts = ctx.options
-            report_path = opts.mrtr_report
-            if opts.mrtr_peer_header:
-                config.peer_header = opts.mrtr_peer_header
-            if opts.mrtr_record:
-                try:
-                    writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()})
-                except RecordingError as e:
-                    raise exceptions.OptionsError(str(e)) from None
-            self.notes = FlowNotes(ctx.master.event_loop)
-            self.view = LiveView(write=_log_line, color=False)
-        start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
-                                                                      {"upstream": self._upstream()})
-        builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
-        sinks = tuple(s for s in (self.view, self.notes) if s is not None)
-        self.analysis = HttpAnalysis(start, config, writer, builder, report_path, sinks)
+    def _session(self):
+        if self.analysis is None and not self.embedded:
+            self._begin()
         return self.analysis
+
+    def _begin(self) -> None:
+        opts = ctx.options
+        if opts.mrtr_peer_header:
+            self.config.peer_header = opts.mrtr_peer_header
+        writer = None
+        if opts.mrtr_record:
+            try:
+                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()})
+            except RecordingError as e:
+                raise exceptions.OptionsError(str(e)) from None
+        self.notes = FlowNotes(ctx.master.event_loop)
+        view = LiveView(write=_log_line, color=False)
+        self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),
+                                                      view, self.notes))
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
         if a is not None:
             a.finish({"exchanges": self._next})
             self._flows.clear()
-            if not self.embedded and self.view is not None:
-                self.view.stop()  # the session's totals, in the event log
 
     def _upstream(self) -> str:
-        if self.upstream:
-            return self.upstream
         specs = [m for m in ctx.options.mode if m.startswith("reverse:")]
         return ReverseMode.parse(specs[0]).data if specs else ", ".join(ctx.options.mode)
 
     # -- HTTP events (mitmproxy's event loop: quick, and never raising) ----------------------------
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         try:
-            a = self.analysis or self._begin()
+            a = self._session()
+            if a is None:
+                return
             x = self._next = self._next + 1
-            self._flows[flow.id] = _Flow(x)
+            st = self._flows[flow.id] = _Flow(x)
             req = flow.request
-            a.put((a.http.request_head, (time.time(), x, req.method, req.data.path.decode("latin-1"),
-                                         _headers(req.headers), _client(flow))))
-            req.stream = _Forward(a.put, a.http.request_data, x)
+            a.put(("request_head", (time.time(), x, req.method, req.data.path.decode("latin-1"),
+                                    _headers(req.headers), _client(flow))))
+            if _streamed(req):
+                st.streamed = True
+                req.stream = _Forward(a.put, "request_data", x)
             if self.notes is not None:
                 self.notes.track(x, flow)
         except Exception as e:
@@ -298,7 +338,8 @@ class MrtrInspect:
         st = self._flows.get(flow.id)
         if st is not None and self.analysis is not None:
             st.request_done = True
-            self.analysis.put((self.analysis.http.request_end, (time.time(), st.x, True)))
+            self._whole_body(st, flow.request, "request_data")
+            self.analysis.put(("request_end", (time.time(), st.x, True)))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         st = self._flows.get(flow.id)
@@ -307,15 +348,23 @@ class MrtrInspect:
             return
         try:
             resp = flow.response
-            a.put((a.http.response_head, (time.time(), st.x, resp.status_code, _headers(resp.headers))))
-            resp.stream = _Forward(a.put, a.http.response_data, st.x)
+            a.put(("response_head", (time.time(), st.x, resp.status_code, _headers(resp.headers))))
+            st.streamed = _streamed(resp)
+            if st.streamed:
+                resp.stream = _Forward(a.put, "response_data", st.x)
         except Exception as e:
             self._failed(e)
 
     def response(self, flow: http.HTTPFlow) -> None:
         st = self._flows.pop(flow.id, None)
-        if st is not None and self.analysis is not None:
-            self.analysis.put((self.analysis.http.response_end, (time.time(), st.x, None)))
+        if st is not None and self.analysis is not None and flow.response is not None:
+            self._whole_body(st, flow.response, "response_data")
+            self.analysis.put(("response_end", (time.time(), st.x, None)))
+
+    def _whole_body(self, st: _Flow, m: http.Message, step: str) -> None:
+        """A body mitmproxy took whole (not streamed) goes to the analysis in one piece."""
+        if not st.streamed and m.raw_content:
+            self.analysis.put((step, (time.time(), st.x, m.raw_content)))
 
     def error(self, flow: http.HTTPFlow) -> None:
         st = self._flows.pop(flow.id, None)
@@ -324,8 +373,8 @@ class MrtrInspect:
             return
         t = time.time()
         if not st.request_done:  # the body never arrived whole
-            a.put((a.http.request_end, (t, st.x, False)))
-        a.put((a.http.response_end, (t, st.x, self._reason(flow))))
+            a.put(("request_end", (t, st.x, False)))
+        a.put(("response_end", (t, st.x, self._reason(flow))))
 
     def _reason(self, flow: http.HTTPFlow) -> str:
         """Why an exchange broke off, in the words of `HttpEnd.error`."""

@@ -4,7 +4,9 @@ mitmproxy 12 runs embedded (a DumpMaster inside our own asyncio loop) with its c
 and its configuration folder under the user's cache folder, in reverse mode towards the upstream's
 origin; the upstream's path (`/mcp`) is not part of a mitmproxy reverse spec, and needs not be:
 paths pass through unchanged, so the client uses the same path on the proxy. The addon
-(`mitm_addon.MrtrInspect`) records and analyses what passes.
+(`mitm_addon.MrtrInspect`) hands every step of every exchange to an analysis process forked before
+mitmproxy starts (the stdio tee's): framing, recording, the rules, the report and the live view run
+there, and mitmproxy's event loop only queues.
 
 Startup: a bad URL or listen address, an unwritable recording, or a port in use is one line on
 stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
@@ -20,10 +22,13 @@ Exit status 0.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import os
+import pickle
 import signal
 import sys
+import time
 from typing import IO
 from urllib.parse import urlsplit
 
@@ -33,10 +38,13 @@ from mitmproxy.tools.dump import DumpMaster
 from ..config import Config
 from ..outputs.live import LiveView
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir
-from .mitm_addon import MrtrInspect
+from .mitm_addon import HttpAnalysis, MrtrInspect, new_analysis
+from .stdio_tee import _C2S as _STEPS, _C2S_EOF as _READY, _END, _fork_analysis  # the tee's analysis process
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
+ANALYSIS_NICENESS = 10
+FLUSH_AFTER = 0.01  # seconds a step may wait for others to travel to the analysis with
 
 
 def split_upstream(url: str) -> tuple[str, str]:
@@ -104,10 +112,50 @@ def _why(e: BaseException | None) -> str:
     return str(e).splitlines()[0] if e is not None else "not started"
 
 
+class _ForkedAnalysis:
+    """The addon's analysis in a process of its own, the tee's way (`stdio_tee._fork_analysis`: forked
+    before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
+    shares its GIL with the rules. Steps travel in batches: `put` collects them, and FLUSH_AFTER seconds
+    after the first one the batch goes to the spooler, pickled as one item (each item wakes a thread on
+    both sides of the pipe: measured, per-step items cost the proxy more CPU than its own forwarding
+    work per request)."""
+
+    def __init__(self, make) -> None:
+        self.pid, self._spool = _fork_analysis(make)
+        self._steps: list = []
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._finished = False
+
+    def put(self, step) -> None:  # on mitmproxy's event loop
+        self._steps.append(step)
+        if len(self._steps) == 1:
+            if self._loop is None:
+                self._loop = asyncio.get_running_loop()
+            self._loop.call_later(FLUSH_AFTER, self._flush)
+
+    def _flush(self) -> None:
+        if self._steps:
+            steps, self._steps = self._steps, []
+            self._spool.put(_STEPS, 0.0, pickle.dumps(steps))
+
+    def ready(self) -> None:
+        self._spool.put(_READY, time.time())
+
+    def finish(self, info: dict) -> None:
+        """End the session and wait for the analysis to flush the recording and write the report."""
+        if not self._finished:
+            self._finished = True
+            self._flush()
+            self._spool.put(_END, time.time(), json.dumps(info).encode())
+            self._spool.thread.join()
+            os.waitpid(self.pid, 0)
+
+
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
               quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None) -> int:
     """Run the proxy until SIGINT or SIGTERM; returns the exit status (0, or 2 for a startup error)."""
     err = stderr if stderr is not None else sys.stderr
+    config = config or Config()
 
     def say(text: str) -> None:
         err.write(f"mrtr-inspect: {text}\n")
@@ -120,24 +168,28 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2
-    view = None if quiet else LiveView(err)
-    addon = MrtrInspect(config, writer=writer, report=report, view=view, upstream=upstream, embedded=True)
+
+    def make() -> HttpAnalysis:  # in the analysis process
+        os.nice(ANALYSIS_NICENESS)  # when the CPUs are short, forwarding goes first; the analysis trails
+        return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err))
+
+    analysis = _ForkedAnalysis(make)
+    addon = MrtrInspect(config, analysis=analysis)
     mitm_log = logging.getLogger("mitmproxy")
     handler, propagate = _MitmLog(say), mitm_log.propagate
     mitm_log.addHandler(handler)
     mitm_log.propagate = False
     try:
-        return asyncio.run(_serve(addon, origin, path, host, port, view, say, handler))
+        return asyncio.run(_serve(addon, analysis, origin, path, host, port, say, handler))
     except KeyboardInterrupt:  # a SIGINT before our handler was in place: nothing was served yet
         return 0
     finally:
         mitm_log.removeHandler(handler)
         mitm_log.propagate = propagate
-        if writer is not None and not writer.closed:  # the session never began
-            writer.close({"error": "the proxy did not start"})
+        analysis.finish({"error": "the proxy did not start"})  # unless mitmproxy's end already did
 
 
-async def _serve(addon: MrtrInspect, origin: str, path: str, host: str, port: int, view: LiveView | None,
+async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, path: str, host: str, port: int,
                  say, log: _MitmLog) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
@@ -166,14 +218,9 @@ async def _serve(addon: MrtrInspect, origin: str, path: str, host: str, port: in
         return 2
     say(f"listening on http://{_url_host(host)}:{addrs[0][1]}{path}")
     log.serving = True
-    if view is not None:
-        view.start()
-    try:
-        await asyncio.wait([run, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
-        await _stop(master, proxyserver, addon, run)
-    finally:
-        if view is not None:
-            view.stop()
+    analysis.ready()  # the live view may take the screen now
+    await asyncio.wait([run, asyncio.create_task(stop.wait())], return_when=asyncio.FIRST_COMPLETED)
+    await _stop(master, proxyserver, addon, run)
     return 0
 
 

@@ -73,18 +73,23 @@ class LiveView:
         self.counts = {"messages": 0, "chains": 0, "error": 0, "warning": 0, "info": 0}
         self.console = Console(file=self.stream, force_terminal=True, highlight=False) if self.color else None
         self._live: Live | None = None
+        self.started = False
 
     # -- lifecycle --------------------------------------------------------------------------------
     def start(self) -> None:
+        """The view takes the screen (a live area on a terminal); until then it only counts."""
+        self.started = True
         if self.console is not None and self._live is None:
             self._live = Live(self, console=self.console, refresh_per_second=4, transient=True)
             self._live.start()
 
     def stop(self) -> None:
-        """Remove the live area and print the session's totals."""
+        """Remove the live area and print the session's totals (a view never started prints nothing)."""
         if self._live is not None:
             self._live.stop()
             self._live = None
+        if not self.started:
+            return
         c = self.counts
         self._say(summary_line({"messages": c["messages"], "chains": c["chains"], "errors": c["error"],
                                 "warnings": c["warning"], "infos": c["info"]}), "bold")

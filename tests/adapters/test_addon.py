@@ -13,7 +13,7 @@ from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow
 
 from mrtr_inspect.adapters.contentview import McpJsonRpc, body_messages
-from mrtr_inspect.adapters.mitm_addon import NOTES_KEY, MrtrInspect, _Forward
+from mrtr_inspect.adapters.mitm_addon import NOTES_KEY, STREAM_ABOVE, MrtrInspect, _Forward, _streamed
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent
 from mrtr_inspect.recording.reader import read_frames
 from tests.traffic import ELICIT, dumps, meta
@@ -62,10 +62,16 @@ def _request(addon: MrtrInspect, f: http.HTTPFlow, chunks: list[bytes]) -> None:
 
 
 def _respond(addon: MrtrInspect, f: http.HTTPFlow, chunks: list[bytes], content_type: bytes) -> None:
-    f.response = http.Response.make(200, b"", [(b"content-type", content_type)])
+    """As mitmproxy does: the body through the stream callback if the addon set one, else whole."""
+    body = b"".join(chunks)
+    f.response = http.Response.make(200)
+    f.response.headers = http.Headers([(b"content-type", content_type), (b"content-length", str(len(body)).encode())])
     addon.responseheaders(f)
-    for c in chunks:
-        assert f.response.stream(c) is c
+    if callable(f.response.stream):
+        for c in chunks:
+            assert f.response.stream(c) is c
+    else:
+        f.response.raw_content = body
     addon.response(f)
 
 
@@ -182,3 +188,15 @@ def test_the_contentview_splits_an_event_stream_and_shows_what_is_not_json_rpc()
     assert heads[:2] == ["# notifications/progress", "# result id=1"]
     assert heads[2] == "# invalid" and heads[3].startswith("# not a JSON-RPC message")
     assert McpJsonRpc().render_priority(b"<html>", Metadata(content_type="text/html")) < 0
+
+
+def test_small_bodies_of_known_length_are_taken_whole_and_the_rest_streamed():
+    def msg(*headers) -> http.Response:
+        r = http.Response.make(200)
+        r.headers = http.Headers([(k.encode(), v.encode()) for k, v in headers])
+        return r
+
+    assert not _streamed(msg(("content-type", "application/json"), ("content-length", "900")))
+    assert _streamed(msg(("content-type", "application/json"), ("content-length", str(STREAM_ABOVE + 1))))
+    assert _streamed(msg(("content-type", "application/json"), ("transfer-encoding", "chunked")))
+    assert _streamed(msg(("content-type", "text/event-stream; charset=utf-8"), ("content-length", "10")))

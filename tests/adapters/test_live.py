@@ -39,6 +39,7 @@ def test_plain_lines_follow_each_chain_step_when_not_a_terminal():
     out = io.StringIO()
     view = LiveView(out)
     assert view.console is None
+    view.start()
     feed(view, two_round_deploy(Traffic("http")))
     view.stop()
     lines = out.getvalue().splitlines()
@@ -108,3 +109,10 @@ def test_log_lines_go_through_a_writer_with_their_severity():
     feed(view, state_dropped())
     assert (None, "c1 tools/call deploy: request id=1") in got
     assert any(sev == "error" and "request-state-dropped" in text for sev, text in got)
+
+
+def test_a_view_that_never_started_prints_no_totals():
+    out = io.StringIO()
+    view = LiveView(out)
+    view.stop()
+    assert out.getvalue() == ""

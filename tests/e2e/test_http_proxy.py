@@ -134,8 +134,8 @@ def proxies():
 
 
 class Request:
-    def __init__(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes, raw: bytes) -> None:
-        self.method, self.path, self.headers, self.body, self.raw = method, path, headers, body, raw
+    def __init__(self, method: str, path: str, headers: list[tuple[str, str]], body: bytes) -> None:
+        self.method, self.path, self.headers, self.body = method, path, headers, body
 
     def header(self, name: str) -> str | None:
         return next((v for k, v in self.headers if k.lower() == name.lower()), None)
@@ -181,9 +181,15 @@ def _read_request(rfile) -> Request | None:
         head.append(h)
     method, path, _ = line.decode("latin-1").split(" ", 2)
     headers = [tuple(x.strip() for x in h.decode("latin-1").split(":", 1)) for h in head[1:]]
-    n = int(next((v for k, v in headers if k.lower() == "content-length"), "0"))
-    body = rfile.read(n)
-    return Request(method, path, headers, body, b"".join(head) + b"\r\n" + body)
+    if any(k.lower() == "transfer-encoding" and "chunked" in v.lower() for k, v in headers):
+        body = b""
+        while (size := int(rfile.readline().split(b";")[0], 16)) > 0:
+            body += rfile.read(size)
+            rfile.readline()
+        rfile.readline()
+    else:
+        body = rfile.read(int(next((v for k, v in headers if k.lower() == "content-length"), "0")))
+    return Request(method, path, headers, body)
 
 
 def json_response(body: bytes, status: str = "200 OK", extra: str = "") -> bytes:
@@ -355,6 +361,24 @@ def test_compressed_bodies_pass_unchanged_and_are_recorded_decoded(proxies, upst
     req2 = [f for f in fs if type(f) is HttpRequest][1]
     assert req2.body == call8
     assert [f.raw for f in fs if type(f) is SseEvent] == [events]
+
+
+def test_large_and_chunked_request_bodies_are_streamed_unchanged_and_recorded_whole(proxies, upstreams, tmp_path):
+    big = CALL.replace(b'"arguments":{}', b'"arguments":{"text":"' + b"x" * (100 * 1024) + b'"}')
+    up = upstreams(lambda req, write: write(json_response(DONE)))
+    rec = tmp_path / "s.jsonl"
+    p = proxies(up.url, "--record", str(rec), "--quiet").ready()
+    assert post(p.url, big, MCP_HEADERS)[::2] == (200, DONE)
+    s = socket.create_connection(("127.0.0.1", p.port), timeout=WAIT)  # a body of unknown length
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+              + chunk(CALL[:40]) + chunk(CALL[40:]) + b"0\r\n\r\n")
+    got = b""
+    while not got.endswith(DONE):
+        got += s.recv(65536)
+    s.close()
+    assert p.stop() == 0
+    assert [r.body for r in up.received] == [big, CALL]
+    assert [f.body for f in frames(rec) if type(f) is HttpRequest] == [big, CALL]
 
 
 # -- failures around the traffic --------------------------------------------------------------------

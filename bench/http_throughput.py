@@ -1,0 +1,79 @@
+"""Throughput with 8 concurrent clients: mrtr-inspect against plain mitmdump (and the other paths of
+`http_peers.paths`).
+
+Eight client processes, each on its own keep-alive connection, run MRTR chains (`tools/call deploy` →
+`input_required` → retry → complete) against the sample server (official SDK) for a fixed time, all
+at once; the figure is chains per second. The paths take turns, one window each per turn; the ratio
+is taken within each turn (runs seconds apart, under the same load) and its median over the turns
+is the figure.
+
+    python bench/http_throughput.py [--turns 9] [--seconds 3] [--clients 8]
+
+Target: mrtr-inspect >= 0.9x plain mitmdump.
+"""
+
+from __future__ import annotations
+
+import argparse
+import multiprocessing as mp
+import time
+
+from _util import median, verdict
+from http_peers import Connection, cache_folder, paths, sample_server
+
+TARGET = 0.9
+
+
+def _client(url: str, start, seconds: float, out) -> None:
+    conn = Connection(url)
+    conn.chain()  # connected and warm before the clock starts
+    start.wait()
+    n, deadline = 0, time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        conn.chain()
+        n += 1
+    conn.close()
+    out.put(n)
+
+
+def chains_per_second(url: str, clients: int, seconds: float) -> float:
+    ctx = mp.get_context("fork")
+    start, out = ctx.Barrier(clients + 1), ctx.Queue()
+    procs = [ctx.Process(target=_client, args=(url, start, seconds, out)) for _ in range(clients)]
+    for p in procs:
+        p.start()
+    start.wait()
+    t = time.monotonic()
+    total = sum(out.get(timeout=seconds + 60) for _ in procs)
+    elapsed = time.monotonic() - t
+    for p in procs:
+        p.join()
+    return total / elapsed
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--turns", type=int, default=9)
+    ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--clients", type=int, default=8)
+    args = ap.parse_args(argv)
+    with cache_folder() as cache, sample_server(cache) as (upstream, _), paths(cache, upstream) as urls:
+        turns: dict[str, list[float]] = {k: [] for k in urls}
+        for _ in range(args.turns):
+            for k, (url, _) in urls.items():
+                turns[k].append(chains_per_second(url, args.clients, args.seconds))
+    rate = {k: median(v) for k, v in turns.items()}
+    print(f"throughput, {args.clients} concurrent clients, median of {args.turns} turns x {args.seconds:g} s:")
+    for k, v in rate.items():
+        print(f"  {k:<14} {v:7.1f} chains/s   turns: {', '.join(f'{x:.1f}' for x in turns[k])}")
+    # each turn's ratio compares runs seconds apart, under the same load; the figure is their median
+    ratios = {base: median([m / b for m, b in zip(turns["mrtr-inspect"], turns[base])])
+              for base in ("mitmdump", "mitmdump-like")}
+    for base, r in ratios.items():
+        print(f"  mrtr-inspect / {base}: {r:.3f}x, median of the turns' ratios "
+              f"(target >= {TARGET}x: {verdict(r, TARGET, True)})")
+    return {"rate": rate, "ratios": ratios}
+
+
+if __name__ == "__main__":
+    main()
