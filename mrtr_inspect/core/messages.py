@@ -183,14 +183,14 @@ def decode_message(raw: bytes, max_depth: int = rawjson.MAX_DEPTH) -> Message:
     msg = Message()
     msg.raw = raw
     try:
-        parsed = rawjson.parse(raw, max_depth)
+        value, duplicates = rawjson.parse_value(raw, max_depth)
     except rawjson.ParseError as e:
         msg.kind = INVALID
         msg.problem = e.detail
         msg.problem_reason = e.reason
         return msg
-    msg.duplicates = parsed.duplicates
-    classify(msg, parsed.value)
+    msg.duplicates = duplicates
+    classify(msg, value)
     return msg
 
 

@@ -151,6 +151,30 @@ def parse(raw: bytes, max_depth: int = MAX_DEPTH) -> Parsed:
     return parse_text(decode_utf8(raw), max_depth)
 
 
+_SCAN = _FAST.scan_once
+
+
+def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Duplicate, ...]]:
+    """`parse(raw)` as (value, duplicates), for the pipeline. The common case (one JSON value, no
+    surrounding whitespace, nesting within the bound, no repeated names) is one scan of the strict
+    decoder, without the decoder's Python wrappers; anything else takes `parse_text`, which gives
+    the same value, or the same error."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        text = decode_utf8(raw)  # raises the ParseError
+    if text.count("{") + text.count("[") <= max_depth:
+        try:
+            value, end = _SCAN(text, 0)
+        except Exception:  # no value at 0 (empty, whitespace), a duplicate, an error: the full path says which
+            pass
+        else:
+            if end == len(text):
+                return value, ()
+    p = parse_text(text, max_depth)
+    return p.value, p.duplicates
+
+
 # ---------------------------------------------------------------------------------------------
 # raw tokens
 

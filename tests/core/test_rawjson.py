@@ -112,6 +112,32 @@ def test_parse_raises_only_parse_error(raw):
     assert p.value == json.loads(raw)
 
 
+def _outcome(fn, raw: bytes, **kw):
+    try:
+        r = fn(raw, **kw)
+    except ParseError as e:
+        return ("error", e.reason, e.detail, e.position)
+    value, dups = (r.value, r.duplicates) if type(r) is rawjson.Parsed else r
+    return ("ok", json.dumps(value, sort_keys=True), dups)
+
+
+_EDGES = [b'{"a":1}', b' {"a":1}', b'{"a":1} ', b'{"a":1}{}', b'{"a":1,"a":2}', b'[[[[1]]]]', b"", b"  ",
+          b'{"a":NaN}', b'{"a":[1,', b'"\\ud800"', b'{"a":{"b":1,"b":1}} ']
+
+
+@pytest.mark.parametrize("raw", _EDGES)
+def test_parse_value_is_parse_without_the_record(raw):
+    assert _outcome(rawjson.parse_value, raw) == _outcome(parse, raw)
+    assert _outcome(rawjson.parse_value, raw, max_depth=2) == _outcome(parse, raw, max_depth=2)
+
+
+@FUZZ
+@given(st.one_of(st.binary(max_size=300), st.lists(st.sampled_from(_TOKENS), max_size=40).map(b"".join)))
+def test_parse_value_agrees_with_parse(raw):
+    assert _outcome(rawjson.parse_value, raw) == _outcome(parse, raw)
+    assert _outcome(rawjson.parse_value, raw, max_depth=3) == _outcome(parse, raw, max_depth=3)
+
+
 @FUZZ
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
