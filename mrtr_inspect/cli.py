@@ -129,14 +129,14 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
 
 def _analyse(paths: tuple[str, ...], config: Config):
     """Run recordings through the core; returns the report builder. Exits 2 on unreadable input."""
-    from .adapters.recording import analyze
+    from .adapters.recording import analyze_all
     from .outputs.report import ReportBuilder
     from .recording.reader import ReadNotes, UnreadableRecording
 
     builder = ReportBuilder(paths)
     notes: dict[str, ReadNotes] = {}
     try:
-        analyze(paths, builder.add, config, notes)
+        analyze_all(paths, builder.add_all, config, notes)
     except UnreadableRecording as e:
         fail(str(e))
     for path, n in notes.items():

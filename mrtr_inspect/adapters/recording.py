@@ -27,3 +27,20 @@ def analyze(paths: Iterable[str], sink: Callable, config: Config | None = None,
             notes: dict[str, ReadNotes] | None = None) -> None:
     for out in replay_outputs(paths, config, notes):
         sink(out)
+
+
+def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: Config | None = None,
+                notes: dict[str, ReadNotes] | None = None) -> None:
+    """`analyze`, the outputs of each frame handed over as one list (the `check` path: stdio line
+    records are fed without frame objects)."""
+    insp = Inspector(config)
+    for path in paths:
+        n = ReadNotes()
+        if notes is not None:
+            notes[str(path)] = n
+        feed, feed_line = insp.feed, insp.feed_line
+        for item in read_frames(path, n, lines_as_tuples=True):
+            outs = feed_line(*item) if type(item) is tuple else feed(item)
+            if outs:
+                sink_all(outs)
+    sink_all(insp.close())

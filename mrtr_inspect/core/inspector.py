@@ -121,8 +121,15 @@ class Inspector:
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
         """Analyse one frame. Never raises: a failure becomes an `inspector-error` finding."""
+        return self._run(frame.time, type(frame).__name__, self._feed, frame)
+
+    def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
+        """`feed(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
+        reader's common case)."""
+        return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
+
+    def _run(self, t: float, frame_type: str, step, *args) -> list:
         out = self._out = []
-        t = frame.time
         if t > self._now:
             self._now = t
         self.engine.now = t
@@ -130,16 +137,23 @@ class Inspector:
             # rounds that waited too long expire first: a retry that comes after the timeout finds
             # its chain abandoned whether or not other traffic came in between
             if self.config.abandon_after is not None and t - self._last_expire >= 1.0:
-                self._last_expire = t
-                self._obs_list(self.stitcher.expire(t))
-            self._feed(frame)
+                self._expire(t)
+            step(*args)
         except Exception as e:  # the pipeline must survive anything
-            self.engine.report(REGISTRY["inspector-error"],
-                               f"could not analyse a {type(frame).__name__} frame: {type(e).__name__}: {e}; "
-                               "the traffic was not affected, analysis goes on", [], None, t, None, None)
-        out.extend(self.engine.drain())
+            self._failed(frame_type, e, t)
+        if self.engine.findings:
+            out += self.engine.drain()
         self._out = []
         return out
+
+    def _expire(self, t: float) -> None:
+        self._last_expire = t
+        self._obs_list(self.stitcher.expire(t))
+
+    def _failed(self, frame_type: str, e: Exception, t: float) -> None:
+        self.engine.report(REGISTRY["inspector-error"],
+                           f"could not analyse a {frame_type} frame: {type(e).__name__}: {e}; "
+                           "the traffic was not affected, analysis goes on", [], None, t, None, None)
 
     def close(self, time: float | None = None) -> list:
         """The capture is over: open rounds are abandoned, requests in flight stay open."""
@@ -168,7 +182,7 @@ class Inspector:
     def _feed(self, f: Frame) -> None:
         tf = type(f)
         if tf is StdioLine:
-            self._stdio_line(f)  # type: ignore[arg-type]
+            self._stdio_line(f.time, f.session, f.direction, f.data, f.eol)  # type: ignore[union-attr]
         elif tf is SseEvent:
             self._sse_event(f)  # type: ignore[arg-type]
         elif tf is HttpRequest:
@@ -227,12 +241,12 @@ class Inspector:
         self._out.append(msg)
 
     # -- stdio ------------------------------------------------------------------------------------
-    def _stdio_line(self, f: StdioLine) -> None:
-        self._session(f.session, "stdio")
-        msg = self._new_message(f.data, f.time, f.session, f.direction, "stdio")
-        if not f.eol:
+    def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool) -> None:
+        self._session(session, "stdio")
+        msg = self._new_message(data, time, session, direction, "stdio")
+        if not eol:
             msg.note = "the stream ended without a newline after this message"
-        self._message(msg, context=f.session, peer="stdio:" + f.session, scope=f.session, headers=None, x=None)
+        self._message(msg, context=session, peer="stdio:" + session, scope=session, headers=None, x=None)
 
     # -- HTTP -------------------------------------------------------------------------------------
     def _http_request(self, f: HttpRequest) -> None:

@@ -93,17 +93,17 @@ class ReportBuilder:
         self.notes: list[str] = []
 
     def add(self, out: Any) -> None:
-        t = type(out)
-        if t is Message:
-            self.messages += 1
-        elif t is Finding:
-            self.add_finding(out)
-        elif t is ChainEvent and out.kind == "closed":
-            self._chains.add(out.chain.summary())
+        self.add_all((out,))
 
     def add_all(self, outs: Iterable[Any]) -> None:
-        for o in outs:
-            self.add(o)
+        for out in outs:
+            t = type(out)
+            if t is Message:
+                self.messages += 1
+            elif t is Finding:
+                self.add_finding(out)
+            elif t is ChainEvent and out.kind == "closed":
+                self._chains.add(out.chain.summary())
 
     def add_finding(self, f: Finding) -> None:
         self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1

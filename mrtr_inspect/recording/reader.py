@@ -8,11 +8,20 @@ with a recording header, or whose version this reader does not know, is refused.
 from __future__ import annotations
 
 import os
+import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..core.events import Frame
+from ..core.events import Frame, SessionStart, StdioLine
 from . import format as fmt
+
+# A stdio line record exactly as the writer writes it (format.encode: compact JSON, these members in
+# this order, a plain session id, a JSON number for the time), up to its TAB. Such a record is read
+# without parsing its JSON; any other line takes format.decode.
+_LINE_RECORD = re.compile(
+    rb'\{"t":(-?(?:0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?),"s":"([\x20\x21\x23-\x5b\x5d-\x7e]{0,64})",'
+    rb'"k":"line","d":"(c2s|s2c)"\}\t')
+_DIRECTIONS = {b"c2s": "c2s", b"s2c": "s2c"}
 
 
 class UnreadableRecording(Exception):
@@ -37,9 +46,16 @@ class ReadNotes:
         return out
 
 
-def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None) -> Iterator[Frame]:
-    """Yield the frames of a recording in file order."""
+def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_as_tuples: bool = False) -> Iterator:
+    """Yield the frames of a recording in file order.
+
+    With `lines_as_tuples`, a stdio line record of the common form (a complete line, no `eol`
+    member) comes as the tuple (time, session, direction, data) of its StdioLine, without the frame
+    object (`Inspector.feed_line` takes it)."""
     notes = notes if notes is not None else ReadNotes()
+    match = _LINE_RECORD.match
+    directions = _DIRECTIONS
+    sessions: dict[bytes, str] = {}
     try:
         f = open(path, "rb")
     except OSError as e:
@@ -61,8 +77,20 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None) -> Iter
         n = 1
         for line in f:
             n += 1
-            if not line.endswith(b"\n"):  # the writer was stopped mid-line: even if it decodes, it is cut
+            if line[-1:] != b"\n":  # the writer was stopped mid-line: even if it decodes, it is cut
                 notes.torn_tail = True
+                continue
+            m = match(line)
+            if m is not None and line[-2:] != b"\xff\n":  # (a torn line ends with 0xFF: format.decode says so)
+                t, fraction, sid, d = m.groups()
+                session = sessions.get(sid)
+                if session is None:
+                    if len(sessions) > 1024:
+                        sessions.clear()
+                    session = sessions[sid] = sid.decode("ascii")
+                item = (float(t) if fraction else int(t), session, directions[d], line[m.end():-1])
+                notes.frames += 1
+                yield item if lines_as_tuples else StdioLine(*item)
                 continue
             try:
                 frame = decode(line)
@@ -72,7 +100,7 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None) -> Iter
                 notes.skipped.append((n, str(e)))
                 continue
             notes.frames += 1
-            if type(frame).__name__ == "SessionStart":
+            if type(frame) is SessionStart:
                 notes.sessions += 1
             yield frame
 

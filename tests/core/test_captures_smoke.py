@@ -3,6 +3,7 @@ back, each gives exactly what it gave live."""
 
 import pytest
 
+from mrtr_inspect.adapters.recording import analyze_all, replay_outputs
 from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message
@@ -42,3 +43,7 @@ def test_a_recorded_capture_reads_back_to_the_same_analysis(name, tmp_path):
     back = list(read_frames(path, notes))
     assert notes.skipped == [] and not notes.torn_tail and notes.frames == len(frames)
     assert digest(analyse(back)) == digest(analyse(frames))
+    # the check path (line records fed without frames, outputs handed over per frame) gives the same
+    got: list = []
+    analyze_all([path], got.extend)
+    assert digest(got) == digest(list(replay_outputs([path])))

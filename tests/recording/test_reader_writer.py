@@ -210,3 +210,57 @@ def test_a_later_session_of_an_unknown_version_is_refused(tmp_path):
 def test_a_missing_file_is_unreadable(tmp_path):
     with pytest.raises(UnreadableRecording, match="No such file"):
         read(tmp_path / "absent.jsonl")
+
+
+# ---------------------------------------------------------------------------------------------
+# the reader's fast path for stdio line records
+
+
+_LINE_TIMES = st.one_of(st.integers(-10**20, 10**20), st.floats(allow_nan=False, allow_infinity=False))
+_LINE_SESSIONS = st.one_of(st.sampled_from(["5e18d04b50bc", "", "a\"b", "a\\b", "é", "x" * 70]),
+                           st.text(max_size=8))
+_LINE_PAYLOADS = st.one_of(st.binary(max_size=20), st.sampled_from([b"", b"\xff", b"{}\xff", b"a\tb", CALL]))
+
+
+def _read_lines(tmp_path_factory, lines: list[bytes], **kw) -> tuple[list, ReadNotes]:
+    path = tmp_path_factory.mktemp("rec") / "r.jsonl"
+    path.write_bytes(fmt.encode(SessionStart(1.0, "s", "stdio", {})) + b"".join(lines))
+    notes = ReadNotes()
+    return list(read_frames(path, notes, **kw))[1:], notes
+
+
+def _slow_read(lines: list[bytes]) -> list:
+    out = []
+    for line in lines:
+        try:
+            out.append(fmt.decode(line))
+        except fmt.FormatError:
+            pass
+    return out
+
+
+@FUZZ
+@given(st.lists(st.builds(StdioLine, _LINE_TIMES, _LINE_SESSIONS, st.sampled_from(["c2s", "s2c"]), _LINE_PAYLOADS,
+                          st.booleans()), max_size=8))
+def test_line_records_read_as_format_decode_reads_them(tmp_path_factory, fed):
+    lines = [fmt.encode(f) for f in fed]
+    got, notes = _read_lines(tmp_path_factory, lines)
+    assert repr(got) == repr(_slow_read(lines))  # repr: the time's type (int or float) too
+    tuples, _ = _read_lines(tmp_path_factory, lines, lines_as_tuples=True)
+    assert [StdioLine(*t) if type(t) is tuple else t for t in tuples] == got
+    assert all(type(t) is not tuple or (type(t[0]), t[1:]) == (type(f.time), (f.session, f.direction, f.data))
+               for t, f in zip(tuples, got))
+
+
+@pytest.mark.parametrize("line", [
+    b'{"t":01,"s":"a","k":"line","d":"c2s"}\tx\n',  # not JSON: skipped either way
+    b'{"t":1.5,"s":"a","k":"line","d":"c2s"}\tx\xff\n',  # a torn line
+    b'{"t":1e3,"s":"a","k":"line","d":"c2s"}\tx\n',
+    b'{"t":-0,"s":"a","k":"line","d":"s2c"}\t\n',
+    b'{"t":2,"s":"a","k":"line","d":"c2s","eol":false}\tx\n',
+    b'{"t":2,"s":"a","k":"line","d":"c2s"}\n',
+])
+def test_odd_line_records_read_as_format_decode_reads_them(tmp_path_factory, line):
+    got, notes = _read_lines(tmp_path_factory, [line])
+    assert repr(got) == repr(_slow_read([line]))
+    assert len(notes.skipped) == 1 - len(got)
