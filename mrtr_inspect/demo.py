@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Iterator
 
-TOOLS = "deploy,release,summarize,workspace,slow_deploy,flaky_deploy"
+TOOLS = "deploy,release,summarize,workspace,slow_deploy,flaky_deploy,tampered_deploy"  # the last: a client bug on purpose
 READY = re.compile(r"listening on (http://\S+)")
 WAIT = 60.0
 
@@ -34,7 +34,7 @@ def sample_server() -> Iterator[str]:
 
     from .samples.server import build_server
 
-    logging.getLogger("mcp").setLevel(logging.WARNING)  # the SDK's start and stop notes
+    logging.getLogger("mcp").setLevel(logging.ERROR)  # the SDK's notes (start, stop, the rejected tampered state)
 
     app = build_server().streamable_http_app(
         streamable_http_path="/mcp", transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))

@@ -91,9 +91,13 @@ def chain_line(c: dict) -> str:
     return s
 
 
+def _n(count: int, noun: str) -> str:
+    return f"{count} {noun}" + ("" if count == 1 else "s")
+
+
 def summary_line(summary: dict) -> str:
-    return (f"{summary['messages']} messages, {summary['chains']} chains: {summary['errors']} errors, "
-            f"{summary['warnings']} warnings, {summary['infos']} infos")
+    return (f"{_n(summary['messages'], 'message')}, {_n(summary['chains'], 'chain')}: "
+            f"{_n(summary['errors'], 'error')}, {_n(summary['warnings'], 'warning')}, {_n(summary['infos'], 'info')}")
 
 
 

@@ -4,7 +4,8 @@
     python -m mrtr_inspect.samples.client http URL
     python -m mrtr_inspect.samples.client ... --tools deploy,release
 
-It calls each sample tool once and prints the result text, one line per tool.
+It calls each sample tool once and prints the result text, one line per tool. `tampered_deploy` is
+a client bug on purpose: it alters the requestState of its retry.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import anyio
 import mcp.types as types
 from mcp import StdioServerParameters
 from mcp.client import Client
+from mcp.shared.exceptions import MCPError
 
 ANSWERS = {"confirm": True, "tag": "v1.0.0", "notes": "first release"}
 CALLS = {
@@ -43,11 +45,28 @@ async def on_roots(ctx) -> types.ListRootsResult:
     return types.ListRootsResult(roots=[types.Root(uri="file:///workspace/project", name="project")])
 
 
+async def tampered_deploy(client: Client) -> str:
+    """A client bug on purpose: the retry alters the requestState (as the conformance suite's tamper
+    probe does); the sealed state makes the server reject it."""
+    first = await client.session.call_tool("deploy", CALLS["deploy"], allow_input_required=True)
+    state = (first.request_state or "") + "-TAMPERED"
+    answer = {"confirm": types.ElicitResult(action="accept", content={"confirm": True})}
+    try:
+        await client.session.call_tool("deploy", CALLS["deploy"], input_responses=answer, request_state=state,
+                                       allow_input_required=True)
+    except MCPError as e:
+        return f"the server rejected the altered requestState: {e.message}"
+    return "the server accepted an altered requestState"
+
+
 async def run(target, tools=DEFAULT_TOOLS) -> list[str]:
     out = []
     async with Client(target, elicitation_callback=on_elicit, sampling_callback=on_sample,
                       list_roots_callback=on_roots) as client:
         for name in tools:
+            if name == "tampered_deploy":
+                out.append(f"{name}: {await tampered_deploy(client)}")
+                continue
             try:
                 result = await client.call_tool(name, CALLS.get(name, {}))
                 text = " ".join(getattr(c, "text", "") for c in result.content)

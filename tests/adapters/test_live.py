@@ -50,7 +50,7 @@ def test_plain_lines_follow_each_chain_step_when_not_a_terminal():
     ]
     assert lines[3].startswith("mrtr-inspect: c1 tools/call deploy  complete  1 round")
     assert "(waited 2502 ms for input)" in lines[3]  # 2.5 s, and the traffic builder's 1 ms per message
-    assert lines[4:] == ["mrtr-inspect: 4 messages, 1 chains: 0 errors, 0 warnings, 1 infos"]
+    assert lines[4:] == ["mrtr-inspect: 4 messages, 1 chain: 0 errors, 0 warnings, 1 info"]
 
 
 def state_dropped() -> list:

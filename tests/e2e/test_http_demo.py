@@ -19,7 +19,12 @@ def test_the_demo_runs_the_main_job_and_names_what_it_leaves(tmp_path):
     assert "mrtr-inspect: c6 tools/call flaky_deploy  error  1 round" in out
     record, report = tmp_path / "demo-http.jsonl", tmp_path / "demo-http-report.json"
     assert f"recording: {record}" in out and f"report:    {report}" in out
+    assert "tampered_deploy: the server rejected the altered requestState" in out
+    assert "error   request-state-altered" in out or "error request-state-altered" in out  # shown live
     r = json.loads(report.read_text())
-    assert r["summary"]["chains"] == 6 and r["summary"]["errors"] == 0
+    assert r["summary"]["chains"] == 7
+    assert [f["rule"] for f in r["findings"] if f["severity"] == "error"] == ["request-state-altered"]
+    altered = next(f for f in r["findings"] if f["rule"] == "request-state-altered")
+    assert altered["chain"] == "c7" and "extended" in altered["message"]
     assert record.read_text().startswith('{"mrtr-inspect":"recording"')
     assert done.stderr.decode() == ""
