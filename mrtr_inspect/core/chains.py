@@ -20,6 +20,7 @@ import json
 from collections import OrderedDict
 from typing import Any
 
+from .jsontext import dumps_with
 from .messages import ERROR, MRTR_METHODS, RESULT, Message, target_of
 from .observations import ChainClosed, Linked, NotLinked, RoundOpened
 
@@ -37,7 +38,7 @@ def _canon_num(v: Any) -> Any:
     return v
 
 
-_CANONICAL = json.JSONEncoder(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False).encode
+_CANONICAL = dumps_with(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
 
 
 def canonical_json(value: Any) -> str:
@@ -55,13 +56,19 @@ def params_digest(method: str | None, params: Any) -> str:
     """digest(R): the canonical params without _meta, inputResponses and requestState
     (an absent `arguments` counts as {})."""
     if type(params) is not dict:
-        p: Any = params
+        text = canonical_json(params)
     else:
         p = {k: v for k, v in params.items() if k not in _EXCLUDED}
         if method != "resources/read" and "arguments" not in p:
             p["arguments"] = {}
-        p = _canon_num(p)
-    return hashlib.sha256(canonical_json(p).encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        try:
+            text = _CANONICAL(p)
+        except (TypeError, ValueError):
+            text = None
+        # a float is written with "." or an exponent: without them there is none to make an integer of
+        if text is None or "." in text or "e+" in text or "e-" in text:
+            text = canonical_json(_canon_num(p))
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
 def state_hash(state: str) -> str:
@@ -240,8 +247,11 @@ class Chain:
 # summaries for `show`
 
 
+_DUMPS = dumps_with(ensure_ascii=False, default=str)
+
+
 def _short(text: Any, n: int = 72) -> str:
-    s = text if isinstance(text, str) else json.dumps(text, ensure_ascii=False, default=str)
+    s = text if isinstance(text, str) else _DUMPS(text)
     s = " ".join(s.split())
     return s if len(s) <= n else s[: n - 1] + "…"
 

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import json
 import tempfile
-from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import IO, Any, Iterable, Iterator
 
 from .. import __version__
 from ..core.findings import Finding
+from ..core.jsontext import dumps_with
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
 
@@ -33,18 +33,8 @@ def _dumps(obj: Any, **kw: Any) -> str:
     return text
 
 
-def _encoder(ascii: bool):
-    """`json.dumps(obj, ensure_ascii=ascii, default=str)` without building an encoder per call (the
-    C encoder, made once; no circular-reference check: outputs are trees)."""
-    if c_make_encoder is None:  # pragma: no cover - CPython always has it
-        enc = json.JSONEncoder(ensure_ascii=ascii, default=str, check_circular=False).encode
-        return lambda obj: enc(obj)
-    c = c_make_encoder(None, str, encode_basestring_ascii if ascii else encode_basestring, None, ": ", ", ",
-                       False, False, True)
-    return lambda obj: "".join(c(obj, 0))
-
-
-_LINE, _LINE_ASCII = _encoder(False), _encoder(True)
+_LINE = dumps_with(ensure_ascii=False, default=str)
+_LINE_ASCII = dumps_with(ensure_ascii=True, default=str)
 
 
 def _line(obj: Any) -> bytes:

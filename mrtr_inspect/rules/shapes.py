@@ -14,7 +14,6 @@ A problem is a short text, `path: what is wrong`, for a person to read.
 
 from __future__ import annotations
 
-import json
 import re
 from functools import cache
 from typing import Any
@@ -22,6 +21,8 @@ from typing import Any
 import mcp_types._v2025_11_25 as v2025
 import mcp_types._v2026_07_28 as v2026
 from pydantic import TypeAdapter, ValidationError
+
+from ..core.jsontext import dumps_with
 
 MODERN = "2026-07-28"
 LEGACY = "2025-11-25"
@@ -221,9 +222,12 @@ def missing_capability_data_problems(response: Any) -> list[str]:
 # -- values --------------------------------------------------------------------------------------
 
 
+_DUMPS = dumps_with(ensure_ascii=False, default=str)
+
+
 def short(value: object, n: int = 60) -> str:
     """A value as JSON, cut to `n` characters, for a finding's text."""
-    s = json.dumps(value, ensure_ascii=False, default=str)
+    s = _DUMPS(value)
     return s if len(s) <= n else s[: n - 1] + "…"
 
 

@@ -13,6 +13,7 @@ import json
 import re
 
 from ..core.era import MODERN
+from ..core.jsontext import dumps_with
 from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
 from . import shapes, spec
@@ -170,6 +171,9 @@ class _Keys:
         self.repeated: set[str] = set()
 
 
+_PAYLOAD = dumps_with(sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+
+
 def _input_responses(msg: Message) -> dict:
     p = msg.params if type(msg.params) is dict else {}
     ir = p.get("inputResponses")
@@ -226,7 +230,7 @@ def _snapshot_keys(obs, ctx) -> None:
     asked = task.get("inputRequests")
     asked = asked if type(asked) is dict and task.get("status") == "input_required" else {}
     for k, v in asked.items():
-        payload = json.dumps(v, sort_keys=True, separators=(",", ":"), ensure_ascii=False)
+        payload = _PAYLOAD(v)
         first = st.asked.setdefault(k, payload)
         if first != payload:
             ctx.emit(f"{words} shows inputRequests key {k!r} of task {tid!r} with a request different from the one "
