@@ -51,11 +51,198 @@ def _validator(version: str, name: str) -> Any:
 
 
 def _errors(version: str, name: str, value: Any) -> list[dict] | None:
+    quick = _QUICK.get(name) if version == MODERN else None
+    if quick is not None and quick(value):
+        return None  # valid by the model, seen without it
     try:
         _validator(version, name).validate_python(value, strict=True)
     except ValidationError as e:
         return e.errors(include_url=False, include_context=False, include_input=False)
     return None
+
+
+# -- the common valid shapes, seen without the models ---------------------------------------------
+#
+# Each check below says True only for values its model (2026-07-28, strict) accepts: the plain shapes
+# that SDKs send. Anything else (a member it does not know how to judge, a field spelled by its Python
+# name, a _meta) says False, and the model decides. tests/rules/test_shapes.py holds each check to its
+# model on generated values; a check whose model no longer has the fields it was written for is
+# not used (`_register`).
+
+_INT = (-(1 << 63), 1 << 63)  # an int the models take without question (JSON may carry larger ones)
+
+
+def _small_int(x: Any) -> bool:
+    return type(x) is int and _INT[0] <= x < _INT[1]
+
+
+def _opt_str(v: dict, key: str) -> bool:
+    x = v.get(key)
+    return x is None or type(x) is str
+
+
+def _text_block(c: Any) -> bool:
+    """A TextContent with type and text only (no _meta, no annotations)."""
+    return (type(c) is dict and c.get("type") == "text" and type(c.get("text")) is str and "_meta" not in c
+            and "meta" not in c and "annotations" not in c)
+
+
+def _q_elicit_result(v: Any) -> bool:
+    if type(v) is not dict:
+        return False
+    a = v.get("action")
+    if type(a) is not str or (a != "accept" and a != "decline" and a != "cancel"):
+        return False
+    c = v.get("content")
+    if c is None:
+        return True
+    if type(c) is not dict:
+        return False
+    for x in c.values():
+        t = type(x)
+        if t is str or t is bool or t is float or x is None or (t is int and _INT[0] <= x < _INT[1]):
+            continue
+        if t is not list:
+            return False
+        for i in x:
+            if type(i) is not str:
+                return False
+    return True
+
+
+def _q_list_roots_result(v: Any) -> bool:
+    roots = v.get("roots") if type(v) is dict else None
+    if type(roots) is not list:
+        return False
+    for r in roots:
+        if type(r) is not dict or type(r.get("uri")) is not str or not _opt_str(r, "name") or "_meta" in r \
+                or "meta" in r:
+            return False
+    return True
+
+
+def _q_create_message_result(v: Any) -> bool:
+    if type(v) is not dict or type(v.get("model")) is not str or "stop_reason" in v or "_meta" in v or "meta" in v:
+        return False
+    role = v.get("role")
+    return (role == "assistant" or role == "user") and type(role) is str and _opt_str(v, "stopReason") \
+        and _text_block(v.get("content"))
+
+
+def _q_elicit_form_params(p: Any) -> bool:
+    if type(p) is not dict or type(p.get("message")) is not str or "requested_schema" in p:
+        return False
+    if "mode" in p and (type(p["mode"]) is not str or p["mode"] != "form"):
+        return False
+    s = p.get("requestedSchema")
+    if type(s) is not dict or type(s.get("type")) is not str or s["type"] != "object" or "schema_" in s:
+        return False
+    if type(s.get("properties")) is not dict or not _opt_str(s, "$schema"):
+        return False
+    required = s.get("required")
+    return required is None or (type(required) is list and all(type(k) is str for k in required))
+
+
+_SAMPLING_KEYS = frozenset({"maxTokens", "messages"})
+_sampling_other: frozenset = frozenset()  # the other field names and aliases of CreateMessageRequestParams
+
+
+def _q_sampling_params(p: Any) -> bool:
+    if type(p) is not dict or not _small_int(p.get("maxTokens")) or not _sampling_other.isdisjoint(p):
+        return False
+    messages = p.get("messages")
+    if type(messages) is not list:
+        return False
+    for m in messages:
+        if type(m) is not dict or "_meta" in m or "meta" in m:
+            return False
+        role = m.get("role")
+        if type(role) is not str or (role != "user" and role != "assistant") or not _text_block(m.get("content")):
+            return False
+    return True
+
+
+def _q_schema_common(s: dict) -> bool:
+    return _opt_str(s, "title") and _opt_str(s, "description")
+
+
+def _q_boolean_schema(s: Any) -> bool:
+    if type(s) is not dict or s.get("type") != "boolean" or type(s["type"]) is not str:
+        return False
+    d = s.get("default")
+    return (d is None or type(d) is bool) and _q_schema_common(s)
+
+
+_FORMATS = ("date", "date-time", "email", "uri")
+
+
+def _q_string_schema(s: Any) -> bool:
+    if type(s) is not dict or s.get("type") != "string" or type(s["type"]) is not str:
+        return False
+    if "max_length" in s or "min_length" in s or not _opt_str(s, "default") or not _q_schema_common(s):
+        return False
+    f = s.get("format")
+    if f is not None and (type(f) is not str or f not in _FORMATS):
+        return False
+    for k in ("maxLength", "minLength"):
+        x = s.get(k)
+        if x is not None and not _small_int(x):
+            return False
+    return True
+
+
+def _q_number(x: Any) -> bool:
+    return x is None or type(x) is float or _small_int(x)
+
+
+def _q_number_schema(s: Any) -> bool:
+    if type(s) is not dict or type(s.get("type")) is not str or s["type"] not in ("number", "integer"):
+        return False
+    return _q_number(s.get("default")) and _q_number(s.get("minimum")) and _q_number(s.get("maximum")) \
+        and _q_schema_common(s)
+
+
+_QUICK: dict[str, Any] = {}
+
+
+def _register() -> None:
+    """The checks above, for the models whose fields are still those they were written for."""
+    global _sampling_other
+    m = _MODULES[MODERN]
+
+    def fields(cls) -> set:
+        return {k for name, f in cls.model_fields.items() for k in (name, f.alias) if k}
+
+    root_fields, text_fields = {"meta", "_meta", "name", "uri"}, {"meta", "_meta", "annotations", "text", "type"}
+    schema_fields = {"default", "description", "title", "type"}
+    expected = {
+        "ElicitResult": (_q_elicit_result, {m.ElicitResult: {"action", "content"}}),
+        "ListRootsResult": (_q_list_roots_result, {m.ListRootsResult: {"roots"}, m.Root: root_fields}),
+        "CreateMessageResult": (_q_create_message_result, {
+            m.CreateMessageResult: {"meta", "_meta", "content", "model", "role", "stop_reason", "stopReason"},
+            m.TextContent: text_fields}),
+        "ElicitRequestFormParams": (_q_elicit_form_params, {
+            m.ElicitRequestFormParams: {"message", "mode", "requested_schema", "requestedSchema"},
+            m.RequestedSchema: {"schema_", "$schema", "properties", "required", "type"}}),
+        "CreateMessageRequest.params": (_q_sampling_params, {
+            m.SamplingMessage: {"meta", "_meta", "content", "role"}, m.TextContent: text_fields}),
+        "BooleanSchema": (_q_boolean_schema, {m.BooleanSchema: schema_fields}),
+        "StringSchema": (_q_string_schema, {m.StringSchema: schema_fields | {
+            "format", "max_length", "maxLength", "min_length", "minLength"}}),
+        "NumberSchema": (_q_number_schema, {m.NumberSchema: schema_fields | {"maximum", "minimum"}}),
+    }
+    for name, (check, models) in expected.items():
+        if all(fields(cls) == want and cls.model_config.get("extra") != "forbid" for cls, want in models.items()):
+            _QUICK[name] = check
+    params = m.CreateMessageRequest.model_fields["params"].annotation
+    if {n for n, f in params.model_fields.items() if f.is_required()} != {"max_tokens", "messages"}:
+        _QUICK.pop("CreateMessageRequest.params", None)
+    if "CreateMessageRequest.params" in _QUICK:
+        _sampling_other = frozenset(fields(params) - {"max_tokens"} - _SAMPLING_KEYS)
+        _sampling_other |= {"max_tokens"}  # the Python name of maxTokens: the model decides which one counts
+
+
+_register()
 
 
 # -- formatting pydantic errors for people -------------------------------------------------------

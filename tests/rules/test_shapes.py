@@ -108,3 +108,71 @@ def test_validators_are_built_once():
                                        ("https:", False), (5, False)])
 def test_absolute_uri(value, ok):
     assert shapes.absolute_uri(value) is ok
+
+
+# --- the common valid shapes, judged without the models (shapes._QUICK) ---------------------------
+
+from hypothesis import given  # noqa: E402
+from hypothesis import strategies as st  # noqa: E402
+from pydantic import ValidationError  # noqa: E402
+
+from tests.core.strategies import FUZZ  # noqa: E402
+
+_ANY = st.sampled_from([None, True, False, 0, 1, -1, 2 ** 63, 1.5, "", "x", "form", "text", "user", "assistant",
+                        "accept", "object", "boolean", "string", "number", "integer", "email", "date", [], ["a"],
+                        [1], {}, {"a": 1}, {"type": "text", "text": "t"}])
+_TEXT = {"type": "text", "text": "hello"}
+_TEMPLATES = {
+    "ElicitResult": {"action": "accept", "content": {"a": "x", "b": 1, "c": 1.5, "d": True, "e": ["x"], "f": None}},
+    "ListRootsResult": {"roots": [{"uri": "file:///w", "name": "w"}, {"uri": "file:///v"}]},
+    "CreateMessageResult": {"role": "assistant", "content": dict(_TEXT), "model": "m", "stopReason": "endTurn"},
+    "ElicitRequestFormParams": {"message": "m", "mode": "form", "requestedSchema": {
+        "type": "object", "properties": {"a": {"type": "boolean"}}, "required": ["a"], "$schema": "s"}},
+    "CreateMessageRequest.params": {"maxTokens": 10, "messages": [{"role": "user", "content": dict(_TEXT)}]},
+    "BooleanSchema": {"type": "boolean", "default": True, "title": "t", "description": "d"},
+    "StringSchema": {"type": "string", "default": "x", "format": "email", "maxLength": 3, "minLength": 1},
+    "NumberSchema": {"type": "integer", "default": 1, "minimum": 0, "maximum": 2.5, "title": "t"},
+}
+_EXTRA_KEYS = ["_meta", "meta", "annotations", "stop_reason", "requested_schema", "schema_", "max_length",
+               "min_length", "max_tokens", "temperature", "tools", "includeContext", "mode", "required", "uri",
+               "name", "content", "role", "type", "text", "roots", "action", "unknown"]
+
+
+@st.composite
+def _mutated(draw, value, depth=0):
+    """`value` with members replaced, dropped or added, at any depth."""
+    if type(value) is list:
+        return [draw(_mutated(v, depth + 1)) for v in value if not draw(st.booleans()) or depth > 3]
+    if type(value) is not dict:
+        return draw(_ANY) if draw(st.integers(0, 4)) == 0 else value
+    out = {}
+    for k, v in value.items():
+        choice = draw(st.integers(0, 9))
+        if choice == 0:
+            continue
+        out[k] = draw(_ANY) if choice == 1 else draw(_mutated(v, depth + 1))
+    for _ in range(draw(st.integers(0, 2))):
+        out[draw(st.sampled_from(_EXTRA_KEYS))] = draw(_ANY | st.just(dict(_TEXT)))
+    return out
+
+
+def _valid(name: str, value) -> bool:
+    try:
+        shapes._validator(MODERN, name).validate_python(value, strict=True)
+    except ValidationError:
+        return False
+    return True
+
+
+@pytest.mark.parametrize("name", sorted(_TEMPLATES))
+def test_each_quick_check_is_registered_and_passes_the_common_shape(name):
+    assert name in shapes._QUICK
+    assert shapes._QUICK[name](_TEMPLATES[name]) and _valid(name, _TEMPLATES[name])
+
+
+@FUZZ
+@given(st.sampled_from(sorted(_TEMPLATES)).flatmap(lambda n: st.tuples(st.just(n), _mutated(_TEMPLATES[n]))))
+def test_a_quick_check_accepts_only_what_the_model_accepts(case):
+    name, value = case
+    if shapes._QUICK[name](value):
+        assert _valid(name, value), (name, value)
