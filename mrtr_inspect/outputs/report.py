@@ -47,18 +47,30 @@ def _line(obj: Any) -> bytes:
 
 
 class _Spool:
-    """JSON lines (each item as the report writes it), in memory up to a size, then on disk."""
+    """JSON lines (each item as the report writes it), in memory up to a size, then on disk; written
+    in batches."""
 
     def __init__(self) -> None:
         self._f = tempfile.SpooledTemporaryFile(max_size=_SPOOL_BYTES, mode="w+b")
+        self._batch: list[bytes] = []
         self.count = 0
 
     def add(self, obj: Any) -> None:
-        self._f.write(_line(obj) + b"\n")
+        batch = self._batch
+        batch.append(_line(obj))
         self.count += 1
+        if len(batch) >= 256:
+            self._flush()
+
+    def _flush(self) -> None:
+        if self._batch:
+            self._batch.append(b"")
+            self._f.write(b"\n".join(self._batch))
+            self._batch = []
 
     def lines(self) -> Iterator[bytes]:
         """The items as serialised, each with its newline."""
+        self._flush()
         self._f.seek(0)
         yield from self._f
         self._f.seek(0, 2)
