@@ -169,7 +169,7 @@ def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
         else:
             from .outputs import formats
 
-            formats.write(fmt, builder, out)
+            formats.write(fmt, builder, out, fail_on=fail_on)
     finally:
         if output:
             out.close()
@@ -314,7 +314,8 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
 
 @main.command()
 @click.argument("path", type=click.Path(dir_okay=False))
-@click.option("--to", "to", type=click.Choice(["fixture"]), required=True, help="The format to export to.")
+@click.option("--to", "to", type=click.Choice(["fixture", "har", "html", "mermaid", "otlp"]), required=True,
+              help="The format to export to (docs/formats.md).")
 @click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False), help="Where to write it.")
 @click.option("--chain", "chains", multiple=True, metavar="ID", help="fixture: keep this chain (repeatable; default all).")
 @click.option("--only-chains", is_flag=True, help="fixture: drop the requests that belong to no chain (discovery…).")
@@ -322,11 +323,35 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
 @click.option("--redact-header", multiple=True, metavar="NAME", help="fixture: redact this header too.")
 def export(path, to, output, chains, only_chains, redact_path, redact_header) -> None:
     """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
-    machine details in its session headers, ready to commit and to replay."""
+    machine details in its session headers, ready to commit and to replay. `har`, `html`, `mermaid`
+    (Markdown when PATH ends in .md), `otlp`: see docs/formats.md."""
     from .replay import run
 
+    if to != "fixture":
+        from .outputs.exporters import export as export_to
+
+        config = build_config()
+        _replay_exit(lambda: _say(export_to(path, to, output, config)))
     _replay_exit(lambda: run.export(path, to, output, chains=chains, only_chains=only_chains,
                                     redact_paths=redact_path, redact_headers=redact_header))
+
+
+def _say(lines: list[str]) -> int:
+    for line in lines:
+        click.echo(f"mrtr-inspect: {line}", err=True)
+    return 0
+
+
+@main.command("import")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False),
+              help="The recording to write (an existing one gets new sessions appended).")
+def import_command(path, output) -> None:
+    """A HAR file or a mitmproxy flow file (mitmdump -w) into a recording that check, show, export
+    and replay read. Redacted like a live recording."""
+    from .adapters.importer import import_file
+
+    _replay_exit(lambda: _say(import_file(path, output)))
 
 
 

@@ -1,0 +1,72 @@
+"""`export PATH --to har|html|mermaid|otlp --output PATH`: a recording in another format
+(docs/formats.md). `--to fixture` is the replay package's (replay/export.py).
+
+Each export runs the recording through the core once (`capture.load`), so the chains and findings
+it shows are those `check` reports.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from typing import Callable
+
+from ...config import Config
+from ...replay.export import _write
+from ...replay.script import ReplayError
+from .capture import Capture, UnreadableRecording, chain_label, load
+
+FORMATS = ("har", "html", "mermaid", "otlp")
+
+
+def _har(cap: Capture) -> str:
+    from .har import NoHttp, to_har
+
+    try:
+        return json.dumps(to_har(cap), ensure_ascii=False, indent=2) + "\n"
+    except NoHttp as e:
+        raise ReplayError(f"{cap.inputs[0]}: {e}") from None
+
+
+def _html(cap: Capture) -> str:
+    from .html import to_html
+
+    return to_html(cap)
+
+
+def _mermaid(cap: Capture, markdown: bool = False) -> str:
+    """The diagrams of `show --format mermaid`; in Markdown (an output named *.md), each in a
+    ```mermaid block under a heading, as GitHub and most Markdown viewers draw them."""
+    from ..show import render_mermaid
+
+    parts = []
+    for c in cap.chains:
+        out = io.StringIO()
+        render_mermaid([c], out)
+        text = out.getvalue()
+        parts.append(f"## {chain_label(c)}\n\n```mermaid\n{text.rstrip()}\n```\n" if markdown else text)
+    if not parts:
+        parts.append("%% no chains (no tools/call, prompts/get or resources/read in this recording)\n")
+    return "\n".join(parts) if markdown else "".join(parts)
+
+
+def _otlp(cap: Capture) -> str:
+    from .otlp import to_otlp
+
+    return json.dumps(to_otlp(cap), ensure_ascii=False, separators=(",", ":")) + "\n"
+
+
+RENDER: dict[str, Callable[[Capture], str]] = {"har": _har, "html": _html, "mermaid": _mermaid, "otlp": _otlp}
+
+
+def export(path: str, to: str, output: str, config: Config | None = None) -> list[str]:
+    """Write `path` as `to` to `output` (mode 0600: it holds the recording's traffic). Returns the
+    lines to tell the user; raises ReplayError with a one-line reason."""
+    try:
+        cap = load([path], config)
+    except UnreadableRecording as e:
+        raise ReplayError(str(e)) from None
+    text = _mermaid(cap, markdown=True) if to == "mermaid" and output.endswith(".md") else RENDER[to](cap)
+    _write(output, text.encode("utf-8", "backslashreplace"))
+    return cap.notes + [f"wrote {output}: {to}, {len(cap.chains)} chain{'s' if len(cap.chains) != 1 else ''}, "
+                        f"{len(cap.findings)} finding{'s' if len(cap.findings) != 1 else ''}"]

@@ -1,0 +1,232 @@
+"""`import PATH --output PATH`: HAR files and mitmproxy flow files into recordings.
+
+The end-to-end test puts plain mitmdump (writing a HAR with savehar's `hardump` and a flow file with
+`-w`) in front of mrtr-inspect's own proxy, in front of the sample server, and runs the sample client
+through both: the two imports must give the chains the proxy recorded of the very same traffic."""
+
+from __future__ import annotations
+
+import base64
+import gzip
+import json
+import signal
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from mitmproxy import io as mitm_io
+from mitmproxy import tcp
+from mitmproxy.test import tflow
+
+from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SessionStart, SseEvent
+from mrtr_inspect.recording.reader import read_frames
+from tests.e2e.test_http_proxy import WAIT, LineReader, ProxyRun, child_env
+from tests.outputs.conftest import HTTP_FIXTURE, ROOT, run_cli
+
+MITMDUMP = Path(sys.executable).with_name("mitmdump")
+TOOLS = "deploy,release,summarize,workspace,slow_deploy,flaky_deploy"
+CHAIN_KEYS = ("id", "method", "target", "rounds", "requests", "outcome", "link")
+
+
+def checked(path: Path) -> dict:
+    r = run_cli("check", path, "--format", "json", "--fail-on", "never")
+    assert r.exit_code == 0, r.stderr
+    return json.loads(r.stdout)
+
+
+def chains(rep: dict) -> list[dict]:
+    return [{k: c[k] for k in CHAIN_KEYS} for c in rep["chains"]]
+
+
+def findings(rep: dict) -> list[tuple]:
+    return sorted((f["rule"], f["severity"], tuple(f["messages"])) for f in rep["findings"])
+
+
+def imported(src: Path, out: Path) -> dict:
+    r = run_cli("import", src, "--output", out)
+    assert r.exit_code == 0, r.stderr
+    assert out.stat().st_mode & 0o777 == 0o600
+    return checked(out)
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def _wait_for_port(port: int, proc: subprocess.Popen) -> None:
+    deadline = time.monotonic() + WAIT
+    while time.monotonic() < deadline:
+        assert proc.poll() is None, "the sample server exited"
+        try:
+            socket.create_connection(("127.0.0.1", port), timeout=1).close()
+            return
+        except OSError:
+            time.sleep(0.1)
+    raise AssertionError(f"nothing listens on {port}")
+
+
+def test_mitmdumps_har_and_flows_give_the_chains_the_proxy_recorded(tmp_path):
+    recorded, har, flows = tmp_path / "proxy.jsonl", tmp_path / "dump.har", tmp_path / "dump.flows"
+    port = _free_port()
+    started: list[subprocess.Popen] = []
+    try:
+        server = subprocess.Popen([sys.executable, "-m", "mrtr_inspect.samples.server", "--http", "--port", str(port)],
+                                  cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                  stderr=subprocess.DEVNULL)
+        started.append(server)
+        _wait_for_port(port, server)
+        proxy = ProxyRun(f"http://127.0.0.1:{port}/mcp", "--record", str(recorded), "--quiet")
+        started.append(proxy.proc)
+        proxy.ready()
+        dump = subprocess.Popen(
+            [str(MITMDUMP), "--mode", f"reverse:http://127.0.0.1:{proxy.port}", "--listen-host", "127.0.0.1",
+             "--listen-port", "0", "--set", f"confdir={tmp_path / 'mitmproxy'}", "--set", f"hardump={har}",
+             "-w", str(flows)],
+            cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        started.append(dump)
+        m = LineReader(dump.stdout).wait(r"listening at 127\.0\.0\.1:(\d+)")
+        assert m is not None, "mitmdump did not start"
+        client = subprocess.run([sys.executable, "-m", "mrtr_inspect.samples.client", "http",
+                                 f"http://127.0.0.1:{m.group(1)}/mcp", "--tools", TOOLS],
+                                cwd=ROOT, env=child_env(), capture_output=True, timeout=WAIT * 2)
+        assert client.stdout.decode().startswith("deploy: deployed to production"), client.stderr.decode()[-2000:]
+        dump.send_signal(signal.SIGTERM)
+        assert dump.wait(WAIT) == 0
+        assert proxy.stop() == 0
+    finally:
+        for p in started:
+            if p.poll() is None:
+                p.kill()
+                p.wait()
+    assert har.exists() and flows.exists()
+    proxy_rep = checked(recorded)
+    assert [c["target"] for c in proxy_rep["chains"]] == TOOLS.split(",")
+    assert {c["outcome"] for c in proxy_rep["chains"]} == {"complete", "error"}
+    for src, name in ((har, "from-har.jsonl"), (flows, "from-flows.jsonl")):
+        rep = imported(src, tmp_path / name)
+        assert chains(rep) == chains(proxy_rep), src.name
+        assert findings(rep) == findings(proxy_rep), src.name
+        assert rep["summary"] == proxy_rep["summary"]
+    # the bodies the client and the server sent, byte for byte as the proxy recorded them
+    def bodies(path: Path) -> list[bytes]:
+        return [f.body if type(f) is HttpRequest else f.data for f in read_frames(path) if type(f) in (HttpRequest, HttpBody)]
+
+    assert bodies(tmp_path / "from-flows.jsonl") == bodies(tmp_path / "from-har.jsonl") == bodies(recorded)
+
+
+def test_a_har_export_imports_back_to_the_same_chains(tmp_path):
+    har = tmp_path / "s.har"
+    assert run_cli("export", HTTP_FIXTURE, "--to", "har", "--output", har).exit_code == 0
+    back = imported(har, tmp_path / "back.jsonl")
+    orig = checked(HTTP_FIXTURE)
+    assert chains(back) == chains(orig) and findings(back) == findings(orig)
+    events = [f.raw for f in read_frames(tmp_path / "back.jsonl") if type(f) is SseEvent]
+    assert events == [f.raw for f in read_frames(HTTP_FIXTURE) if type(f) is SseEvent] and len(events) > 1
+    for a, b in zip(back["chains"], orig["chains"]):  # times kept to the microsecond, but for events in a stream
+        assert a["duration_ms"] == pytest.approx(b["duration_ms"], abs=1.0)
+
+
+def _flow(t: float, path: str, body: bytes, status: int | None, resp_headers: dict, resp_body: bytes,
+          error: str | None = None):
+    f = tflow.tflow(resp=status is not None, err=error is not None)
+    f.request.method, f.request.path = "POST", path
+    f.request.headers.clear()
+    f.request.headers["content-type"] = "application/json"
+    f.request.headers["authorization"] = "Bearer sekret-token"
+    f.request.raw_content = body
+    f.request.timestamp_start, f.request.timestamp_end = t, t + 0.001
+    if status is not None:
+        f.response.status_code = status
+        f.response.headers.clear()
+        for k, v in resp_headers.items():
+            f.response.headers[k] = v
+        f.response.raw_content = resp_body
+        f.response.timestamp_start, f.response.timestamp_end = t + 0.01, t + 0.5
+    if error is not None:
+        f.error.msg = error
+        f.error.timestamp = t + 0.2
+    return f
+
+
+def test_a_flow_file_gives_the_frames_the_proxy_records(tmp_path):
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+    events = [b'event: message\r\ndata: {"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":1,"progress":1}}\r\n\r\n',
+              b'data: {"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}\n\n']
+    flows = tmp_path / "flows"
+    with open(flows, "wb") as f:
+        w = mitm_io.FlowWriter(f)
+        w.add(_flow(100.0, "/mcp?x=1", call, 200, {"content-type": "text/event-stream", "content-encoding": "gzip"},
+                    gzip.compress(b"".join(events))))
+        w.add(tcp.TCPFlow(tflow.tclient_conn(), tflow.tserver_conn()))  # not HTTP: skipped with a note
+        w.add(_flow(101.0, "/mcp", call.replace(b'"id":1', b'"id":2'), None, {}, b"", error="Client disconnected."))
+    r = run_cli("import", flows, "--output", tmp_path / "r.jsonl")
+    assert r.exit_code == 0, r.stderr
+    assert "skipped 1 flow(s)" in r.stderr and "2 exchanges from the mitmproxy flows in 1 session" in r.stderr
+    frames = list(read_frames(tmp_path / "r.jsonl"))
+    kinds = [type(f).__name__ for f in frames]
+    assert kinds == ["SessionStart", "HttpRequest", "HttpResponse", "SseEvent", "SseEvent", "HttpEnd", "HttpRequest",
+                     "HttpEnd", "SessionEnd"]
+    assert frames[0].info["imported"] == {"from": "flows", "format": "mitmproxy flows"}
+    req = frames[1]
+    assert (req.method, req.path, req.body, req.time) == ("POST", "/mcp?x=1", call, 100.001)
+    assert dict(req.headers)["authorization"].startswith("Bearer [redacted:")  # redacted as a live recording is
+    assert [f.raw for f in frames if type(f) is SseEvent] == events  # decoded, split by the core's SseDecoder
+    assert frames[2].time == 100.01 and frames[3].time == frames[5].time == 100.5  # events: when the body was whole
+    assert frames[7] == HttpEnd(101.2, req.session, 2, "client-disconnected")
+    assert [f.time for f in frames] == sorted(f.time for f in frames)
+
+
+def test_har_bodies_encodings_pages_and_errors(tmp_path):
+    body = '{"jsonrpc":"2.0","id":1,"result":{"resultType":"complete"}}'
+
+    def entry(page: str, t: str, resp: dict) -> dict:
+        return {"pageref": page, "startedDateTime": t, "time": 30,
+                "request": {"method": "POST", "url": "http://h:1/mcp", "httpVersion": "HTTP/2",
+                            "headers": [{"name": ":authority", "value": "h:1"}, {"name": "content-type", "value": "application/json"}],
+                            "postData": {"mimeType": "application/json",
+                                         "text": '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"é"}}'}},
+                "response": resp, "timings": {"send": 1, "wait": 10, "receive": 19}}
+    har = {"log": {"version": "1.2", "creator": {"name": "x", "version": "1"}, "pages": [], "entries": [
+        entry("a", "2026-01-01T00:00:00.000Z", {"status": 200, "headers": [{"name": "content-encoding", "value": "gzip"}],
+                                                 "content": {"mimeType": "application/json", "text": body}}),
+        entry("b", "2026-01-01T00:00:01+00:00", {"status": 200, "headers": [],
+                                                  "content": {"text": base64.b64encode(body.encode()).decode(), "encoding": "base64"}}),
+        entry("b", "2026-01-01T00:00:02Z", {"status": 0, "headers": [], "content": {}, "_error": "Connection refused"}),
+    ]}}
+    src = tmp_path / "x.har"
+    src.write_text(json.dumps(har))
+    r = run_cli("import", src, "--output", tmp_path / "r.jsonl")
+    assert r.exit_code == 0 and "3 exchanges from the HAR in 2 sessions" in r.stderr
+    frames = list(read_frames(tmp_path / "r.jsonl"))
+    assert [f.info["upstream"] for f in frames if type(f) is SessionStart] == ["http://h:1/mcp"] * 2
+    reqs = [f for f in frames if type(f) is HttpRequest]
+    assert reqs[0].headers == (("content-type", "application/json"),)  # no HTTP/2 pseudo-header
+    assert reqs[0].body.decode() == '{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"é"}}'
+    t0 = 1767225600.0
+    assert reqs[0].time == pytest.approx(t0 + 0.001)
+    bodies = [f for f in frames if type(f) is HttpBody]
+    assert [b.data.decode() for b in bodies] == [body, body]
+    assert bodies[0].body_note == "decoded from content-encoding gzip (by the HAR writer)" and bodies[1].body_note is None
+    assert bodies[0].time == pytest.approx(t0 + 0.030)
+    assert next(f for f in frames if type(f) is HttpResponse).time == pytest.approx(t0 + 0.011)
+    assert [f.error for f in frames if type(f) is HttpEnd] == [None, None, "upstream-error: Connection refused"]
+
+
+@pytest.mark.parametrize("content, why", [
+    (None, "this is an mrtr-inspect recording already"),
+    (b'{"t": 1, "n": 1}\n{"t": 2}\n', "not a HAR file"),
+    (b"hello\n", "not a HAR file nor a mitmproxy flow file"),
+    (b'{"log": {}}', "not a HAR file (no log.entries)"),
+])
+def test_what_cannot_be_imported_is_refused_in_one_line(tmp_path, content, why):
+    src = HTTP_FIXTURE if content is None else tmp_path / "in"
+    if content is not None:
+        src.write_bytes(content)
+    r = run_cli("import", src, "--output", tmp_path / "out.jsonl")
+    assert r.exit_code == 2 and why in r.stderr and r.stderr.count("\n") == 1
+    assert not (tmp_path / "out.jsonl").exists()
