@@ -15,6 +15,7 @@ from mrtr_inspect.core.events import HttpEnd, HttpRequest, HttpResponse, SseEven
 from mrtr_inspect.outputs.exporters.capture import load
 from mrtr_inspect.outputs.show import render_mermaid
 from tests.outputs.conftest import HOSTILE, HTTP_FIXTURE, STDIO_FIXTURE, faulty, run_cli, save
+from tests.traffic import Traffic
 
 
 def export(src: Path, to: str, out: Path) -> str:
@@ -100,9 +101,12 @@ def test_har_findings_and_errors_land_on_their_entries(tmp_path):
     t = faulty("http")
     x = t.post(t.request("tools/call", {"name": "gone", "arguments": {}}))
     t.frames.append(HttpEnd(t.tick(), t.session, x, "client-disconnected"))
-    har = json.loads(export(save(t.frames, tmp_path / "r.jsonl"), "har", tmp_path / "r.har"))
-    assert_har_1_2(har)
-    entries = har["log"]["entries"]
+    late = Traffic("http", session="late", start=t.tick(), with_session_start=False)  # no header of its own
+    late.result(late.tool("more", {}), {"content": []})
+    har = json.loads(export(save(t.frames + late.frames, tmp_path / "r.jsonl"), "har", tmp_path / "r.har"))
+    assert_har_1_2(har)  # every entry's pageref is a page
+    assert [p["id"] for p in har["log"]["pages"]] == ["s1", "late"]
+    entries = har["log"]["entries"][:-1]
     reused = [e for e in entries if any(f["rule"] == "retry-reused-id" for f in e["_mrtr"]["findings"])]
     assert [e["_mrtr"]["round"] for e in reused] == [0, 1]  # it names the first request and the retry
     assert reused[0]["_mrtr"]["findings"][0]["spec"].startswith("https://modelcontextprotocol.io/")

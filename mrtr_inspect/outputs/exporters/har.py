@@ -189,6 +189,10 @@ def to_har(cap: Capture) -> dict:
             findings_of.setdefault(m, []).append(f)
     pages = [{"startedDateTime": har_time(s.time), "id": s.session,
               "title": str(s.info.get("upstream") or s.session), "pageTimings": {}} for s in http_sessions]
+    for ex in exchanges:  # a capture that began mid-way has exchanges without a session header
+        if ex.session not in cap.starts and all(p["id"] != ex.session for p in pages):
+            pages.append({"startedDateTime": har_time(ex.req.time), "id": ex.session, "title": ex.session,
+                          "pageTimings": {}})
     entries = []
     for ex in sorted(exchanges, key=lambda e: (e.req.time, e.session, e.x)):
         t0 = ex.req.time
