@@ -250,7 +250,7 @@ def _at(args, path: tuple[str, ...]) -> tuple[bool, object]:
 
 
 @rule(
-    "http-accept-header", ERROR, on=Decoded, directions=["c2s"], section="4.6", spec=spec.HTTP_SENDING,
+    "http-accept-header", ERROR, on=Decoded, directions=["c2s"], transports=["http"], section="4.6", spec=spec.HTTP_SENDING,
     quote="The client MUST include an Accept header listing both application/json and text/event-stream as "
           "supported content types.",
     summary="A POST whose Accept header does not list both application/json and text/event-stream.",
@@ -280,7 +280,7 @@ def http_accept_header(obs: Decoded, ctx) -> None:
 
 @rule(
     "http-body-not-single-message", ERROR, on=Decoded, kinds=["batch", "invalid"], directions=["c2s"],
-    section="4.6", spec=spec.HTTP_SENDING,
+    transports=["http"], section="4.6", spec=spec.HTTP_SENDING,
     quote="The body of the HTTP POST MUST be a single JSON-RPC request or notification.",
     summary="A modern POST body that is a batch, empty, or not one JSON-RPC message.",
     why="Batching was removed in 2025-06-18; a server that takes one message per POST drops or rejects the rest.",
@@ -305,7 +305,7 @@ def http_body_not_single_message(obs: Decoded, ctx) -> None:
 
 
 @rule(
-    "http-client-notification", INFO, on=Decoded, kinds=["notification"], directions=["c2s"], section="4.6",
+    "http-client-notification", INFO, on=Decoded, kinds=["notification"], directions=["c2s"], transports=["http"], section="4.6",
     spec=spec.HTTP_SENDING,
     quote="This revision of the core protocol defines no client-to-server notifications over Streamable HTTP.",
     summary="A client notification POSTed on a modern exchange.",
@@ -475,7 +475,7 @@ def _request_headers(msg: Message, x: HttpExchange, ctx) -> tuple[list, bool]:
 
 @rule(
     "http-protocol-version-header-missing", ERROR, on=(Decoded, ExchangeDone), kinds=["request", "notification"],
-    directions=["c2s"], section="4.6", spec=spec.HTTP_VERSION_HEADER, conformance="sep-2575-http-client-sends-version-header",
+    directions=["c2s"], transports=["http"], section="4.6", spec=spec.HTTP_VERSION_HEADER, conformance="sep-2575-http-client-sends-version-header",
     quote="Every POST request to the MCP endpoint MUST include an MCP-Protocol-Version header.",
     summary="A modern request POST without an MCP-Protocol-Version header (a warning for notification POSTs).",
     why="Intermediaries route and validate on the header; a server that does not support pre-2025-06-18 clients "
@@ -703,7 +703,7 @@ declare(
 
 
 @rule(
-    "http-method-not-found-status", ERROR, on=Answered, kinds=["error"], section="4.6",
+    "http-method-not-found-status", ERROR, on=Answered, kinds=["error"], transports=["http"], section="4.6",
     spec=spec.HTTP_VERSION_HEADER, conformance="sep-2575-http-server-method-not-found-404",
     quote="If the server does not implement the requested RPC method, it MUST respond with 404 Not Found and a "
           "JSON-RPC error with code -32601 (Method not found).",
@@ -724,7 +724,7 @@ def http_method_not_found_status(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "http-unsupported-version-status", ERROR, on=Answered, kinds=["error"], section="4.6",
+    "http-unsupported-version-status", ERROR, on=Answered, kinds=["error"], transports=["http"], section="4.6",
     spec=spec.HTTP_VERSION_HEADER, conformance="sep-2575-http-server-unsupported-version-400",
     quote="it MUST respond with 400 Bad Request and an UnsupportedProtocolVersionError listing its supported "
           "versions.",
@@ -765,7 +765,7 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
 
 @rule(
     "http-get-delete-modern", WARNING, on=(Answered, ExchangeDone), kinds=["result"], methods=["server/discover"],
-    section="4.6", spec=spec.HTTP_EARLIER_REVISIONS,
+    transports=["http"], section="4.6", spec=spec.HTTP_EARLIER_REVISIONS,
     quote="HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed.",
     summary="A modern-only server answers GET or DELETE on the MCP endpoint with something other than 405.",
     why="A legacy client probing for the GET stream or ending its session needs an unambiguous answer.",
@@ -795,7 +795,7 @@ def http_get_delete_modern(obs, ctx) -> None:
 
 @rule(
     "http-last-event-id", INFO, on=(Decoded, SseSeen, ExchangeDone), kinds=["request", "notification"],
-    directions=["c2s"], section="4.6", spec=spec.HTTP_RECEIVING,
+    directions=["c2s"], transports=["http"], section="4.6", spec=spec.HTTP_RECEIVING,
     quote="Resumable SSE streams via Last-Event-ID are not supported.",
     summary="A Last-Event-ID request header, or SSE id: fields, on a modern exchange.",
     why="Nothing will be redelivered: a client that counts on resumption loses the in-flight request when a "
@@ -848,7 +848,7 @@ def _token(msg: Message):
 
 
 @rule(
-    "sse-notification-unrelated", ERROR, on=Decoded, kinds=["notification"], directions=["s2c"], section="4.6",
+    "sse-notification-unrelated", ERROR, on=Decoded, kinds=["notification"], directions=["s2c"], transports=["http"], section="4.6",
     spec=spec.HTTP_RECEIVING, conformance=None,
     quote="These notifications MUST relate to the originating client request.",
     summary="A notification on a request's SSE stream that does not relate to that request.",
@@ -910,7 +910,7 @@ def sse_events_after_response(obs: SseSeen, ctx) -> None:
 
 @rule(
     "sse-multiple-or-foreign-response", ERROR, on=Decoded, kinds=["result", "error"], directions=["s2c"],
-    section="4.6", spec=spec.HTTP,
+    transports=["http"], section="4.6", spec=spec.HTTP,
     quote="The server answers each request with either a single JSON object or a Server-Sent Events (SSE) stream "
           "scoped to that request, carrying request-related notifications followed by the final response.",
     summary="More than one JSON-RPC response on a request's SSE stream, or one whose id is not the request's.",

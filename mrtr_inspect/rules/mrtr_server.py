@@ -629,7 +629,7 @@ def missing_capability_error_shape(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "missing-capability-http-status", ERROR, **_ERRORS, section="4.1", spec=spec.BASE_META,
+    "missing-capability-http-status", ERROR, **_ERRORS, transports=["http"], section="4.1", spec=spec.BASE_META,
     conformance="sep-2575-missing-capability-http-400",
     quote="On HTTP, the response status MUST be 400 Bad Request.",
     summary="On HTTP, a -32021 error comes with a status other than 400.",

@@ -51,6 +51,7 @@ class Rule:
     kinds: frozenset[str] | None = None
     methods: frozenset[str] | None = None
     directions: frozenset[str] | None = None
+    transports: frozenset[str] | None = None
     check: Callable[[Any, "Context"], None] | None = None
     observable: bool = True  # False: documented, but a passive observer cannot see it (✗)
     emitted_by: str | None = None  # a rule whose check emits this id (one check, several ids)
@@ -87,11 +88,15 @@ def rule(
     kinds: Iterable[str] | None = None,
     methods: Iterable[str] | None = None,
     directions: Iterable[str] | None = None,
+    transports: Iterable[str] | None = None,
 ) -> Callable:
     """Register the decorated function as the check of rule `id`.
 
     For `Answered`, `kinds` may name "input_required" (a result whose resultType is input_required;
-    a rule naming "result" gets those too) and `directions` is the direction of the response."""
+    a rule naming "result" gets those too) and `directions` is the direction of the response.
+    `transports` ("stdio", "http") narrows the `Decoded` and `Answered` observations that reach the
+    check to messages of those transports (name them only for a check that does nothing on the others);
+    observations of other types are not narrowed by it."""
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -102,6 +107,7 @@ def rule(
                 kinds=frozenset(kinds) if kinds is not None else None,
                 methods=frozenset(methods) if methods is not None else None,
                 directions=frozenset(directions) if directions is not None else None,
+                transports=frozenset(transports) if transports is not None else None,
                 check=fn,
             )
         )
@@ -126,15 +132,21 @@ def _doc(fn: Callable) -> str:
 
 
 class Context:
-    """What a check sees besides its observation: where to report, shared knowledge, memory."""
+    """What a check sees besides its observation: where to report, shared knowledge, memory.
 
-    __slots__ = ("engine", "inspector", "_rule", "_mem")
+    Each rule has its own context (its `mem`, its id for `emit`); `RuleEngine.ctx` is the context of
+    no rule, whose `_mem` holds every rule's memory by rule id."""
 
-    def __init__(self, engine: "RuleEngine", inspector: Any) -> None:
+    __slots__ = ("engine", "inspector", "_rule", "_mem", "mem")
+
+    def __init__(self, engine: "RuleEngine", inspector: Any, rule: "Rule | None" = None,
+                 mems: dict[str, dict] | None = None) -> None:
         self.engine = engine
         self.inspector = inspector
-        self._rule: Rule | None = None
-        self._mem: dict[str, dict] = {}
+        self._rule: Rule | None = rule
+        self._mem: dict[str, dict] = mems if mems is not None else {}
+        #: a dict private to the rule, kept across observations (keep it bounded)
+        self.mem: dict = self._mem.setdefault(rule.id if rule is not None else "", {})
 
     @property
     def config(self) -> Config:
@@ -143,15 +155,6 @@ class Context:
     @property
     def knowledge(self) -> Any:
         return self.inspector.knowledge
-
-    @property
-    def mem(self) -> dict:
-        """A dict private to the running rule, kept across observations (keep it bounded)."""
-        rid = self._rule.id if self._rule is not None else ""
-        m = self._mem.get(rid)
-        if m is None:
-            m = self._mem[rid] = {}
-        return m
 
     def emit(self, message: str, *, messages: Iterable[int] = (), chain: str | None = None,
              time: float | None = None, details: dict | None = None, severity: str | None = None,
@@ -173,51 +176,61 @@ class RuleEngine:
         needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in self.config.disabled}
         self._active = [r for r in REGISTRY.values()
                         if r.check is not None and (r.id not in self.config.disabled or r.id in needed)]
+        # each active rule as (check, its context): what a plan holds
+        self._runs = {r.id: (r.check, Context(self, inspector, r, self.ctx._mem)) for r in self._active}
         self._by_type: dict[type, list[Rule]] = {}
         for r in self._active:
             for t in r.on:
                 self._by_type.setdefault(t, []).append(r)
+        self._plain = {t: tuple(self._runs[r.id] for r in rules) for t, rules in self._by_type.items()
+                       if t is not Decoded and t is not Answered}
         self._method_filtered = {m for r in self._active if r.methods for m in r.methods}
-        self._cache: dict[tuple, list[Rule]] = {}
+        self._cache: dict[tuple, tuple] = {}
 
-    def _select(self, t: type, kind: str | None, method: str | None, direction: str | None) -> list[Rule]:
+    def _select(self, t: type, kind: str | None, method: str | None, direction: str | None,
+                transport: str | None = None) -> list[Rule]:
+        """The rules a `Decoded` or `Answered` observation of this kind, method, direction and
+        transport reaches."""
         if method not in self._method_filtered:
             method = None
-        key = (t, kind, method, direction)
-        rules = self._cache.get(key)
-        if rules is None:
-            rules = [
-                r for r in self._by_type.get(t, ())
-                if (r.kinds is None or kind in r.kinds or (kind == INPUT_REQUIRED and RESULT in r.kinds))
-                and (r.methods is None or method in r.methods)
-                and (r.directions is None or direction in r.directions)
-            ]
-            self._cache[key] = rules
-        return rules
+        return [
+            r for r in self._by_type.get(t, ())
+            if (r.kinds is None or kind in r.kinds or (kind == INPUT_REQUIRED and RESULT in r.kinds))
+            and (r.methods is None or method in r.methods)
+            and (r.directions is None or direction in r.directions)
+            and (r.transports is None or transport in r.transports)
+        ]
+
+    def _plan(self, key: tuple) -> tuple:
+        plan = self._cache[key] = tuple(self._runs[r.id] for r in self._select(*key))
+        return plan
 
     def dispatch(self, obs: Any) -> None:
         t = type(obs)
         if t is Decoded:
             m = obs.msg
-            rules = self._select(t, m.kind, m.method, m.direction)
+            method = m.method
+            key = (t, m.kind, method if method in self._method_filtered else None, m.direction, m.transport)
+            plan = self._cache.get(key)
+            if plan is None:
+                plan = self._plan(key)
         elif t is Answered:
             req, resp = obs.request, obs.response
             kind = resp.kind
             if kind == RESULT and type(resp.result) is dict and resp.result.get("resultType") == INPUT_REQUIRED:
                 kind = INPUT_REQUIRED  # rules naming "result" get these too; rules naming only "input_required" get only these
-            rules = self._select(t, kind, req.method if req is not None else None, resp.direction)
+            method = req.method if req is not None else None
+            key = (t, kind, method if method in self._method_filtered else None, resp.direction, resp.transport)
+            plan = self._cache.get(key)
+            if plan is None:
+                plan = self._plan(key)
         else:
-            rules = self._by_type.get(t)
-            if not rules:
-                return
-        ctx = self.ctx
-        for r in rules:
-            ctx._rule = r
+            plan = self._plain.get(t, ())
+        for check, ctx in plan:
             try:
-                r.check(obs, ctx)  # type: ignore[misc]
+                check(obs, ctx)
             except Exception as e:  # a broken rule must not break the pipeline
-                self._internal_error(r, e)
-        ctx._rule = None
+                self._internal_error(ctx._rule, e)
 
     def _internal_error(self, r: Rule, e: BaseException) -> None:
         tb = traceback.extract_tb(e.__traceback__)

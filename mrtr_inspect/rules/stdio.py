@@ -44,7 +44,7 @@ _WHY = {
 
 
 @rule(
-    "stdio-framing", ERROR, on=(Decoded, SessionOver), kinds=["invalid", "batch"], section="4.7", spec=spec.STDIO,
+    "stdio-framing", ERROR, on=(Decoded, SessionOver), kinds=["invalid", "batch"], transports=["stdio"], section="4.7", spec=spec.STDIO,
     quote="Messages are delimited by newlines, and MUST NOT contain embedded newlines.",
     summary="A stdio line that is not exactly one JSON-RPC message.",
     why="The reader parses line by line: a log line on stdout, a pretty-printed message or two messages on one line "
@@ -153,7 +153,7 @@ declare(
 
 @rule(
     "stdio-era-probe", INFO, on=(Decoded, Answered, SessionOver), methods=["server/discover", "initialize"],
-    section="4.7", spec=spec.STDIO_BACKCOMPAT,
+    transports=["stdio"], section="4.7", spec=spec.STDIO_BACKCOMPAT,
     quote="A client that supports both modern (per-request-metadata) MCP versions and a legacy version that requires "
           "an initialize handshake SHOULD probe with server/discover before sending any other request",
     summary="A dual-era client probed with server/discover, got no modern answer and fell back to initialize.",

@@ -413,7 +413,7 @@ def task_cancel_via_notification(obs, ctx) -> None:
 
 @rule(
     "task-stream-progress-or-log", ERROR, on=Decoded, kinds=["notification"], directions=["s2c"],
-    methods=("notifications/progress", "notifications/message"), section="4.9", spec=spec.TASKS_NOTIFICATIONS,
+    methods=("notifications/progress", "notifications/message"), transports=["http"], section="4.9", spec=spec.TASKS_NOTIFICATIONS,
     conformance="sep-2663-no-progress-or-message-on-task-stream",
     quote="notifications/progress and notifications/message notifications MUST NOT be sent on the "
           "subscriptions/listen stream for a task",
