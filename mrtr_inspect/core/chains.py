@@ -323,6 +323,11 @@ def summarize_responses(input_responses: Any) -> dict | None:
 # the stitcher
 
 
+def _tied(rounds: list[Round], chosen: Round) -> bool:
+    """Whether recency did not decide: another round was opened at the same instant as the chosen one."""
+    return sum(r.irr_time == chosen.irr_time for r in rounds) > 1
+
+
 class Stitcher:
     """MRTR stitching per RULES.md §3. One per inspector."""
 
@@ -393,10 +398,11 @@ class Stitcher:
             h = state_hash(st)
             rounds = list(self._state_index.get(h, ()))  # an expired round too: a late retry is no stranger
             if rounds:
-                rd = max(
-                    rounds,
-                    key=lambda r: (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time, -r.chain.seq),
-                )
+                def rank(r: Round) -> tuple:
+                    return (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time)
+
+                rd = max(rounds, key=lambda r: (*rank(r), -r.chain.seq))
+                top = rank(rd)
                 if rd.key[:2] != key[:2]:
                     chain = self._new_chain(msg, peer, digest)
                     chain.tainted = True
@@ -414,16 +420,18 @@ class Stitcher:
                     else:
                         replay = "broken"
                 relation = self._state_relation(rd, msg, has_st, st_raw)
+                # a server that issues the same state round after round is no ambiguity: only rounds
+                # that tie with the chosen one on every rank but the chain order are
                 return self._link(msg, rd, "state", relation, peer, key, obs, replay=replay, forked=forked,
-                                  ambiguous=len(rounds) > 1)
+                                  ambiguous=sum(rank(r) == top for r in rounds) > 1)
             cand = self._open_rounds(peer, key)
             with_state = [rd for rd in cand if rd.had_state]
             if with_state:
                 rd = self._most_recent(with_state)
-                return self._link(msg, rd, "params", "altered", peer, key, obs, ambiguous=len(with_state) > 1)
+                return self._link(msg, rd, "params", "altered", peer, key, obs, ambiguous=_tied(with_state, rd))
             if cand:
                 rd = self._most_recent(cand)
-                return self._link(msg, rd, "params", "fabricated", peer, key, obs, ambiguous=len(cand) > 1)
+                return self._link(msg, rd, "params", "fabricated", peer, key, obs, ambiguous=_tied(cand, rd))
             chain = self._new_chain(msg, peer, digest)
             creq = ChainRequest(chain, msg, None)
             chain.requests.append(creq)
@@ -447,7 +455,7 @@ class Stitcher:
                                       ambiguous=len(ties) > 1)
                 rd = self._most_recent(cand)
                 relation = "dropped" if rd.had_state else "none"
-                return self._link(msg, rd, "params", relation, peer, key, obs, ambiguous=len(cand) > 1)
+                return self._link(msg, rd, "params", relation, peer, key, obs, ambiguous=_tied(cand, rd))
             chain = self._new_chain(msg, peer, digest)
             creq = ChainRequest(chain, msg, None)
             chain.requests.append(creq)

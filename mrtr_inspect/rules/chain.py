@@ -4,6 +4,7 @@ reactions the first seed's gateway shows (RULES.md §10.5)."""
 from __future__ import annotations
 
 from ..core.messages import ERROR as ERROR_KIND
+from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
 from . import spec
 from .registry import ERROR, INFO, WARNING, rule
@@ -137,9 +138,11 @@ def server_accepted_state_on_other_request(obs, ctx) -> None:
     if rd is None and link is not None and link.via == "state" and link.params_changed and link.state in ("echoed", "reencoded"):
         rd = link.round
     if rd is not None and _non_error(obs):
+        same_target = (req.method, target_of(req.method, req.params)) == (rd.chain.method, rd.chain.target)
         ctx.emit(
             f"the server answered {req.label()} with a result although its requestState was issued for "
-            f"{rd.chain.method} {rd.chain.target} with other arguments (round {rd.n} of chain {rd.chain.id})",
+            f"{rd.chain.method} {rd.chain.target}{' with other arguments' if same_target else ''} "
+            f"(round {rd.n} of chain {rd.chain.id})",
             messages=[rd.irr_index, req.index, obs.response.index], chain=rd.chain.id,
         )
 

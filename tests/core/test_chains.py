@@ -335,6 +335,19 @@ def test_parallel_misuse_of_a_state_on_another_request():
     assert len(r.of("mrtr-fields-on-unsupported-method")) == 1
     assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
     assert shape(r.chain("c2")) == ([p], 0, "complete", None)
+    (accepted,) = r.of("server-accepted-state-on-other-request")  # the prompt's result
+    assert "issued for tools/call deploy (round 1" in accepted.message  # another tool: no "other arguments"
+
+
+def test_state_accepted_on_the_same_tool_with_other_arguments_says_so():
+    t = Traffic()
+    a = t.tool("deploy", {"env": "staging"})
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    b = retry(t, {"confirm": ACCEPT}, "s1")  # prod, with staging's state
+    t.result(b, {"content": []})
+    r = t.run()
+    (accepted,) = r.of("server-accepted-state-on-other-request")
+    assert "issued for tools/call deploy with other arguments" in accepted.message
 
 
 def test_legacy_era_tools_call_is_not_stitched():
@@ -467,3 +480,35 @@ def test_http_chain_answered_on_event_streams():
     r = h.run()
     assert shape(r.chain("c1")) == ([a, b], 1, "complete", "state")
     assert [m.kind for m in r.messages] == ["request", "notification", "result", "request", "result"]
+
+
+def test_a_state_issued_again_each_round_is_no_ambiguity():
+    """A server may hand out the same requestState round after round: each retry still has one
+    open round to continue, so no chain-ambiguous-link (the consumed rounds are no candidates)."""
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="same")
+    b = retry(t, {"confirm": ACCEPT}, "same")
+    t.irr(b, {"again": ELICIT}, state="same")
+    c = retry(t, {"again": ACCEPT}, "same")
+    t.irr(c, {"last": ELICIT}, state="same")
+    d = retry(t, {"last": ACCEPT}, "same")
+    t.result(d, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1")) == ([a, b, c, d], 3, "complete", "state")
+    assert "chain-ambiguous-link" not in r.rules()
+    assert not r.errors()
+
+
+def test_two_chains_holding_the_same_state_at_the_same_instant_are_ambiguous():
+    """The near miss: the same state on two rounds opened in one batch, both open."""
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    b = t.tool("deploy", PROD)
+    irr = {"resultType": "input_required", "inputRequests": {"confirm": ELICIT}, "requestState": "same"}
+    t.line("s2c", [{"jsonrpc": "2.0", "id": a, "result": irr}, {"jsonrpc": "2.0", "id": b, "result": irr}])
+    x = retry(t, {"confirm": ACCEPT}, "same")
+    t.result(x, {"content": []})
+    r = t.run(close=False)
+    assert shape(r.chain("c1")) == ([a, x], 1, "complete", "state")
+    assert [f.chain for f in r.of("chain-ambiguous-link")] == ["c1"]

@@ -131,7 +131,8 @@ def main(argv: list[str] | None = None) -> None:
     if args.record:
         writer = RecordingWriter(args.record, "http", {"upstream": "sdk_server.py (recording middleware)"})
         app = RecordingMiddleware(app, writer)
-    sock = socket.socket()
+    # IPPROTO_TCP named, so asyncio sets TCP_NODELAY on the accepted connections (it checks the proto)
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     sock.bind(("127.0.0.1", 0))
     sock.listen(64)  # connections queue from now on, so the URL can be given before uvicorn runs
     print(f"listening on http://127.0.0.1:{sock.getsockname()[1]}/mcp", flush=True)
