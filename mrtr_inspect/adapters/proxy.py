@@ -39,7 +39,7 @@ from ..config import Config
 from ..outputs.live import LiveView
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir
 from .mitm_addon import HttpAnalysis, MrtrInspect, new_analysis
-from .stdio_tee import _C2S as _STEPS, _C2S_EOF as _READY, _END, _fork_analysis  # the tee's analysis process
+from .analysis_process import C2S as STEPS, C2S_EOF as READY, END, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
@@ -113,7 +113,7 @@ def _why(e: BaseException | None) -> str:
 
 
 class _ForkedAnalysis:
-    """The addon's analysis in a process of its own, the tee's way (`stdio_tee._fork_analysis`: forked
+    """The addon's analysis in a process of its own, the tee's way (`stdio_tee.fork_analysis`: forked
     before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
     shares its GIL with the rules. Steps travel in batches: `put` collects them, and FLUSH_AFTER seconds
     after the first one the batch goes to the spooler, pickled as one item (each item wakes a thread on
@@ -121,7 +121,7 @@ class _ForkedAnalysis:
     work per request)."""
 
     def __init__(self, make) -> None:
-        self.pid, self._spool = _fork_analysis(make)
+        self.pid, self._spool = fork_analysis(make)
         self._steps: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
@@ -136,17 +136,17 @@ class _ForkedAnalysis:
     def _flush(self) -> None:
         if self._steps:
             steps, self._steps = self._steps, []
-            self._spool.put(_STEPS, 0.0, pickle.dumps(steps))
+            self._spool.put(STEPS, 0.0, pickle.dumps(steps))
 
     def ready(self) -> None:
-        self._spool.put(_READY, time.time())
+        self._spool.put(READY, time.time())
 
     def finish(self, info: dict) -> None:
         """End the session and wait for the analysis to flush the recording and write the report."""
         if not self._finished:
             self._finished = True
             self._flush()
-            self._spool.put(_END, time.time(), json.dumps(info).encode())
+            self._spool.put(END, time.time(), json.dumps(info).encode())
             self._spool.thread.join()
             os.waitpid(self.pid, 0)
 

@@ -14,9 +14,9 @@ thread moves the queue into a pipe to the analysis process, which a reader threa
 eagerly: framing, recording and rules run in another process and never hold this one's GIL.
 The analysis may trail the stream; it never slows it.
 
-The analysis process is forked before the child starts, in a session of its own: terminal and
-process-group signals (an MCP client's SIGTERM/SIGKILL to the tee's group) do not reach it, and it
-ends when its pipe does, after writing the end of the recording and the report. The tee waits for
+The analysis process (`analysis_process.py`, shared with the HTTP proxy) is forked before the
+child starts, in a session of its own: terminal and process-group signals (an MCP client's
+SIGTERM/SIGKILL to the tee's group) do not reach it, and it ends when its pipe does, after writing the end of the recording and the report. The tee waits for
 it, unless a signal comes once the child has exited: the tee then exits at once and the analysis
 finishes on its own.
 
@@ -30,9 +30,7 @@ from __future__ import annotations
 
 import json
 import os
-import queue
 import signal
-import struct
 import subprocess
 import sys
 import threading
@@ -47,12 +45,9 @@ from ..core.inspector import ChainEvent, Inspector
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id
+from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
 
 CHUNK = 1 << 16
-_HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-_C2S, _S2C, _C2S_EOF, _S2C_EOF, _END = range(5)
-_DIRECTION = {_C2S: "c2s", _S2C: "s2c", _C2S_EOF: "c2s", _S2C_EOF: "s2c"}
-_SPOOL_BATCH = 64  # items per write to the analysis pipe
 
 
 class TeeAnalysis:
@@ -139,120 +134,10 @@ class TeeAnalysis:
             pass
 
 
-# -- the pipe between the tee and the analysis process ------------------------------------------
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        view = view[os.write(fd, view):]
-
-
-def _to_devnull(fd: int) -> None:
-    """Close what `fd` refers to, keeping the number taken (by /dev/null) so nothing else reuses it."""
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, fd)
-    os.close(null)
-
-
-class _Spooler:
-    """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes."""
-
-    def __init__(self, fd: int) -> None:
-        self._fd: int | None = fd
-        self._q: queue.SimpleQueue = queue.SimpleQueue()
-        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-spool", daemon=True)
-        self.thread.start()
-
-    def put(self, kind: int, t: float, data: bytes = b"") -> None:
-        self._q.put((kind, t, data))
-
-    def _run(self) -> None:
-        get, get_nowait, pack = self._q.get, self._q.get_nowait, _HEAD.pack
-        while True:
-            batch = [get()]
-            try:
-                while len(batch) < _SPOOL_BATCH and batch[-1][0] != _END:
-                    batch.append(get_nowait())
-            except queue.Empty:
-                pass
-            if self._fd is not None:
-                try:
-                    _write_all(self._fd, b"".join(pack(k, t, len(d)) + d for k, t, d in batch))
-                except OSError:  # the analysis process is gone; the traffic goes on
-                    os.close(self._fd)
-                    self._fd = None
-            if batch[-1][0] == _END:
-                if self._fd is not None:
-                    os.close(self._fd)
-                return
-
-
-def _read_items(fd: int, put: Callable) -> None:
-    """Read the tee's items from the pipe as fast as they come (the backlog waits here, not in the tee)."""
-    with open(fd, "rb") as f:
-        while True:
-            head = f.read(_HEAD.size)
-            if len(head) < _HEAD.size:
-                break
-            kind, t, n = _HEAD.unpack(head)
-            data = f.read(n) if n else b""
-            if len(data) < n:
-                break
-            put((kind, t, data))
-            if kind == _END:
-                return
-    put((_END, time.time(), b""))  # the tee went away before the end of the session
-
-
-def _analysis_main(fd: int, make: Callable[[], TeeAnalysis]) -> None:
-    items: queue.SimpleQueue = queue.SimpleQueue()
-    threading.Thread(target=_read_items, args=(fd, items.put), daemon=True).start()
-    analysis = make()
-    while True:
-        kind, t, data = items.get()
-        if kind == _C2S or kind == _S2C:
-            analysis.chunk(t, _DIRECTION[kind], data)
-        elif kind == _END:
-            analysis.end(json.loads(data) if data else {}, t)
-            return
-        else:
-            analysis.eof(t, _DIRECTION[kind])
-
-
-def _fork_analysis(make: Callable[[], TeeAnalysis]) -> tuple[int, _Spooler]:
-    """Fork the analysis process (before any thread exists); returns its pid and the spooler feeding it."""
-    r, w = os.pipe()
-    sys.stdout.flush()
-    sys.stderr.flush()
-    pid = os.fork()
-    if pid == 0:  # the analysis process: never returns
-        code = 0
-        try:
-            os.close(w)
-            os.setsid()
-            for fd in (0, 1):  # the client must see our stdout close when the tee closes it
-                _to_devnull(fd)
-            _analysis_main(r, make)
-        except BaseException as e:
-            code = 70
-            try:
-                sys.stderr.write(f"mrtr-inspect: the analysis stopped (traffic unaffected): {type(e).__name__}: {e}\n")
-            except Exception:
-                pass
-        finally:
-            try:
-                sys.stderr.flush()
-            finally:
-                os._exit(code)
-    os.close(r)
-    return pid, _Spooler(w)
-
-
 # -- forwarding ---------------------------------------------------------------------------------
 
 
-def _pump(src: int, dst: int, kind: int, spool: _Spooler, done: Callable[[], None]) -> None:
+def _pump(src: int, dst: int, kind: int, spool: Spooler, done: Callable[[], None]) -> None:
     """Copy src to dst until either end closes; each chunk goes to the spooler, then on to dst."""
     put = spool.put
     try:
@@ -265,7 +150,7 @@ def _pump(src: int, dst: int, kind: int, spool: _Spooler, done: Callable[[], Non
                 return
             put(kind, time.time(), chunk)
             try:
-                _write_all(dst, chunk)
+                write_all(dst, chunk)
             except OSError:  # the reader went away: `done` closes src too, as a direct pipe would
                 return
     finally:
@@ -295,10 +180,10 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         builder = ReportBuilder([record] if record else []) if report else None
         return TeeAnalysis(start, config, writer, printer, builder, report)
 
-    analysis_pid, spool = _fork_analysis(make)
+    analysis_pid, spool = fork_analysis(make)
 
     def finish(info: dict) -> None:
-        spool.put(_END, time.time(), json.dumps(info).encode())
+        spool.put(END, time.time(), json.dumps(info).encode())
         spool.thread.join()
         os.waitpid(analysis_pid, 0)
 
@@ -314,19 +199,19 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     child_in, child_out = child.stdin, child.stdout
 
     def c2s_done() -> None:
-        spool.put(_C2S_EOF, time.time())
+        spool.put(C2S_EOF, time.time())
         child_in.close()
-        _to_devnull(0)
+        to_devnull(0)
 
     def s2c_done() -> None:
-        spool.put(_S2C_EOF, time.time())
-        _to_devnull(1)
+        spool.put(S2C_EOF, time.time())
+        to_devnull(1)
         child_out.close()
 
     up = threading.Thread(target=_pump, name="mrtr-inspect-c2s", daemon=True,
-                          args=(0, child_in.fileno(), _C2S, spool, c2s_done))
+                          args=(0, child_in.fileno(), C2S, spool, c2s_done))
     down = threading.Thread(target=_pump, name="mrtr-inspect-s2c", daemon=True,
-                            args=(child_out.fileno(), 1, _S2C, spool, s2c_done))
+                            args=(child_out.fileno(), 1, S2C, spool, s2c_done))
 
     def on_signal(signum, frame) -> None:
         if child.returncode is None:

@@ -12,6 +12,7 @@ import threading
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from mrtr_inspect.adapters import analysis_process as ap
 from mrtr_inspect.adapters import stdio_tee as tee
 from mrtr_inspect.adapters.recording import analyze
 from mrtr_inspect.config import Config
@@ -41,8 +42,8 @@ def test_a_chunk_reaches_the_analysis_before_the_peer_can_read_it():
     os.write(src_w, b'{"jsonrpc":"2.0","id":1,"result":{}}\n')
     os.close(src_w)
     done = []
-    tee._pump(src_r, dst_w, tee._S2C, spool, lambda: done.append(True))  # type: ignore[arg-type]
-    assert spool.items == [(tee._S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', False)]
+    tee._pump(src_r, dst_w, ap.S2C, spool, lambda: done.append(True))  # type: ignore[arg-type]
+    assert spool.items == [(ap.S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', False)]
     assert os.read(dst_r, 100) == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
     assert done == [True]
     for fd in (src_r, dst_r, dst_w):
@@ -55,7 +56,7 @@ def test_a_broken_destination_ends_the_pump():
     os.close(dst_r)
     os.write(src_w, b"x\n")
     done = []
-    tee._pump(src_r, dst_w, tee._C2S, Recorder(), lambda: done.append(True))  # type: ignore[arg-type]
+    tee._pump(src_r, dst_w, ap.C2S, Recorder(), lambda: done.append(True))  # type: ignore[arg-type]
     assert done == [True]  # returned although src is still open
     for fd in (src_r, src_w, dst_w):
         os.close(fd)
@@ -63,11 +64,11 @@ def test_a_broken_destination_ends_the_pump():
 
 def test_items_cross_the_pipe_in_order_and_intact():
     r, w = os.pipe()
-    spool = tee._Spooler(w)
-    sent = [(tee._C2S, 1.5, b"a" * 70000), (tee._S2C, 2.25, b"b\n"), (tee._C2S_EOF, 3.0, b""),
-            (tee._END, 4.0, b'{"exit": 0}')]
+    spool = ap.Spooler(w)
+    sent = [(ap.C2S, 1.5, b"a" * 70000), (ap.S2C, 2.25, b"b\n"), (ap.C2S_EOF, 3.0, b""),
+            (ap.END, 4.0, b'{"exit": 0}')]
     got: list = []
-    reader = threading.Thread(target=tee._read_items, args=(r, got.append))
+    reader = threading.Thread(target=ap.read_items, args=(r, got.append))
     reader.start()
     for item in sent:
         spool.put(*item)
@@ -78,11 +79,11 @@ def test_items_cross_the_pipe_in_order_and_intact():
 
 def test_a_tee_that_goes_away_ends_the_session():
     r, w = os.pipe()
-    os.write(w, tee._HEAD.pack(tee._C2S, 1.0, 10) + b"torn")
+    os.write(w, ap.HEAD.pack(ap.C2S, 1.0, 10) + b"torn")
     os.close(w)
     got: list = []
-    tee._read_items(r, got.append)
-    assert [k for k, _, _ in got] == [tee._END]
+    ap.read_items(r, got.append)
+    assert [k for k, _, _ in got] == [ap.END]
 
 
 def _analysis(tmp_path, printer=None):

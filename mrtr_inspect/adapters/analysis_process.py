@@ -1,0 +1,150 @@
+"""The analysis process: where a live session is framed, recorded and analysed, away from the traffic.
+
+The stdio tee and the HTTP proxy fork it before any thread exists (and, for the tee, before the
+child starts), in a session of its own, so terminal and process-group signals do not reach it:
+
+    forwarding (tee threads, or mitmproxy's event loop)
+        └─ put(kind, time, bytes): never blocks ─▶ Spooler thread ──pipe──▶ reader thread ─▶ analysis
+
+The forwarding side only hands references to a queue; one spooler thread writes them to the pipe in
+batches, and a reader thread in the analysis process drains the pipe eagerly, so a backlog waits in
+the analysis process, never in the process that forwards the traffic. The analysis object has three
+methods, called in order on the analysis process' main thread:
+
+- `chunk(time, direction, data)` for `C2S`/`S2C` items (the tee's bytes; the proxy sends its
+  batched, pickled exchange steps as `C2S`),
+- `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
+- `end(info, time)` for `END` (info: JSON, such as the child's exit status), after which the process
+  exits. A pipe that breaks before `END` ends the session as if `END` had come.
+
+If the analysis process dies, the traffic goes on: the spooler stops writing and drops what comes.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import queue
+import struct
+import sys
+import threading
+import time
+from typing import Callable, Protocol
+
+HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
+C2S, S2C, C2S_EOF, S2C_EOF, END = range(5)
+DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c"}
+SPOOL_BATCH = 64  # items per write to the analysis pipe
+
+
+class Analysis(Protocol):
+    def chunk(self, t: float, direction: str, data: bytes) -> None: ...
+    def eof(self, t: float, direction: str) -> None: ...
+    def end(self, info: dict, t: float) -> None: ...
+
+
+def write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        view = view[os.write(fd, view):]
+
+
+def to_devnull(fd: int) -> None:
+    """Close what `fd` refers to, keeping the number taken (by /dev/null) so nothing else reuses it."""
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, fd)
+    os.close(null)
+
+
+class Spooler:
+    """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd: int | None = fd
+        self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self.thread = threading.Thread(target=self._run, name="mrtr-inspect-spool", daemon=True)
+        self.thread.start()
+
+    def put(self, kind: int, t: float, data: bytes = b"") -> None:
+        self._q.put((kind, t, data))
+
+    def _run(self) -> None:
+        get, get_nowait, pack = self._q.get, self._q.get_nowait, HEAD.pack
+        while True:
+            batch = [get()]
+            try:
+                while len(batch) < SPOOL_BATCH and batch[-1][0] != END:
+                    batch.append(get_nowait())
+            except queue.Empty:
+                pass
+            if self._fd is not None:
+                try:
+                    write_all(self._fd, b"".join(pack(k, t, len(d)) + d for k, t, d in batch))
+                except OSError:  # the analysis process is gone; the traffic goes on
+                    os.close(self._fd)
+                    self._fd = None
+            if batch[-1][0] == END:
+                if self._fd is not None:
+                    os.close(self._fd)
+                return
+
+
+def read_items(fd: int, put: Callable) -> None:
+    """Read the tee's items from the pipe as fast as they come (the backlog waits here, not in the tee)."""
+    with open(fd, "rb") as f:
+        while True:
+            head = f.read(HEAD.size)
+            if len(head) < HEAD.size:
+                break
+            kind, t, n = HEAD.unpack(head)
+            data = f.read(n) if n else b""
+            if len(data) < n:
+                break
+            put((kind, t, data))
+            if kind == END:
+                return
+    put((END, time.time(), b""))  # the tee went away before the end of the session
+
+
+def analysis_main(fd: int, make: Callable[[], Analysis]) -> None:
+    items: queue.SimpleQueue = queue.SimpleQueue()
+    threading.Thread(target=read_items, args=(fd, items.put), daemon=True).start()
+    analysis = make()
+    while True:
+        kind, t, data = items.get()
+        if kind == C2S or kind == S2C:
+            analysis.chunk(t, DIRECTION[kind], data)
+        elif kind == END:
+            analysis.end(json.loads(data) if data else {}, t)
+            return
+        else:
+            analysis.eof(t, DIRECTION[kind])
+
+
+def fork_analysis(make: Callable[[], Analysis]) -> tuple[int, Spooler]:
+    """Fork the analysis process (before any thread exists); returns its pid and the spooler feeding it."""
+    r, w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:  # the analysis process: never returns
+        code = 0
+        try:
+            os.close(w)
+            os.setsid()
+            for fd in (0, 1):  # the client must see our stdout close when the tee closes it
+                to_devnull(fd)
+            analysis_main(r, make)
+        except BaseException as e:
+            code = 70
+            try:
+                sys.stderr.write(f"mrtr-inspect: the analysis stopped (traffic unaffected): {type(e).__name__}: {e}\n")
+            except Exception:
+                pass
+        finally:
+            try:
+                sys.stderr.flush()
+            finally:
+                os._exit(code)
+    os.close(r)
+    return pid, Spooler(w)
