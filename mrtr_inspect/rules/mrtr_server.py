@@ -16,7 +16,7 @@ import re
 from urllib.parse import urlsplit
 
 from ..core.messages import CLIENT_CAPABILITIES_KEY, INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
-from ..core.observations import Answered, Decoded
+from ..core.observations import Answered, Decoded, NotLinked
 from . import shapes, spec
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, WARNING, rule
@@ -696,23 +696,72 @@ def missing_capability_contradicts_declared(obs: Answered, ctx) -> None:
                  messages=[obs.request.index, obs.response.index], chain=_chain(obs))
 
 
-# --- the server's answer to a retry ---------------------------------------------------------------
+# --- the server's answer to inputResponses ---------------------------------------------------------
+
+
+def _malformed(ir, link) -> list[str]:
+    """What is wrong with a request's `inputResponses` ([]: well formed): not an object, or values
+    that are not valid answers (judged against the kind each key was asked as on a linked retry,
+    against any InputResponse otherwise). Protocol errors like these SHOULD get a JSON-RPC error."""
+    if type(ir) is not dict:
+        return [f"inputResponses is {short(ir)}, not an object"]
+    if link is not None:
+        return [f"{k!r}: {p}" for k, p in invalid_answers(link).items()]
+    return shapes.input_responses_problems(ir)
+
+
+# Errors that are no refusal to ask: the method is not served at all, or the client lacks the capability to be asked.
+_NOT_A_REFUSAL = frozenset({-32601, MISSING_CAPABILITY})
 
 
 @rule(
-    "server-error-instead-of-reask", WARNING, **_ERRORS, methods=sorted(MRTR_METHODS), section="4.1",
+    "server-error-instead-of-reask", WARNING, on=(NotLinked, Answered), kinds=["error", "result"], directions=["s2c"],
+    methods=sorted(MRTR_METHODS), section="4.1",
     spec=spec.MRTR_ERRORS, conformance="sep-2322-missing-response-rerequests",
     quote="the server SHOULD respond with a new InputRequiredResult requesting the missing information again, "
           "rather than returning an error.",
-    summary="A retry left out an answer, and the server failed instead of asking again.",
+    summary="Answers the server needed were missing, and it failed instead of asking again.",
     why="InputResponses have no error slot: leaving a key out is the only way a client can say it could not "
-        "answer. Whether the answer was really needed is invisible on the wire.",
-    example='round asks {"a", "b"}; retry answers "a" only → {"error": {"code": -32602, …}}',
+        "answer, and answers to a round the server does not have open answer nothing it asked. Either way the "
+        "server still lacks what it needs and SHOULD ask for it. Whether the answer was really needed is "
+        "invisible on the wire.",
+    example='round asks {"a", "b"}; retry answers "a" only → {"error": {"code": -32602, …}}; or a fresh tools/call '
+            'with "inputResponses": {"wrong_key": {…}} → the same error',
 )
-def server_error_instead_of_reask(obs: Answered, ctx) -> None:
-    """A retry linked to its round is missing one or more keys of the round's `inputRequests`
-    (its state echoed, its other answers well formed), and the server answers with a JSON-RPC error
-    rather than a new input_required result."""
+def server_error_instead_of_reask(obs, ctx) -> None:
+    """The server answers with a JSON-RPC error rather than a new input_required result (1) a retry
+    linked to its round that is missing one or more keys of the round's `inputRequests` (its state
+    echoed, its other answers well formed), or (2) a modern request without `requestState` whose
+    well-formed `inputResponses` answer no round the server has open for it (not linked: unsolicited,
+    or after its chain completed; not when the capture of the peer began with this request, whose
+    round it may have missed); errors -32601 and -32021 do not count for (2)."""
+    mem = ctx.mem
+    if type(obs) is NotLinked:
+        req = obs.request
+        p = req.params if type(req.params) is dict else {}
+        if (obs.reason in ("responses-unsolicited", "after-complete") and not obs.capture_incomplete
+                and req.era == "modern" and "requestState" not in p and "inputResponses" in p
+                and not _malformed(p["inputResponses"], None)):
+            if len(mem) >= 256:  # requests never answered: keep the memory bounded
+                del mem[next(iter(mem))]
+            mem[req.index] = obs
+        return
+    req = obs.request
+    unlinked = mem.pop(req.index, None) if mem and req is not None else None
+    if obs.response.kind != "error":
+        return
+    err = obs.response.error if type(obs.response.error) is dict else {}
+    if unlinked is not None:
+        if err.get("code") not in _NOT_A_REFUSAL:
+            keys = sorted(req.params["inputResponses"])
+            listed = ", ".join(map(repr, keys)) or "empty"
+            after = f" (its chain {unlinked.completed.id} had completed)" if unlinked.completed is not None else ""
+            ctx.emit(f"{req.label()} (message #{req.index}) carries inputResponses ({listed}) "
+                     f"that answer no input_required round the server had open for it{after}, so what the server "
+                     f"needs is still missing; it answered with error {short(err.get('code'))} instead of asking for "
+                     "it with a new input_required result, as it SHOULD", messages=[req.index, obs.response.index],
+                     chain=_chain(obs), details={"unlinked": unlinked.reason, "answered": keys})
+        return
     link = obs.creq.link if obs.creq is not None else None
     if link is None or link.request is None or link.replay is not None:
         return
@@ -721,10 +770,9 @@ def server_error_instead_of_reask(obs: Answered, ctx) -> None:
     asked = link.round.input_requests or {}
     params = link.request.params if type(link.request.params) is dict else {}
     ir = params.get("inputResponses", {})
-    if type(ir) is not dict or invalid_answers(link):
+    if _malformed(ir, link):
         return
     missing = sorted(set(asked) - set(ir))
-    err = obs.response.error if type(obs.response.error) is dict else {}
     if missing:
         ctx.emit(f"{link.request.label()} of chain {link.chain.id} did not answer {', '.join(map(repr, missing))} of round "
                  f"{link.round.n}, and the server answered with error {short(err.get('code'))} instead "
@@ -753,14 +801,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
     if "inputResponses" not in params:
         return
     link = obs.creq.link if obs.creq is not None else None
-    link = link if link is not None and link.request is not None else None
-    ir = params["inputResponses"]
-    if type(ir) is not dict:
-        what = [f"inputResponses is {short(ir)}, not an object"]
-    elif link is not None:
-        what = [f"{k!r}: {p}" for k, p in invalid_answers(link).items()]
-    else:
-        what = shapes.input_responses_problems(ir)
+    what = _malformed(params["inputResponses"], link if link is not None and link.request is not None else None)
     if what:
         ctx.emit(f"the server completed {obs.request.label()} (message #{obs.request.index}) although its inputResponses "
                  f"are malformed ({'; '.join(what[:4])}); servers SHOULD validate them",

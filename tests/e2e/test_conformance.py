@@ -49,7 +49,7 @@ SCENARIOS = (  # input-required-result-*, in the suite's order
 # so for the inspector it is one client (RULES.md §10.4): a scenario that sends answers for a round it
 # never got is taken as the retry of the round an earlier scenario left unanswered for the same tool.
 HARNESS = {
-    # inputResponses {wrong_key} with no round before it
+    # inputResponses {wrong_key} with no round before it; the server asks again, so no server-error-instead-of-reask
     "missing-input-response": {"input-responses-unsolicited"},
     # the probe: the issued requestState + "-TAMPERED"
     "tampered-state": {"request-state-altered"},
@@ -81,11 +81,11 @@ BROKEN = {
     # accept-invalid-input (WARNINGs in the suite)
     ("validate-input", "sep-2322-validate-input-responses"): ("WARNING", "server-accepted-invalid-input-responses"),
     ("validate-input", "sep-2322-error-on-protocol-error"): ("WARNING", "server-accepted-invalid-input-responses"),
-    # error-instead-of-reask (a WARNING in the suite), and no finding: the suite's probe is a fresh call
-    # answering a round it never got. The inspector saw basic-elicitation's round come back without
-    # resultType, i.e. complete, and reports the probe as retry-after-complete, client side; with no retry
-    # linked to a round, server-error-instead-of-reask (the server's answer to a linked retry) cannot apply.
-    ("missing-input-response", "sep-2322-missing-response-rerequests"): ("WARNING", None),
+    # error-instead-of-reask (a WARNING in the suite): the suite's probe is a fresh call answering {wrong_key},
+    # a round it never got. The inspector saw basic-elicitation's round come back without resultType, i.e.
+    # complete, so the probe links to no round (retry-after-complete, client side); the server fails it
+    # (-32602) where it SHOULD have asked again for what it lacks: server-error-instead-of-reask.
+    ("missing-input-response", "sep-2322-missing-response-rerequests"): ("WARNING", "server-error-instead-of-reask"),
 }
 
 
@@ -185,7 +185,4 @@ def test_the_broken_server_fails_exactly_the_checks_the_table_names(runs):
 def test_each_check_the_broken_server_fails_has_its_finding(runs, scenario, check):
     _, rule = BROKEN[(scenario, check)]
     rules = {f["rule"] for f in runs["broken"].findings(scenario)}
-    if rule is None:  # the gap the table explains
-        assert "retry-after-complete" in rules and "server-error-instead-of-reask" not in rules
-        return
     assert rule in rules, f"{scenario} {check}: no {rule} among {sorted(rules)}"

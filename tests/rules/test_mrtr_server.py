@@ -388,13 +388,18 @@ def retry(answers: dict | None, then: str, state: str = "s1"):
     t.irr(a, {"a": ELICIT, "b": ELICIT}, state=state)
     p = {"requestState": state} if answers is None else {"requestState": state, "inputResponses": answers}
     b = t.tool("deploy", {"env": "prod"}, **p)
-    if then == "error":
-        t.error(b, -32602, "missing answer")
-    elif then == "irr":
-        t.irr(b, {"b": ELICIT}, state="s2")
-    else:
-        t.result(b, {"content": []})
+    reply(t, b, then, "b", "s2")
     return t.run()
+
+
+def reply(t: Traffic, rid, then: str, ask: str, state: str, code: int = -32602) -> None:
+    """Answer request `rid` with `then`: error `code`, an input_required asking `ask` (with `state`), or complete."""
+    if then == "error":
+        t.error(rid, code, f"inputResponses lacks {ask}")
+    elif then == "irr":
+        t.irr(rid, {ask: ELICIT}, state=state)
+    else:
+        t.result(rid, {"content": []})
 
 
 def test_server_error_instead_of_reask():
@@ -407,6 +412,56 @@ def test_server_error_instead_of_reask_near_miss():
     assert "server-error-instead-of-reask" not in retry({"a": ACCEPT}, "irr").rules()
     assert "server-error-instead-of-reask" not in retry({"a": ACCEPT, "b": ACCEPT}, "error").rules()
     assert "server-error-instead-of-reask" not in retry({"a": {"action": 1}}, "error").rules()  # a protocol error
+
+
+def unsolicited(answers, then: str, method: str = "tools/call", legacy: bool = False, after_complete: bool = False,
+                code: int = -32602, **params):
+    """A request carrying `answers` as inputResponses that link to no round (a fresh call; after
+    `after_complete`, the retry of a chain whose result was complete) → `then` (error, irr or complete)."""
+    t = Traffic()
+    p = {"uri": "file:///r"} if method == "resources/read" else {"name": "deploy", "arguments": {}}
+    if legacy:  # a 2025-11-25 session
+        init = t.call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {"elicitation": {}},
+                                     "clientInfo": {"name": "c", "version": "1"}}, with_meta=False)
+        t.result(init, {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}},
+                 with_meta=False, result_type=None)
+        t.notify("notifications/initialized")
+    if after_complete:  # asks, but without resultType: complete (the broken conformance server's no-result-type)
+        first = t.call(method, p)
+        t.result(first, {"inputRequests": {"user_name": ELICIT}, "content": []}, result_type=None)
+    rid = t.call(method, {**p, "inputResponses": answers, **params}, with_meta=not legacy)
+    reply(t, rid, then, "user_name", "s1", code)
+    return t.run()
+
+
+def test_server_error_instead_of_reask_on_unlinked_answers():
+    """The conformance probe: a fresh tools/call answering {wrong_key}, answered with an error."""
+    r = unsolicited({"wrong_key": ACCEPT}, "error")
+    assert "input-responses-unsolicited" in r.rules()
+    [f] = r.of("server-error-instead-of-reask")
+    assert f.details == {"unlinked": "responses-unsolicited", "answered": ["wrong_key"]}
+    assert "inputResponses ('wrong_key') that answer no input_required round" in f.message and "error -32602" in f.message
+    assert f.messages == [0, 1] and f.severity == "warning"
+    for method in ("prompts/get", "resources/read"):
+        assert "server-error-instead-of-reask" in unsolicited({"wrong_key": ACCEPT}, "error", method).rules(), method
+    r = unsolicited({"wrong_key": ACCEPT}, "error", after_complete=True)
+    assert "retry-after-complete" in r.rules()
+    [f] = r.of("server-error-instead-of-reask")
+    assert f.details["unlinked"] == "after-complete" and "had completed" in f.message
+
+
+def test_server_error_instead_of_reask_on_unlinked_answers_near_miss():
+    assert "server-error-instead-of-reask" not in unsolicited({"wrong_key": ACCEPT}, "irr").rules()  # re-asks
+    assert "server-error-instead-of-reask" not in unsolicited({"wrong_key": ACCEPT}, "complete").rules()
+    for bad in (None, [ACCEPT], {"wrong_key": 12345}, {"wrong_key": {"action": 1}}):  # protocol errors
+        r = unsolicited(bad, "error")
+        assert "server-error-instead-of-reask" not in r.rules(), bad
+    r = unsolicited({"wrong_key": ACCEPT}, "error", legacy=True)  # a 2025-11-25 request: no MRTR
+    assert "server-error-instead-of-reask" not in r.rules()
+    for code in (-32601, -32021):  # the method is not served; the client lacks a capability to be asked with
+        assert "server-error-instead-of-reask" not in unsolicited({"wrong_key": ACCEPT}, "error", code=code).rules()
+    r = unsolicited({"wrong_key": ACCEPT}, "error", requestState="never-issued")  # an error about the state
+    assert "request-state-unsolicited" in r.rules() and "server-error-instead-of-reask" not in r.rules()
 
 
 def test_server_accepted_invalid_input_responses():
