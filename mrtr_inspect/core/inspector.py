@@ -110,6 +110,7 @@ class Inspector:
         self.stitcher = Stitcher(self.config.abandon_after, self.config.remembered_states)
         self.knowledge = Knowledge()
         self.engine = RuleEngine(self.config, self)
+        self._dispatch = self.engine.dispatch  # observations that are no chain event go straight to the rules
         self.messages = 0
         self._sessions: dict[str, _Session] = {}
         self._http: dict[tuple[str, int], HttpExchange] = {}
@@ -126,7 +127,21 @@ class Inspector:
     def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
         """`feed(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
         reader's common case)."""
-        return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
+        out = self._out = []  # _run, inlined (every message of a recording comes this way)
+        if time > self._now:
+            self._now = time
+        engine = self.engine
+        engine.now = time
+        try:
+            if self.config.abandon_after is not None and time - self._last_expire >= 1.0:
+                self._expire(time)
+            self._stdio_line(time, session, direction, data, eol)
+        except Exception as e:  # the pipeline must survive anything
+            self._failed("StdioLine", e, time)
+        if engine.findings:
+            out += engine.drain()
+        self._out = []
+        return out
 
     def _run(self, t: float, frame_type: str, step, *args) -> list:
         out = self._out = []
@@ -242,11 +257,16 @@ class Inspector:
 
     # -- stdio ------------------------------------------------------------------------------------
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool) -> None:
-        self._session(session, "stdio")
-        msg = self._new_message(data, time, session, direction, "stdio")
+        if session not in self._sessions:
+            self._session(session, "stdio")
+        msg = decode_message(data, self.config.max_depth)  # _new_message, inlined
+        msg.time = time
+        msg.session = session
+        msg.direction = direction  # type: ignore[assignment]
+        msg.transport = "stdio"
         if not eol:
             msg.note = "the stream ended without a newline after this message"
-        self._message(msg, context=session, peer="stdio:" + session, scope=session, headers=None, x=None)
+        self._message(msg, session, "stdio:" + session, session, None, None)
 
     # -- HTTP -------------------------------------------------------------------------------------
     def _http_request(self, f: HttpRequest) -> None:
@@ -357,15 +377,17 @@ class Inspector:
         self._obs(ExchangeDone(x))
 
     # -- the common path --------------------------------------------------------------------------
-    def _message(self, msg: Message, *, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
-        self._number(msg)
+    def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
+        msg.index = self.messages  # _number, inlined
+        self.messages += 1
+        self._out.append(msg)
         msg.peer = peer
         if msg.duplicates:
             self._obs(DuplicateMembers(msg, x))
         kind = msg.kind
         if kind == BATCH:
             msg.era = self.era.context_era(context, headers)
-            self._obs(Decoded(msg, x))
+            self._dispatch(Decoded(msg, x))
             for member in split_batch(msg):
                 member.time, member.session, member.direction = msg.time, msg.session, msg.direction
                 member.transport, member.exchange = msg.transport, msg.exchange
@@ -378,20 +400,20 @@ class Inspector:
             else:
                 msg.era = self._context_era(msg, context, headers, x)
                 self.exchanges.server_scope(scope).add(msg)
-                self._obs(Decoded(msg, x))
+                self._dispatch(Decoded(msg, x))
             return
         if kind == RESULT or kind == ERROR:
             if c2s:
                 req = self.exchanges.server_scope(scope).pop(msg.idk)
                 msg.request = req
                 msg.era = req.era if req is not None else self.era.context_era(context, headers)
-                self._obs(Decoded(msg, x))
-                self._obs(Answered(msg, req, None, x))
+                self._dispatch(Decoded(msg, x))
+                self._dispatch(Answered(msg, req, None, x))
             else:
                 self._server_response(msg, context, scope, headers, x)
             return
         msg.era = self._context_era(msg, context, headers, x)
-        self._obs(Decoded(msg, x))
+        self._dispatch(Decoded(msg, x))
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
             rid = id_key(p.get("requestId"))
@@ -416,7 +438,7 @@ class Inspector:
         prior = inflight.add(msg)
         creq, obs = self.stitcher.on_request(msg, peer, covered)
         msg.creq = creq
-        self._obs(Decoded(msg, x))
+        self._dispatch(Decoded(msg, x))
         if prior is not None:
             self._obs(InFlightReuse(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
@@ -443,8 +465,8 @@ class Inspector:
             self.era.initialize_answered(req, msg, context, sid)
         creq: ChainRequest | None = req.creq if req is not None else None
         self._learn(msg, req)
-        self._obs(Decoded(msg, x))
-        self._obs(Answered(msg, req, creq, x))
+        self._dispatch(Decoded(msg, x))
+        self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))
 
