@@ -196,7 +196,12 @@ def raw_member_token(text: str, path: Path, value: Any = None) -> str | None:
         name = '"' + path[-1] + '"'
         at = text.find(name)
         if at >= 0 and text.find(name, at + 1) < 0 and _is_scalar_at(value, path):
-            m = _SCALAR_AFTER_NAME.match(text, at + len(name))
+            p = at + len(name)
+            if text.startswith(':"', p):  # the compact form of a string: up to the next quote, if no escape comes first
+                end = text.find('"', p + 2)
+                if end > 0 and text.find("\\", p + 2, end) < 0:
+                    return text[p + 1:end + 1]
+            m = _SCALAR_AFTER_NAME.match(text, p)
             if m is not None:
                 return m.group(1)
     span = raw_member_span(text, path)
