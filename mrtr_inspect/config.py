@@ -25,6 +25,6 @@ class Config:
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact
     redact_headers: list[str] = field(default_factory=list)
-    #: closed-chain states remembered to recognise a replay (each keeps its round and chain, without
-    #: messages: a few KB; bench/check_speed.py measures the memory)
+    #: closed-chain states remembered to recognise a replay (each keeps a retired form of its round and
+    #: chain: no messages, its inputRequests serialised, about 1.5 KB; docs/performance.md)
     remembered_states: int = 10_000

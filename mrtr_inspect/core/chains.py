@@ -11,12 +11,16 @@ The stitcher decides links; it does not judge them. What it saw goes out as obse
 
 Memory: a chain lives while it is open. Once closed it is handed out and forgotten, except for the
 states its rounds issued, kept in a bounded index so a replay of an old state is still recognised.
+What the index keeps of a closed chain is a `RetiredChain` with `RetiredRound`s: only what the
+stitcher and the rules read of a round whose chain has closed (no messages, summaries or links).
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
+import marshal
+import weakref
 from collections import OrderedDict
 from typing import Any
 
@@ -241,6 +245,138 @@ class Chain:
             "timeline": timeline,
             "round_details": rounds,
         }
+
+
+# -------------------------------------------------------------------------------------------------
+# what a closed chain keeps for replays of its states
+
+
+class KeptRequest:
+    """A request of a closed chain, answered or cancelled (so it changes no more): what a later
+    retry of one of its rounds reads of it (`Linked.earlier`, the round's `retries`)."""
+
+    __slots__ = ("id", "index", "response_kind", "cancelled")
+
+    def __init__(self, r: ChainRequest) -> None:
+        self.id = r.id
+        self.index = r.index
+        self.response_kind = r.response_kind
+        self.cancelled = r.cancelled
+
+    @property
+    def in_flight(self) -> bool:
+        return self.response_kind is None and not self.cancelled
+
+
+class RetiredChain:
+    """A closed chain as the state index keeps it: its names, its requests and its rounds.
+
+    Nothing here refers back to itself: a round holds its chain and the round before it, the chain
+    holds its rounds weakly. So what the index forgets is freed at once, by reference counting, not
+    by a full collection of the garbage collector much later (the retired rounds live long enough to
+    reach its oldest generation)."""
+
+    __slots__ = ("id", "seq", "method", "target", "outcome", "requests", "_rounds")
+    closed = True
+
+    def __init__(self, chain: Chain, requests: list) -> None:
+        self.id = chain.id
+        self.seq = chain.seq
+        self.method = chain.method
+        self.target = chain.target
+        self.outcome = chain.outcome
+        self.requests = requests
+        self._rounds: list[weakref.ref] = []
+
+    @property
+    def rounds(self) -> list[RetiredRound]:
+        """Its rounds from the first to the last one still held (by the index, or by a link to it):
+        a round keeps those before it, so whoever holds a round sees every round up to it."""
+        out = []
+        for ref in self._rounds:
+            rd = ref()
+            if rd is None:
+                break
+            out.append(rd)
+        return out
+
+
+_PLAIN = object()  # a state token spelled as the state itself between quotes (no escapes)
+
+
+class RetiredRound:
+    """A round of a closed chain, with the attributes of `Round` that are read once its chain has
+    closed (a late or replayed retry, a state on another request). Its `inputRequests` are kept
+    serialised (marshal: exact for JSON values) and decoded when read, which only such a retry does."""
+
+    __slots__ = ("chain", "n", "request", "irr_index", "irr_time", "_asked", "state", "state_hash", "_token",
+                 "retries", "peer", "key", "had_state", "expired", "_previous", "__weakref__")
+
+    def __init__(self, rd: Round, chain: RetiredChain, request: Any, retries: list,
+                 previous: RetiredRound | None) -> None:
+        self.chain = chain
+        self._previous = previous  # held: the chain's rounds up to this one stay readable
+        self.n = rd.n
+        self.request = request
+        self.irr_index = rd.irr_index
+        self.irr_time = rd.irr_time
+        ir = rd.input_requests
+        try:
+            self._asked: Any = marshal.dumps(ir) if ir is not None else None
+        except ValueError:  # nested too deep for marshal: kept as it is
+            self._asked = [ir]
+        self.state = rd.state
+        self.state_hash = rd.state_hash
+        tok = rd.state_token
+        self._token = _PLAIN if tok is not None and rd.state is not None and tok == f'"{rd.state}"' else tok
+        self.retries = retries
+        self.peer = rd.peer
+        self.key = rd.key
+        self.had_state = rd.had_state
+        self.expired = rd.expired
+
+    @property
+    def input_requests(self) -> dict | None:
+        a = self._asked
+        if a is None:
+            return None
+        return a[0] if type(a) is list else marshal.loads(a)
+
+    @property
+    def state_token(self) -> str | None:
+        return f'"{self.state}"' if self._token is _PLAIN else self._token
+
+    @property
+    def keys(self) -> frozenset:
+        ir = self.input_requests
+        return frozenset(ir) if ir else frozenset()
+
+    @property
+    def consumed(self) -> bool:
+        return bool(self.retries)
+
+
+def retire(chain: Chain) -> list[RetiredRound]:
+    """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
+    chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
+    answer may still reach it."""
+    kept: dict[int, Any] = {}
+
+    def keep(r: ChainRequest) -> Any:
+        if r.response_kind is None and not r.cancelled:
+            return r
+        k = kept.get(id(r))
+        if k is None:
+            k = kept[id(r)] = KeptRequest(r)
+        return k
+
+    rc = RetiredChain(chain, [keep(r) for r in chain.requests])
+    rounds: list[RetiredRound] = []
+    for rd in chain.rounds:
+        rounds.append(RetiredRound(rd, rc, keep(rd.request), [keep(r) for r in rd.retries],
+                                   rounds[-1] if rounds else None))
+    rc._rounds = [weakref.ref(r) for r in rounds]
+    return rounds
 
 
 # -------------------------------------------------------------------------------------------------
@@ -609,13 +745,17 @@ class Stitcher:
         chain.outcome = outcome
         chain.closed = True
         self._open_chains.pop(chain.id, None)
-        for rd in chain.rounds:
+        # the index keeps the retired form of the chain's rounds; the chain itself goes out whole
+        for rd, kept in zip(chain.rounds, retire(chain) if chain.rounds else ()):
             lst = self._open_by_peer.get(rd.peer)
             if lst is not None and rd in lst:
                 lst.remove(rd)
                 if not lst:
                     del self._open_by_peer[rd.peer]
             if rd.state_hash is not None:
+                indexed = self._state_index.get(rd.state_hash)
+                if indexed is not None:
+                    self._state_index[rd.state_hash] = [kept if r is rd else r for r in indexed]
                 self._retired[rd.state_hash] = None
                 self._retired.move_to_end(rd.state_hash)
         while len(self._retired) > self._retired_limit:
@@ -623,10 +763,16 @@ class Stitcher:
             self._state_index.pop(h, None)
         for r in chain.requests:  # its messages go: what a closed chain keeps for replays is small (and
             link = r.link         # a late duplicate answer to one of its requests finds no chain)
-            if link is not None and link.request is not None:
+            if link is None:
+                continue
+            if link.request is not None:
                 link.request.creq = None
                 link.request = None  # type: ignore[assignment]
                 link.earlier = []
+            rd = link.round
+            if rd.chain is not chain and (r.response_kind is not None or r.cancelled):
+                # a retry of a round of an earlier closed chain: that round keeps it in its retries
+                rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
         obs.append(ChainClosed(chain))
 
     # -- time and the end -----------------------------------------------------------------------

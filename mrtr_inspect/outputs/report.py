@@ -19,7 +19,7 @@ from ..core.inspector import ChainEvent
 from ..core.messages import Message
 
 FORMAT = "mrtr-inspect.report/1"
-_SPOOL_BYTES = 8 * 1024 * 1024
+_SPOOL_BYTES = 1024 * 1024  # each spool in memory up to this (about 850 chains or 2,700 findings), then on disk
 
 
 def _dumps(obj: Any, **kw: Any) -> str:

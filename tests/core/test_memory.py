@@ -3,12 +3,19 @@ the inspector holds after a long run of completed chains; no timing involved."""
 
 from __future__ import annotations
 
+import gc
+import json
+import sys
+import types
 from collections.abc import Iterator
 
 from mrtr_inspect.config import Config
+from mrtr_inspect.core.chains import Chain, ChainRequest, RetiredChain, RetiredRound, Round, state_hash
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, StdioLine
 from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.core.messages import Message
+from mrtr_inspect.core.observations import Linked
 
 REMEMBERED = 50
 META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":'
@@ -126,12 +133,70 @@ def test_http_exchanges_of_completed_chains_are_forgotten():
     assert all(len(scope) == 0 for scope in insp.exchanges._client.values())
 
 
-def test_what_closed_chains_keep_for_replays_holds_no_message():
+def _reachable(root) -> list:
+    """The objects reachable from `root` (classes, modules and functions left out)."""
+    seen, stack, out = set(), list(gc.get_referents(root)), []
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(x))
+        out.append(x)
+        stack.extend(gc.get_referents(x))
+    return out
+
+
+def test_what_closed_chains_keep_for_replays_holds_no_message_and_no_parsed_input_requests():
     insp = Inspector(Config(remembered_states=REMEMBERED))
-    feed_all(insp, stdio_frames(range(20), Clock()))
-    kept = [rd for rounds in insp.stitcher._state_index.values() for rd in rounds]
+    clock = Clock()
+    feed_all(insp, stdio_frames(range(20), clock))
+    index = insp.stitcher._state_index
+    kept = [rd for rounds in index.values() for rd in rounds]
     assert len(kept) == 20
-    for rd in kept:
-        assert rd.chain.closed
-        for r in rd.chain.requests:
-            assert r.msg is None and (r.link is None or (r.link.request is None and r.link.earlier == []))
+    held = _reachable(index)
+    # no message, link, live chain or round, and no parsed JSON (inputRequests, summaries): the
+    # retired rounds keep their inputRequests serialised
+    assert not [o for o in held if isinstance(o, (Message, Linked, Chain, Round, ChainRequest, dict))]
+    assert sum(sys.getsizeof(o) for o in held) / len(kept) < 2500  # whole rounds and chains took 4,400 B
+    rd = index[state_hash("state-3")][0]
+    assert rd.chain.closed and (rd.chain.id, rd.n) == ("c4", 1)
+    assert rd.input_requests == json.loads(ASK) and rd.keys == {"ok"}
+    assert rd.state == "state-3" and rd.state_token == '"state-3"'
+    assert [r.response_kind for r in rd.retries] == ["result"] and not rd.retries[0].in_flight
+
+    # what the checks read of it is there: a replay is recognised, its answers judged against what
+    # the round asked
+    _, retry = chain_messages(3)[2]
+    found = []
+    for n, raw in enumerate((
+        retry,
+        retry.replace(b'"content":{"ok":true}', b'"content":{"ok":"yes"}'),
+        retry.replace(b'"inputResponses":{"ok":{"action":"accept","content":{"ok":true}}},', b""),
+    )):
+        raw = raw.replace(b'"id":8,', f'"id":{1000 + n},'.encode())
+        found.append({o.rule for o in insp.feed(StdioLine(clock(), "s", "c2s", raw))  # type: ignore[arg-type]
+                      if type(o) is Finding and o.severity != "info"})
+    assert found == [{"request-state-replayed"}, {"request-state-replayed", "elicit-result-schema-mismatch"},
+                     {"request-state-replayed", "retry-without-input-responses"}]
+    assert [type(r).__name__ for r in rd.retries] == ["KeptRequest", "ChainRequest", "ChainRequest", "ChainRequest"]
+
+
+def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collector():
+    # retired rounds live long enough to reach the collector's oldest generation, collected rarely:
+    # the records of a forgotten state must hold no reference cycle
+    clock = Clock()
+    gc.collect()
+    gc.disable()
+    try:
+        insp = Inspector(Config(remembered_states=REMEMBERED))
+        for i in range(4 * REMEMBERED):
+            for d, raw in chain_messages(i, f"gone-{i}"):
+                insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
+        objects = gc.get_objects()
+        rounds = [o for o in objects if type(o) is RetiredRound and o.state.startswith("gone-")]
+        orphans = [o for o in objects if type(o) is RetiredChain and not o.rounds]
+    finally:
+        gc.enable()
+    assert len(insp.stitcher._state_index) == REMEMBERED
+    assert sorted(rd.state for rd in rounds) == sorted(f"gone-{i}" for i in range(3 * REMEMBERED, 4 * REMEMBERED))
+    assert orphans == []
