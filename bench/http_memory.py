@@ -8,17 +8,23 @@ first sample, after a warm-up, is the baseline.
     python bench/http_memory.py [--requests 20000] [--clients 4]
 
 Target: flat. What the analysis keeps is bounded by design: the stitcher remembers the request states
-of the last `remembered_states` closed chains (10,000 by default, to recognise a replayed state), and
-the report spools chains and findings in memory up to 8 MiB each, then on disk. So the analysis
-process grows until those bounds are reached and stays there; run with --requests 40000 to see it.
+of the last `remembered_states` closed chains (10,000 by default, to recognise a replayed state; about
+2 KB each with this server), and the report spools chains and findings in memory up to 1 MiB each,
+then on disk. So the analysis process grows until 10,000 chains (20,000 requests) have closed and
+then stays there; run with --requests 40000 to see it.
+
+Each sample is taken once the processes have gone idle (their CPU time still for 0.3 s): the analysis
+trails the traffic, and on a busy machine the frames waiting for it (in its process) would otherwise
+be counted as what it keeps. `--no-settle` samples right after each step, as the first version did.
 """
 
 from __future__ import annotations
 
 import argparse
 import threading
+import time
 
-from http_peers import Connection, cache_folder, paths, rss_mb, sample_server
+from http_peers import Connection, cache_folder, cpu_seconds, paths, rss_mb, sample_server
 
 STEP = 1000  # requests between samples
 WARMUP = 1000
@@ -41,21 +47,41 @@ def drive(url: str, requests: int, clients: int) -> None:
         t.join()
 
 
+def settle(pid: int, quiet: float = 0.3, limit: float = 120.0) -> None:
+    """Wait until the process and its descendants use no CPU for `quiet` seconds (at most `limit`)."""
+    end = time.monotonic() + limit
+    before = cpu_seconds(pid)
+    while time.monotonic() < end:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now == before:
+            return
+        before = now
+
+
 def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=20_000)
     ap.add_argument("--clients", type=int, default=4)
+    ap.add_argument("--no-settle", action="store_true", help="sample right after each step, not once idle")
     args = ap.parse_args(argv)
     samples: dict[str, list[list[float]]] = {}
+
+    def sample(pid: int) -> list[float]:
+        if not args.no_settle:
+            settle(pid)
+        return rss_mb(pid)
+
     with cache_folder() as cache, sample_server(cache) as (upstream, _), paths(cache, upstream) as urls:
         for name in ("mitmdump", "mrtr-inspect"):
             url, pid = urls[name]
             drive(url, WARMUP, args.clients)
-            samples[name] = [rss_mb(pid)]
+            samples[name] = [sample(pid)]
             for _ in range(args.requests // STEP):
                 drive(url, STEP, args.clients)
-                samples[name].append(rss_mb(pid))
-    print(f"resident memory over {args.requests} requests ({args.clients} clients), sampled every {STEP}, MiB:")
+                samples[name].append(sample(pid))
+    when = "right after each step" if args.no_settle else "once idle"
+    print(f"resident memory over {args.requests} requests ({args.clients} clients), sampled every {STEP} ({when}), MiB:")
     out = {}
     for name, s in samples.items():
         parts = ("proxy", "analysis")[:len(s[0])] if name == "mrtr-inspect" else ("proxy",)
