@@ -24,7 +24,7 @@ import argparse
 import threading
 import time
 
-from http_peers import Connection, cache_folder, cpu_seconds, paths, rss_mb, sample_server
+from http_peers import Connection, cache_folder, paths, rss_mb, sample_server, settle
 
 STEP = 1000  # requests between samples
 WARMUP = 1000
@@ -45,18 +45,6 @@ def drive(url: str, requests: int, clients: int) -> None:
         t.start()
     for t in threads:
         t.join()
-
-
-def settle(pid: int, quiet: float = 0.3, limit: float = 120.0) -> None:
-    """Wait until the process and its descendants use no CPU for `quiet` seconds (at most `limit`)."""
-    end = time.monotonic() + limit
-    before = cpu_seconds(pid)
-    while time.monotonic() < end:
-        time.sleep(quiet)
-        now = cpu_seconds(pid)
-        if now == before:
-            return
-        before = now
 
 
 def main(argv: list[str] | None = None) -> dict:

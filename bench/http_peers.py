@@ -17,6 +17,7 @@ import signal
 import subprocess
 import tempfile
 import threading
+import time
 from contextlib import ExitStack, contextmanager
 from pathlib import Path
 from typing import Iterator
@@ -189,6 +190,20 @@ def cpu_seconds(pid: int) -> float:
         fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
         total += int(fields[11]) + int(fields[12])
     return total / os.sysconf("SC_CLK_TCK")
+
+
+def settle(pid: int, quiet: float = 0.3, limit: float = 120.0) -> float:
+    """Wait until the process and its descendants use no CPU for `quiet` seconds (at most `limit`);
+    returns the seconds waited."""
+    start = time.monotonic()
+    before = cpu_seconds(pid)
+    while time.monotonic() < start + limit:
+        time.sleep(quiet)
+        now = cpu_seconds(pid)
+        if now == before:
+            break
+        before = now
+    return time.monotonic() - start
 
 
 def rss_mb(pid: int) -> list[float]:
