@@ -7,6 +7,7 @@ baseline measured in the same run; see docs/performance.md.
 
 from __future__ import annotations
 
+import argparse
 import subprocess
 import sys
 import time
@@ -18,12 +19,14 @@ RUNS = {
     "check_speed.py": (["--messages", "1000000", "--repeat", "3"], ["--messages", "10000", "--repeat", "1"]),
     "http_latency.py": (["--chains", "600"], ["--chains", "20"]),
     "http_throughput.py": (["--turns", "9", "--seconds", "3"], ["--turns", "1", "--seconds", "1"]),
-    "http_memory.py": (["--requests", "20000"], ["--requests", "2000"]),
+    "http_memory.py": (["--requests", "40000"], ["--requests", "2000"]),
 }
 
 
-def main() -> int:
-    quick = "--quick" in sys.argv[1:]
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description="Every benchmark, one after the other (make bench).")
+    ap.add_argument("--quick", action="store_true", help="small sizes: a smoke run of the scripts")
+    quick = ap.parse_args(argv).quick
     failed = []
     for script, (full, small) in RUNS.items():
         print(f"== bench/{script}", flush=True)
