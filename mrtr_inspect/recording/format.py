@@ -29,12 +29,13 @@ from ..core.events import (
     StdioClose,
     StdioLine,
 )
+from ..core.jsontext import dumps_with
 
 FORMAT = "mrtr-inspect"
 KIND = "recording"
 VERSION = 1
 
-_dumps = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+_dumps = dumps_with(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # a C encoder made once
 
 
 class FormatError(ValueError):

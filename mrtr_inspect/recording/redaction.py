@@ -36,6 +36,7 @@ class Redactor:
         self.key = key
         self.headers = DEFAULT_HEADERS | {h.lower() for h in headers}
         self.paths = [tuple(p.split(".")) for p in paths if p]
+        self._sensitive: dict[str, bool] = {}  # header name as sent -> sensitive (names are few)
 
     # -- values ---------------------------------------------------------------------------------
     def placeholder(self, secret: str) -> str:
@@ -54,8 +55,13 @@ class Redactor:
         return self.placeholder(value)
 
     def sensitive_header(self, name: str) -> bool:
-        n = name.lower()
-        return n in self.headers or bool(_SECRET_NAME.search(n))
+        known = self._sensitive.get(name)
+        if known is None:
+            n = name.lower()
+            known = n in self.headers or bool(_SECRET_NAME.search(n))
+            if len(self._sensitive) < 4096:
+                self._sensitive[name] = known
+        return known
 
     def redact_headers(self, headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         if not any(self.sensitive_header(k) for k, _ in headers):
@@ -102,7 +108,8 @@ class Redactor:
         if t is StdioLine:
             return replace(f, data=self.redact_json(f.data)) if self.paths else f
         if t is HttpRequest:
-            return replace(f, headers=self.redact_headers(f.headers), body=self.redact_json(f.body))
+            h, b = self.redact_headers(f.headers), self.redact_json(f.body)
+            return f if h is f.headers and b is f.body else replace(f, headers=h, body=b)
         if t is HttpResponse:
             h = self.redact_headers(f.headers)
             return f if h is f.headers else replace(f, headers=h)
