@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> dict:
     for k, v in ms.items():
         extra = f"  +{v - ms['direct']:5.2f} ms over direct   proxy CPU {cpu[k]:5.2f} ms/chain" if k in cpu else ""
         print(f"  {k:<14} {v:6.2f} ms{extra}")
-    ratios = {base: ms["mrtr-inspect"] / ms[base] for base in ("mitmdump", "mitmdump-like")}
+    ratios = {base: ms["mrtr-inspect"] / ms[base] for base in ("mitmdump", "mitmdump-like", "mitmproxy-lean")}
     for base, r in ratios.items():
         print(f"  mrtr-inspect / {base}: {r:.3f}x (target <= {TARGET}x: {verdict(r, TARGET, False)})")
     return {"ms": ms, "cpu_ms": cpu, "ratios": ratios}

@@ -21,30 +21,11 @@ be counted as what it keeps. `--no-settle` samples right after each step, as the
 from __future__ import annotations
 
 import argparse
-import threading
-import time
 
-from http_peers import Connection, cache_folder, paths, rss_mb, sample_server, settle
+from http_peers import cache_folder, drive_chains, paths, rss_mb, sample_server, settle
 
 STEP = 1000  # requests between samples
 WARMUP = 1000
-
-
-def drive(url: str, requests: int, clients: int) -> None:
-    """`requests` requests (chains of two) spread over `clients` connections at once."""
-    per_client = requests // 2 // clients
-
-    def run() -> None:
-        conn = Connection(url)
-        for _ in range(per_client):
-            conn.chain()
-        conn.close()
-
-    threads = [threading.Thread(target=run) for _ in range(clients)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join()
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -63,10 +44,10 @@ def main(argv: list[str] | None = None) -> dict:
     with cache_folder() as cache, sample_server(cache) as (upstream, _), paths(cache, upstream) as urls:
         for name in ("mitmdump", "mrtr-inspect"):
             url, pid = urls[name]
-            drive(url, WARMUP, args.clients)
+            drive_chains(url, WARMUP // 2, args.clients)
             samples[name] = [sample(pid)]
             for _ in range(args.requests // STEP):
-                drive(url, STEP, args.clients)
+                drive_chains(url, STEP // 2, args.clients)
                 samples[name].append(sample(pid))
     when = "right after each step" if args.no_settle else "once idle"
     print(f"resident memory over {args.requests} requests ({args.clients} clients), sampled every {STEP} ({when}), MiB:")

@@ -95,12 +95,16 @@ def sample_server(cache: str) -> Iterator[tuple[str, subprocess.Popen]]:
 
 @contextmanager
 def proxy(kind: str, upstream: str, cache: str, *args: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`mrtr-inspect` (the embedded proxy, with ARGS) or `mitmdump` (plain, reverse mode, its flow dump
-    off: a bare proxy) in front of `upstream`."""
+    """`mrtr-inspect` (the embedded proxy, with ARGS), `mitmdump` (plain, reverse mode, its flow dump
+    off: a bare proxy) or `lean` (bench/lean_proxy.py: mitmproxy as mrtr-inspect embeds it, without
+    mrtr-inspect) in front of `upstream`."""
     u = urlsplit(upstream)
     if kind == "mrtr-inspect":
         cmd = [PY, "-m", "mrtr_inspect", "--upstream", upstream, "--listen", "127.0.0.1:0", "--quiet", *args]
         rx, out = r"listening on http://127\.0\.0\.1:(\d+)", "stderr"
+    elif kind == "lean":
+        cmd = [PY, str(ROOT / "bench" / "lean_proxy.py"), f"{u.scheme}://{u.netloc}", f"{cache}/mitmproxy", *args]
+        rx, out = r"listening at 127\.0\.0\.1:(\d+)", "stdout"
     else:
         cmd = [MITMDUMP, "--mode", f"reverse:{u.scheme}://{u.netloc}", "--listen-host", "127.0.0.1",
                "--listen-port", "0", "--set", f"confdir={cache}/mitmproxy", "--set", "flow_detail=0", *args]
@@ -146,6 +150,22 @@ class Connection:
         self.conn.close()
 
 
+def drive_chains(url: str, chains: int, clients: int) -> None:
+    """`chains` chains (two requests each) spread over `clients` connections at once, one thread each."""
+
+    def run() -> None:
+        conn = Connection(url)
+        for _ in range(chains // clients):
+            conn.chain()
+        conn.close()
+
+    threads = [threading.Thread(target=run) for _ in range(clients)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+
+
 LIKE_FOR_LIKE = ("--set", "connection_strategy=lazy",)  # as mrtr-inspect's embedded mitmproxy is set
 
 
@@ -157,13 +177,17 @@ def paths(cache: str, upstream: str, record: bool = True) -> Iterator[dict[str, 
     - `mitmdump`: plain mitmdump in reverse mode (its flow dump off);
     - `mitmdump-like`: mitmdump with the setting mrtr-inspect gives its embedded mitmproxy (upstream
       connections opened on a request, not on a client's connect, so that an upstream that is down
-      gets each request a 502), so the difference to mrtr-inspect is mrtr-inspect's own work (the
-      bodies here are small JSON, which mrtr-inspect lets mitmproxy take whole too);
+      gets each request a 502), all 34 of mitmdump's addons loaded (the bodies here are small JSON,
+      which mrtr-inspect lets mitmproxy take whole too);
+    - `mitmproxy-lean`: mitmproxy as mrtr-inspect embeds it (`proxy.reverse_proxy_master`: only the
+      addons a reverse proxy uses, lazy upstream connections) without mrtr-inspect's addon and analysis,
+      so the difference to mrtr-inspect is mrtr-inspect's own work alone;
     - `mrtr-inspect`: recording and reporting (`--record`, `--report`), no terminal output (`--quiet`).
     """
     with ExitStack() as stack:
         out = {"direct": (upstream, -1)}
         for name, kind, args in (("mitmdump", "mitmdump", ()), ("mitmdump-like", "mitmdump", LIKE_FOR_LIKE),
+                                 ("mitmproxy-lean", "lean", ()),
                                  ("mrtr-inspect", "mrtr-inspect",
                                   ("--record", f"{cache}/bench.jsonl", "--report", f"{cache}/report.json")
                                   if record else ())):

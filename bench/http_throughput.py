@@ -75,7 +75,7 @@ def main(argv: list[str] | None = None) -> dict:
         print(f"  {k:<14} {v:7.1f} chains/s   turns: {', '.join(f'{x:.1f}' for x in turns[k])}")
     # each turn's ratio compares runs seconds apart, under the same load; the figure is their median
     ratios = {base: median([m / b for m, b in zip(turns["mrtr-inspect"], turns[base])])
-              for base in ("mitmdump", "mitmdump-like")}
+              for base in ("mitmdump", "mitmdump-like", "mitmproxy-lean")}
     print(f"  mrtr-inspect's analysis idle {median(lag):.1f} s after its window ended (median; "
           f"including the {0.3:g} s of quiet that tells)")
     for base, r in ratios.items():

@@ -18,6 +18,7 @@ RUNS = {
     "tee_throughput.py": (["--messages", "100000", "--repeat", "5"], ["--messages", "5000", "--repeat", "1"]),
     "check_speed.py": (["--messages", "1000000", "--repeat", "3"], ["--messages", "10000", "--repeat", "1"]),
     "http_latency.py": (["--chains", "600"], ["--chains", "20"]),
+    "http_cpu.py": (["--chains", "2000", "--turns", "3"], ["--chains", "200", "--turns", "1"]),
     "http_throughput.py": (["--turns", "9", "--seconds", "3"], ["--turns", "1", "--seconds", "1"]),
     "http_memory.py": (["--requests", "40000"], ["--requests", "2000"]),
 }

@@ -1,6 +1,7 @@
 """`mrtr-inspect --upstream URL`: a reverse proxy in front of a Streamable HTTP MCP server.
 
-mitmproxy 12 runs embedded (a DumpMaster inside our own asyncio loop) with its console output off
+mitmproxy 12 runs embedded (a `Master` inside our own asyncio loop, with only the addons a reverse
+proxy uses: `reverse_proxy_master`) with its console output off
 and its configuration folder under the user's cache folder, in reverse mode towards the upstream's
 origin; the upstream's path (`/mcp`) is not part of a mitmproxy reverse spec, and needs not be:
 paths pass through unchanged, so the client uses the same path on the proxy. The addon
@@ -33,7 +34,9 @@ from typing import IO
 from urllib.parse import urlsplit
 
 from mitmproxy import exceptions, options
-from mitmproxy.tools.dump import DumpMaster
+from mitmproxy.addons import (block, core, disable_h2c, dns_resolver, next_layer, proxyserver, tlsconfig,
+                              update_alt_svc)
+from mitmproxy.master import Master
 
 from ..config import Config
 from ..outputs.live import LiveView
@@ -77,6 +80,29 @@ def parse_listen(text: str) -> tuple[str, int]:
 
 def _url_host(host: str) -> str:
     return f"[{host}]" if ":" in host else host
+
+
+def reverse_proxy_master() -> Master:
+    """mitmproxy (on the running event loop) with the addons that act in a reverse proxy with default
+    options, and no others.
+
+    mitmdump loads 34 addons, and every hook of every flow (request headers, request, response
+    headers, response, each followed by an update) visits each of them, whether it has that hook or
+    not: measured with bench/http_cpu.py, mitmproxy's own CPU per MRTR chain (two exchanges) falls
+    by about a third without the 23 left out here. Those wait for options that nobody sets here (our
+    command line passes none to mitmproxy): scripts, client and server replay, map and modify rules,
+    sticky cookies and auth, anticache, anticomp, blocklists, saving flows and HAR, proxy and upstream
+    auth, the onboarding app, and commands for mitmproxy's own consoles. Kept: the core, the proxy
+    server with its layers, TLS (an https upstream) and DNS, and those that act with default options:
+    `Block` (clients from public addresses refused unless told otherwise), `DisableH2C` and
+    `UpdateAltSvc` (Alt-Svc ports rewritten in reverse mode). errorcheck is left out too: it would
+    exit the process on a startup error, where ours says why in one line.
+    """
+    master = Master(options.Options(), with_termlog=False)
+    master.addons.add(core.Core(), block.Block(), disable_h2c.DisableH2C(), proxyserver.Proxyserver(),
+                      dns_resolver.DnsResolver(), next_layer.NextLayer(), tlsconfig.TlsConfig(),
+                      update_alt_svc.UpdateAltSvc())
+    return master
 
 
 class _Ready:
@@ -195,10 +221,7 @@ async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, pat
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    master = DumpMaster(options.Options(), with_termlog=False, with_dumper=False)
-    check = master.addons.get("errorcheck")  # it would exit the process on a startup error: ours say why
-    check.finish()
-    master.addons.remove(check)
+    master = reverse_proxy_master()
     ready = _Ready()
     master.addons.add(addon, ready)
     try:
@@ -216,6 +239,7 @@ async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, pat
         say(f"cannot listen on {_url_host(host)}:{port}: {_why(failure)}")
         await _stop(master, proxyserver, addon, run)
         return 2
+    master.addons.remove(ready)  # one addon fewer for every hook of every flow to visit
     say(f"listening on http://{_url_host(host)}:{addrs[0][1]}{path}")
     log.serving = True
     analysis.ready()  # the live view may take the screen now
@@ -224,7 +248,7 @@ async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, pat
     return 0
 
 
-async def _stop(master: DumpMaster, proxyserver, addon: MrtrInspect, run: asyncio.Task) -> None:
+async def _stop(master: Master, proxyserver, addon: MrtrInspect, run: asyncio.Task) -> None:
     """Close the listening sockets and the open connections, then let mitmproxy (and the addon) finish."""
     addon.stopping = True
     for server in list(proxyserver.servers):
