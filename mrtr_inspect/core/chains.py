@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import marshal
+import re
 import weakref
 from collections import OrderedDict
 from typing import Any
@@ -54,6 +55,13 @@ def canonical_json(value: Any) -> str:
 
 
 _EXCLUDED = ("_meta", "inputResponses", "requestState")
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+def _may_have_float(text: str) -> bool:
+    """Whether JSON text has a "." or an exponent outside its strings (where a float would be)."""
+    bare = _STRING.sub("", text)
+    return "." in bare or "e+" in bare or "e-" in bare
 
 
 def params_digest(method: str | None, params: Any) -> str:
@@ -70,7 +78,7 @@ def params_digest(method: str | None, params: Any) -> str:
         except (TypeError, ValueError):
             text = None
         # a float is written with "." or an exponent: without them there is none to make an integer of
-        if text is None or "." in text or "e+" in text or "e-" in text:
+        if text is None or (("." in text or "e+" in text or "e-" in text) and _may_have_float(text)):
             text = canonical_json(_canon_num(p))
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
@@ -459,6 +467,21 @@ def summarize_responses(input_responses: Any) -> dict | None:
 # the stitcher
 
 
+def _by_state(rounds: list[Round], peer: str, key: tuple) -> tuple[Round, bool]:
+    """The round a retry echoing their state ties to, among the rounds that issued it, and whether it
+    is ambiguous. A server that issues the same state round after round is no ambiguity: only rounds
+    that tie with the chosen one on every rank but the chain order are."""
+    if len(rounds) == 1:
+        return rounds[0], False
+
+    def rank(r: Round) -> tuple:
+        return (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time)
+
+    rd = max(rounds, key=lambda r: (*rank(r), -r.chain.seq))
+    top = rank(rd)
+    return rd, sum(rank(r) == top for r in rounds) > 1
+
+
 def _tied(rounds: list[Round], chosen: Round) -> bool:
     """Whether recency did not decide: another round was opened at the same instant as the chosen one."""
     return sum(r.irr_time == chosen.irr_time for r in rounds) > 1
@@ -532,13 +555,9 @@ class Stitcher:
 
         if has_st and st is not None:
             h = state_hash(st)
-            rounds = list(self._state_index.get(h, ()))  # an expired round too: a late retry is no stranger
+            rounds = self._state_index.get(h)  # an expired round too: a late retry is no stranger
             if rounds:
-                def rank(r: Round) -> tuple:
-                    return (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time)
-
-                rd = max(rounds, key=lambda r: (*rank(r), -r.chain.seq))
-                top = rank(rd)
+                rd, ambiguous = _by_state(rounds, peer, key)
                 if rd.key[:2] != key[:2]:
                     chain = self._new_chain(msg, peer, digest)
                     chain.tainted = True
@@ -556,10 +575,8 @@ class Stitcher:
                     else:
                         replay = "broken"
                 relation = self._state_relation(rd, msg, has_st, st_raw)
-                # a server that issues the same state round after round is no ambiguity: only rounds
-                # that tie with the chosen one on every rank but the chain order are
                 return self._link(msg, rd, "state", relation, peer, key, obs, replay=replay, forked=forked,
-                                  ambiguous=sum(rank(r) == top for r in rounds) > 1)
+                                  ambiguous=ambiguous)
             cand = self._open_rounds(peer, key)
             with_state = [rd for rd in cand if rd.had_state]
             if with_state:

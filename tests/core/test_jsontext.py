@@ -49,8 +49,8 @@ def _digest_as_specified(method, params) -> str:
 
 
 _JSON = st.recursive(
-    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(alphabet="a.e+-1", max_size=5),
-    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(alphabet="ae.", max_size=3), c, max_size=3),
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False) | st.text(alphabet='a.e+-1"\\', max_size=5),
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(alphabet='ae."\\', max_size=3), c, max_size=3),
     max_leaves=12)
 
 
