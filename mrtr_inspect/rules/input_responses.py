@@ -150,6 +150,23 @@ def _of(obs, method: str) -> list[Answer]:
     return answers_of(obs).by_kind.get(method, [])
 
 
+def _carries(method: str):
+    """The gate of the rules of one kind of answer: does the message carry answers of that kind
+    (error-shaped ones aside)? Each such rule looks at `_of(obs, method)` only."""
+
+    def gate(obs) -> bool:
+        return method in answers_of(obs).by_kind
+
+    gate.__name__ = gate.__qualname__ = f"carries {method}"
+    return gate
+
+
+_GATES = {m: _carries(m) for m in sorted(INPUT_REQUEST_METHODS)}
+_ELICIT_ON = {**_ON, "gate": _GATES[ELICIT]}
+_SAMPLE_ON = {**_ON, "gate": _GATES[SAMPLE]}
+_ROOTS_ON = {**_ON, "gate": _GATES[ROOTS]}
+
+
 def invalid_answers(obs: Linked) -> dict:
     """Answers that are not valid results of their kind: key → what is wrong (for the server-side
     rule `server-accepted-invalid-input-responses`)."""
@@ -170,7 +187,7 @@ def _content(a: Answer) -> Any:
 
 
 @rule(
-    "elicit-result-action-invalid", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    "elicit-result-action-invalid", ERROR, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     conformance="sep-2322-validate-input-responses",
     quote='action: "accept" | "decline" | "cancel"',
     summary="An elicitation answer has no action, or one other than accept, decline and cancel.",
@@ -187,7 +204,7 @@ def elicit_result_action_invalid(obs, ctx) -> None:
 
 
 @rule(
-    "elicit-result-content-type", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    "elicit-result-content-type", ERROR, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="content?: { [key: string]: string | number | boolean | string[] }",
     summary="An elicitation answer's content is not an object of strings, numbers, booleans and string arrays.",
     why="Form answers are flat primitive values; anything else cannot match the form the server asked for.",
@@ -208,7 +225,7 @@ def elicit_result_content_type(obs, ctx) -> None:
 
 
 @rule(
-    "elicit-result-url-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    "elicit-result-url-content", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="For URL mode: The content field is omitted",
     summary="An answer to a URL-mode elicitation carries content.",
     why="URL mode keeps the data out of the client; content here means the client collected what it should "
@@ -223,7 +240,7 @@ def elicit_result_url_content(obs, ctx) -> None:
 
 
 @rule(
-    "elicit-result-content-on-decline", INFO, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    "elicit-result-content-on-decline", INFO, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="The content field is typically omitted",
     summary="An elicitation answer with action decline or cancel carries content.",
     why="Allowed, but the server should not use data the user declined to submit.",
@@ -243,7 +260,7 @@ def _form_schema(a: Answer) -> dict:
 
 
 @rule(
-    "elicit-result-accept-missing-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+    "elicit-result-accept-missing-content", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="For form mode: The content field contains the submitted data matching the requested schema",
     summary="An accepted form answer has no content, or lacks a property the form requires.",
     why="The user accepted but the server does not get what it asked for; it must fail or ask again.",
@@ -340,7 +357,7 @@ def schema_mismatch(v: Any, s: dict) -> str | None:
 
 
 @rule(
-    "elicit-result-schema-mismatch", WARNING, **_ON, section="4.3", spec=spec.ELICIT_FORM_SECURITY,
+    "elicit-result-schema-mismatch", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_FORM_SECURITY,
     quote="Clients SHOULD validate all responses against the provided schema",
     summary="A form answer's content does not match the requestedSchema it answers.",
     why="Both sides SHOULD validate: a value of the wrong type, outside the enum or the bounds, or in the wrong "
@@ -371,7 +388,7 @@ def _blocks(content: Any) -> list:
 
 
 @rule(
-    "create-message-result-invalid", ERROR, **_ON, section="4.3", spec=spec.SAMPLING_TOOL_RESULTS,
+    "create-message-result-invalid", ERROR, **_SAMPLE_ON, section="4.3", spec=spec.SAMPLING_TOOL_RESULTS,
     quote="When a user message contains tool results (type: \"tool_result\"), it MUST contain ONLY tool results.",
     summary="A sampling answer is not a valid CreateMessageResult (role, content, model; tool results mixed in).",
     why="The server cannot read the model's reply; a tool_result next to other content breaks provider APIs.",
@@ -391,7 +408,7 @@ def create_message_result_invalid(obs, ctx) -> None:
 
 
 @rule(
-    "create-message-result-tool-use-unoffered", WARNING, **_ON, section="4.3", spec=spec.SAMPLING_TOOLS,
+    "create-message-result-tool-use-unoffered", WARNING, **_SAMPLE_ON, section="4.3", spec=spec.SAMPLING_TOOLS,
     quote="Servers can request that the client's LLM use tools during sampling by providing a tools array",
     summary="A sampling answer asks to use a tool although the request offered none.",
     why="The server gave the model no tools; a tool_use it did not offer cannot be carried out.",
@@ -412,7 +429,7 @@ def create_message_result_tool_use_unoffered(obs, ctx) -> None:
 
 
 @rule(
-    "list-roots-result-invalid", ERROR, **_ON, section="4.3", spec=spec.ROOTS_LISTING,
+    "list-roots-result-invalid", ERROR, **_ROOTS_ON, section="4.3", spec=spec.ROOTS_LISTING,
     quote="roots: Root[]",
     summary="A roots answer has no roots array, or a root without uri.",
     why="The server cannot learn where it may work.",
@@ -427,7 +444,7 @@ def list_roots_result_invalid(obs, ctx) -> None:
 
 
 @rule(
-    "root-uri-not-file", ERROR, **_ON, section="4.3", spec=spec.ROOTS_ROOT,
+    "root-uri-not-file", ERROR, **_ROOTS_ON, section="4.3", spec=spec.ROOTS_ROOT,
     quote="This MUST be a file:// URI in the current specification.",
     summary="A root's uri does not start with file://.",
     why="Roots are folders and files on the client's machine; other schemes are not defined.",

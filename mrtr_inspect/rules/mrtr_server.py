@@ -19,13 +19,15 @@ from ..core.messages import CLIENT_CAPABILITIES_KEY, INPUT_REQUEST_METHODS, MRTR
 from ..core.observations import Answered, Decoded, NotLinked
 from . import shapes, spec
 from .input_responses import invalid_answers
-from .registry import ERROR, INFO, INPUT_REQUIRED, WARNING, rule
+from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
 
 MISSING_CAPABILITY = -32021
 TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Subscriptions: most messages reach none of these rules, an input_required result reaches those that read it.
 _RESULTS = {"on": Answered, "kinds": ["result"], "directions": ["s2c"]}  # input_required ones included
+_OTHER = {**_RESULTS, "kinds": [OTHER_RESULT]}  # results whose resultType is neither input_required nor task
+_OTHER_OR_TASK = {**_RESULTS, "kinds": [OTHER_RESULT, TASK]}
 _ERRORS = {"on": Answered, "kinds": ["error"], "directions": ["s2c"]}
 _IRR = {"on": Answered, "kinds": [INPUT_REQUIRED], "directions": ["s2c"], "methods": sorted(MRTR_METHODS)}
 _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "directions": ["s2c"],
@@ -60,7 +62,7 @@ def _answered(obs: Answered) -> str:
 
 
 @rule(
-    "result-type-missing", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULTS,
+    "result-type-missing", ERROR, **_OTHER, section="4.1", spec=spec.BASE_RESULTS,
     conformance="sep-2322-result-type-included",
     quote="The result MUST include a resultType field to indicate the type of the result.",
     summary="A result to a 2026-07-28 request has no resultType.",
@@ -78,7 +80,7 @@ def result_type_missing(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "result-type-not-string", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    "result-type-not-string", ERROR, **_OTHER, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
     summary="resultType is present but is not a JSON string.",
     why="A client compares resultType with \"complete\" and \"input_required\"; a number or object matches neither.",
@@ -94,7 +96,7 @@ def result_type_not_string(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "result-type-unrecognized", ERROR, **_RESULTS, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    "result-type-unrecognized", ERROR, **_OTHER_OR_TASK, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The set of supported ResultType values MUST be created from the set defined in the core protocol and "
           "include any additional values of supported extensions that are advertised via capabilities.",
     summary="resultType is a value the core protocol does not define and no declared extension adds.",
@@ -120,7 +122,7 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "input-requests-without-input-required", WARNING, **_RESULTS, section="4.1",
+    "input-requests-without-input-required", WARNING, **_OTHER, section="4.1",
     spec=spec.BASE_RESULT_TYPE,
     quote='clients MUST treat an absent resultType as "complete".',
     summary="A result carries inputRequests or requestState but its resultType is absent or \"complete\".",
@@ -781,7 +783,7 @@ def server_error_instead_of_reask(obs, ctx) -> None:
 
 
 @rule(
-    "server-accepted-invalid-input-responses", WARNING, **_RESULTS, methods=sorted(MRTR_METHODS), section="4.1",
+    "server-accepted-invalid-input-responses", WARNING, **_OTHER, methods=sorted(MRTR_METHODS), section="4.1",
     spec=spec.MRTR_ERRORS, conformance="sep-2322-validate-input-responses",
     quote="Servers SHOULD validate that the data provided by the client is a valid InputResponses object and that "
           "the information inside can be correctly parsed.",
@@ -872,7 +874,7 @@ def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "tool-result-missing-structured-content", ERROR, **_RESULTS, methods=["tools/call"],
+    "tool-result-missing-structured-content", ERROR, **_OTHER, methods=["tools/call"],
     section="10.5", spec=spec.TOOLS_OUTPUT_SCHEMA,
     quote="Servers MUST provide structured results that conform to this schema.",
     summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",

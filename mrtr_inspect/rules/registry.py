@@ -33,6 +33,11 @@ __all__ = ["Rule", "rule", "declare", "REGISTRY", "RuleEngine", "Context", "ERRO
 
 RESULT = "result"
 INPUT_REQUIRED = "input_required"  # an `Answered` kind: a result whose resultType is "input_required"
+TASK = "task"  # an `Answered` kind: a result whose resultType is "task" (a CreateTaskResult)
+OTHER_RESULT = "other_result"  # an `Answered` kind: any other result (resultType "complete", absent, unknown…)
+
+
+_RESULT_KINDS = (INPUT_REQUIRED, TASK)  # results a rule naming "result" gets besides the other results
 
 
 @dataclass(frozen=True)
@@ -53,6 +58,7 @@ class Rule:
     directions: frozenset[str] | None = None
     transports: frozenset[str] | None = None
     check: Callable[[Any, "Context"], None] | None = None
+    gate: Callable[[Any], Any] | None = None  # a precondition shared with other rules: the check runs when it holds
     observable: bool = True  # False: documented, but a passive observer cannot see it (✗)
     emitted_by: str | None = None  # a rule whose check emits this id (one check, several ids)
 
@@ -89,14 +95,22 @@ def rule(
     methods: Iterable[str] | None = None,
     directions: Iterable[str] | None = None,
     transports: Iterable[str] | None = None,
+    gate: Callable[[Any], Any] | None = None,
 ) -> Callable:
     """Register the decorated function as the check of rule `id`.
 
-    For `Answered`, `kinds` may name "input_required" (a result whose resultType is input_required;
-    a rule naming "result" gets those too) and `directions` is the direction of the response.
+    For `Answered`, `kinds` may name "input_required" (a result whose resultType is input_required),
+    "task" (resultType task) and "other_result" (any other result); a rule naming "result" gets all
+    three. `directions` is the direction of the response.
     `transports` ("stdio", "http") narrows the `Decoded` and `Answered` observations that reach the
     check to messages of those transports (name them only for a check that does nothing on the others);
-    observations of other types are not narrowed by it."""
+    observations of other types are not narrowed by it.
+
+    `gate` is a precondition that several rules share, a function of the observation: a check that
+    can find nothing when it is false names it, and the gate is then computed once for a run of
+    consecutive rules that name it (not per rule), which skips them all when it is false. It must be
+    exactly what the check would find first (a gate that raises lets the checks run, and fail, as
+    they would without it)."""
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -108,7 +122,7 @@ def rule(
                 methods=frozenset(methods) if methods is not None else None,
                 directions=frozenset(directions) if directions is not None else None,
                 transports=frozenset(transports) if transports is not None else None,
-                check=fn,
+                check=fn, gate=gate,
             )
         )
         return fn
@@ -182,7 +196,7 @@ class RuleEngine:
         for r in self._active:
             for t in r.on:
                 self._by_type.setdefault(t, []).append(r)
-        self._plain = {t: tuple(self._runs[r.id] for r in rules) for t, rules in self._by_type.items()
+        self._plain = {t: self._compile(rules) for t, rules in self._by_type.items()
                        if t is not Decoded and t is not Answered}
         self._method_filtered = {m for r in self._active if r.methods for m in r.methods}
         self._cache: dict[tuple, tuple] = {}
@@ -195,15 +209,48 @@ class RuleEngine:
             method = None
         return [
             r for r in self._by_type.get(t, ())
-            if (r.kinds is None or kind in r.kinds or (kind == INPUT_REQUIRED and RESULT in r.kinds))
+            if (r.kinds is None or kind in r.kinds or (kind in _RESULT_KINDS and RESULT in r.kinds)
+                or (kind == RESULT and t is Answered and OTHER_RESULT in r.kinds))
             and (r.methods is None or method in r.methods)
             and (r.directions is None or direction in r.directions)
             and (r.transports is None or transport in r.transports)
         ]
 
     def _plan(self, key: tuple) -> tuple:
-        plan = self._cache[key] = tuple(self._runs[r.id] for r in self._select(*key))
+        plan = self._cache[key] = self._compile(self._select(*key))
         return plan
+
+    def _compile(self, rules: list[Rule]) -> tuple:
+        """The (check, context) pairs of a plan, in the rules' order; a run of consecutive rules
+        that name the same gate becomes one entry that tests the gate once and runs them."""
+        plan: list = []
+        i = 0
+        while i < len(rules):
+            gate = rules[i].gate
+            j = i + 1
+            while gate is not None and j < len(rules) and rules[j].gate is gate:
+                j += 1
+            runs = tuple(self._runs[r.id] for r in rules[i:j])
+            plan.append(runs[0] if gate is None else (self._gated(gate, runs), runs[0][1]))
+            i = j
+        return tuple(plan)
+
+    def _gated(self, gate: Callable[[Any], Any], runs: tuple) -> Callable[[Any, Context], None]:
+        internal_error = self._internal_error
+
+        def run(obs: Any, _ctx: Context) -> None:
+            try:
+                holds = gate(obs)
+            except Exception:  # the checks fail as they would without the gate
+                holds = True
+            if holds:
+                for check, ctx in runs:
+                    try:
+                        check(obs, ctx)
+                    except Exception as e:
+                        internal_error(ctx._rule, e)
+
+        return run
 
     def dispatch(self, obs: Any) -> None:
         t = type(obs)
@@ -217,8 +264,13 @@ class RuleEngine:
         elif t is Answered:
             req, resp = obs.request, obs.response
             kind = resp.kind
-            if kind == RESULT and type(resp.result) is dict and resp.result.get("resultType") == INPUT_REQUIRED:
-                kind = INPUT_REQUIRED  # rules naming "result" get these too; rules naming only "input_required" get only these
+            if kind == RESULT and type(resp.result) is dict:
+                rt = resp.result.get("resultType")
+                # rules naming "result" get these too; rules naming only "input_required" (or "task") get only these
+                if rt == INPUT_REQUIRED:
+                    kind = INPUT_REQUIRED
+                elif rt == TASK:
+                    kind = TASK
             method = req.method if req is not None else None
             key = (t, kind, method if method in self._method_filtered else None, resp.direction, resp.transport)
             plan = self._cache.get(key)

@@ -18,7 +18,7 @@ from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
 from . import shapes, spec
 from .mrtr_server import MISSING_CAPABILITY, TASKS_EXTENSION, Ask, _answered, _caps, _modern_result, _undeclared
-from .registry import ERROR, INFO, WARNING, declare, rule
+from .registry import ERROR, INFO, TASK, WARNING, declare, rule
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 SNAPSHOTS = ("tasks/get", "notifications/tasks")  # where a task's state is shown
@@ -74,7 +74,7 @@ def _remember(mem: dict, key, value) -> None:
 
 
 @rule(
-    "task-result-undeclared-client", ERROR, on=Answered, kinds=["result"], section="4.9",
+    "task-result-undeclared-client", ERROR, on=Answered, kinds=[TASK], section="4.9",
     spec=spec.TASKS_CAPABILITY, conformance="sep-2663-server-rejects-undeclared-client",
     quote="A server MUST NOT return CreateTaskResult to a client that did not include the extension capability on "
           "its request, regardless of prior declarations.",
@@ -94,7 +94,7 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "task-result-unsupported-method", ERROR, on=Answered, kinds=["result"], section="4.9",
+    "task-result-unsupported-method", ERROR, on=Answered, kinds=[TASK], section="4.9",
     spec=spec.TASKS_CAPABILITY, conformance="sep-2663-client-rejects-task-result-on-unsupported",
     quote="A client that receives CreateTaskResult in response to an unsupported request type MUST interpret this "
           "as an invalid response to the request.",
@@ -384,7 +384,7 @@ def task_failed_for_tool_error(obs, ctx) -> None:
 
 
 @rule(
-    "task-cancel-via-notification", ERROR, on=(Answered, Cancelled), kinds=["result"], methods=("tools/call",),
+    "task-cancel-via-notification", ERROR, on=(Answered, Cancelled), kinds=[TASK], methods=("tools/call",),
     section="4.9", spec=spec.TASKS_CANCEL, conformance="sep-2663-cancel-not-via-cancelled-notification",
     quote="The notifications/cancelled notification MUST NOT be used for task cancellation.",
     summary="notifications/cancelled naming the tools/call that created a task.",

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.messages import Message
-from mrtr_inspect.core.observations import Decoded, SessionOver
+from mrtr_inspect.core.observations import Answered, Decoded, SessionOver
 from mrtr_inspect.rules import registry
 from mrtr_inspect.rules.registry import Rule, RuleEngine
 
@@ -49,3 +49,65 @@ def test_a_failing_rule_becomes_an_inspector_error_naming_it(monkeypatch):
     engine.dispatch(Decoded(_msg("request", "stdio")))
     (f,) = engine.drain()
     assert f.rule == "inspector-error" and f.details == {"rule": "broken"} and "rule broken failed" in f.message
+
+
+def _result(result) -> Answered:
+    resp = _msg("result", "stdio")
+    resp.direction, resp.result = "s2c", result
+    return Answered(resp, _msg("request", "stdio"))
+
+
+def test_results_reach_the_rules_of_their_result_type(monkeypatch):
+    seen: list = []
+
+    def check(obs, ctx):
+        seen.append(ctx._rule.id)
+
+    kinds = {"result": ["result"], "irr": ["input_required"], "task": ["task"], "other": ["other_result"],
+             "other-or-task": ["other_result", "task"]}
+    monkeypatch.setattr(registry, "REGISTRY", {
+        name: Rule(name, "info", "s", on=(Answered,), kinds=frozenset(k), check=check) for name, k in kinds.items()})
+    engine = RuleEngine(Config())
+    expected = {"input_required": ["result", "irr"], "task": ["result", "task", "other-or-task"],
+                "complete": ["result", "other", "other-or-task"], None: ["result", "other", "other-or-task"],
+                7: ["result", "other", "other-or-task"]}
+    for rt, rules in expected.items():
+        seen.clear()
+        engine.dispatch(_result({"resultType": rt} if rt is not None else {}))
+        assert seen == rules, rt
+
+
+def test_a_gate_is_tested_once_for_its_run_of_rules_and_skips_them_when_false(monkeypatch):
+    seen: list = []
+    gate_calls: list = []
+    state = {"open": False}
+
+    def gate(obs):
+        gate_calls.append(1)
+        if state["open"] is None:
+            raise ValueError("broken gate")
+        return state["open"]
+
+    def check(obs, ctx):
+        seen.append(ctx._rule.id)
+        if ctx._rule.id == "g2" and state["open"] is None:
+            raise ValueError("broken check")
+
+    def rule(name, g=None):
+        return Rule(name, "info", "s", on=(SessionOver,), check=check, gate=g)
+
+    monkeypatch.setattr(registry, "REGISTRY", {
+        "a": rule("a"), "g1": rule("g1", gate), "g2": rule("g2", gate), "b": rule("b"), "g3": rule("g3", gate),
+        "inspector-error": registry.REGISTRY["inspector-error"]})
+    engine = RuleEngine(Config())
+    over = SessionOver("s", "stdio", 1.0, {})
+    engine.dispatch(over)
+    assert seen == ["a", "b"] and len(gate_calls) == 2  # one test per run of consecutive gated rules
+    state["open"], seen[:], gate_calls[:] = True, [], []
+    engine.dispatch(over)
+    assert seen == ["a", "g1", "g2", "b", "g3"] and len(gate_calls) == 2
+    # a gate that raises lets its rules run (and fail) as they would without it
+    state["open"], seen[:] = None, []
+    engine.dispatch(over)
+    assert seen == ["a", "g1", "g2", "b", "g3"]
+    assert [f.details for f in engine.drain()] == [{"rule": "g2"}]
