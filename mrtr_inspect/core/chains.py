@@ -17,6 +17,7 @@ stitcher and the rules read of a round whose chain has closed (no messages, summ
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import marshal
@@ -83,6 +84,7 @@ def params_digest(method: str | None, params: Any) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
 
 
+@functools.lru_cache(maxsize=1024)  # a retry echoes the state its round was issued: hashed once
 def state_hash(state: str) -> str:
     return hashlib.sha256(state.encode("utf-8", "surrogatepass")).hexdigest()
 
@@ -658,7 +660,8 @@ class Stitcher:
         else:
             creq = ChainRequest(chain, msg, rd)
             chain.vias.append(via)
-            chain.end = max(chain.end, msg.time)
+            if msg.time > chain.end:  # max(chain.end, msg.time)
+                chain.end = msg.time
         params = msg.params if type(msg.params) is dict else {}
         creq.answered_summary = summarize_responses(params.get("inputResponses"))
         chain.requests.append(creq)
@@ -682,10 +685,11 @@ class Stitcher:
             # a second answer, or one after cancellation: noted by the rules, does not move the chain
             chain.end = max(chain.end, resp.time)
             return obs
+        t = creq.response_time = resp.time
         creq.response_index = resp.index
-        creq.response_time = resp.time
         creq.msg = None
-        chain.end = max(chain.end, resp.time)
+        if t > chain.end:  # max(chain.end, t)
+            chain.end = t
         stitch = chain.era in ("modern", "malformed")
         if resp.kind == ERROR:
             creq.response_kind = "error"
@@ -753,8 +757,11 @@ class Stitcher:
         self._maybe_close(chain, obs)
 
     def _maybe_close(self, chain: Chain, obs: list) -> None:
-        if chain.closed or chain.in_flight:
+        if chain.closed:
             return
+        for r in chain.requests:  # chain.in_flight, without its list
+            if r.response_kind is None and not r.cancelled:
+                return
         if chain.outcome is not None:
             self._close(chain, chain.outcome, obs)
 

@@ -464,7 +464,8 @@ class Inspector:
             sid = header(x.response_headers, "mcp-session-id") if x is not None else None
             self.era.initialize_answered(req, msg, context, sid)
         creq: ChainRequest | None = req.creq if req is not None else None
-        self._learn(msg, req)
+        if creq is None:  # what _learn reads: no MRTR request
+            self._learn(msg, req)
         self._dispatch(Decoded(msg, x))
         self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:

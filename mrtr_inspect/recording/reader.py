@@ -77,11 +77,11 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_a
         n = 1
         for line in f:
             n += 1
-            if line[-1:] != b"\n":  # the writer was stopped mid-line: even if it decodes, it is cut
+            if not line.endswith(b"\n"):  # the writer was stopped mid-line: even if it decodes, it is cut
                 notes.torn_tail = True
                 continue
             m = match(line)
-            if m is not None and line[-2:] != b"\xff\n":  # (a torn line ends with 0xFF: format.decode says so)
+            if m is not None and not line.endswith(b"\xff\n"):  # (a torn line ends with 0xFF: format.decode says so)
                 t, fraction, sid, d = m.groups()
                 session = sessions.get(sid)
                 if session is None:
