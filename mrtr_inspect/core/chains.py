@@ -65,23 +65,32 @@ def _may_have_float(text: str) -> bool:
     return "." in bare or "e+" in bare or "e-" in bare
 
 
+def _digest(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+
+
+@functools.lru_cache(maxsize=1024)  # a retry repeats the params of its chain: digested once
+def _float_free_digest(text: str) -> str | None:
+    """The digest of canonical text, None when the text may hold a float (to be made an integer first)."""
+    # a float is written with "." or an exponent: without them there is none to make an integer of
+    if ("." in text or "e+" in text or "e-" in text) and _may_have_float(text):
+        return None
+    return _digest(text)
+
+
 def params_digest(method: str | None, params: Any) -> str:
     """digest(R): the canonical params without _meta, inputResponses and requestState
     (an absent `arguments` counts as {})."""
     if type(params) is not dict:
-        text = canonical_json(params)
-    else:
-        p = {k: v for k, v in params.items() if k not in _EXCLUDED}
-        if method != "resources/read" and "arguments" not in p:
-            p["arguments"] = {}
-        try:
-            text = _CANONICAL(p)
-        except (TypeError, ValueError):
-            text = None
-        # a float is written with "." or an exponent: without them there is none to make an integer of
-        if text is None or (("." in text or "e+" in text or "e-" in text) and _may_have_float(text)):
-            text = canonical_json(_canon_num(p))
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
+        return _digest(canonical_json(params))
+    p = {k: v for k, v in params.items() if k not in _EXCLUDED}
+    if method != "resources/read" and "arguments" not in p:
+        p["arguments"] = {}
+    try:
+        digest = _float_free_digest(_CANONICAL(p))
+    except (TypeError, ValueError):
+        digest = None
+    return digest if digest is not None else _digest(canonical_json(_canon_num(p)))
 
 
 @functools.lru_cache(maxsize=1024)  # a retry echoes the state its round was issued: hashed once
@@ -370,20 +379,14 @@ def retire(chain: Chain) -> list[RetiredRound]:
     """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
     chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
     answer may still reach it."""
-    kept: dict[int, Any] = {}
-
-    def keep(r: ChainRequest) -> Any:
-        if r.response_kind is None and not r.cancelled:
-            return r
-        k = kept.get(id(r))
-        if k is None:
-            k = kept[id(r)] = KeptRequest(r)
-        return k
-
-    rc = RetiredChain(chain, [keep(r) for r in chain.requests])
+    # a round's request and retries are requests of its chain (a retry of a closed chain's round
+    # opens a chain of its own, but that round is retired already)
+    kept = {id(r): KeptRequest(r) for r in chain.requests if r.response_kind is not None or r.cancelled}
+    get = kept.get
+    rc = RetiredChain(chain, [get(id(r), r) for r in chain.requests])
     rounds: list[RetiredRound] = []
     for rd in chain.rounds:
-        rounds.append(RetiredRound(rd, rc, keep(rd.request), [keep(r) for r in rd.retries],
+        rounds.append(RetiredRound(rd, rc, get(id(rd.request), rd.request), [get(id(r), r) for r in rd.retries],
                                    rounds[-1] if rounds else None))
     rc._rounds = [weakref.ref(r) for r in rounds]
     return rounds
