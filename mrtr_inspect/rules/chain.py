@@ -29,7 +29,7 @@ def chain_linked(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "chain-ambiguous-link", INFO, on=Linked, section="4.4", spec=spec.MRTR,
+    "chain-ambiguous-link", INFO, on=Linked, where={"ambiguous": [True]}, section="4.4", spec=spec.MRTR,
     summary="Several open rounds could take a retry; the tie was broken by recency and order.",
     why="Two identical calls in flight at once cannot be told apart by a passive observer.",
     example="two tools/call deploy {} both waiting; one retry echoing neither state",
@@ -43,7 +43,7 @@ def chain_ambiguous_link(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "chain-forked", WARNING, on=Linked, section="4.4", spec=spec.MRTR_CLIENT,
+    "chain-forked", WARNING, on=Linked, where={"forked": [True]}, section="4.4", spec=spec.MRTR_CLIENT,
     summary="Two retries answer the same round while the first is still in flight.",
     why="The specification speaks of the retry in the singular; two retries run the operation twice.",
     example="round 1 of c1; retries id 3 and id 4 both sent before either is answered",
@@ -278,7 +278,8 @@ def chain_long(obs: RoundOpened, ctx) -> None:
 
 
 @rule(
-    "possible-retry-state-dropped", INFO, on=NotLinked, section="4.4", spec=spec.MRTR_CLIENT,
+    "possible-retry-state-dropped", INFO, on=NotLinked, where={"reason": ["possible-state-dropped"]},
+    section="4.4", spec=spec.MRTR_CLIENT,
     summary="A fresh call repeats a request whose round asked only to retry with its state.",
     why="Either a new call (allowed) or a retry that dropped its state; a passive observer cannot tell.",
     example='round: {"resultType":"input_required","requestState":"s"}; then the same tools/call with no state',

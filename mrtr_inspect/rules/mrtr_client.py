@@ -68,7 +68,7 @@ declare(
 
 
 @rule(
-    "request-state-dropped", ERROR, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+    "request-state-dropped", ERROR, on=Linked, where={"state": ["dropped"]}, section="4.2", spec=spec.MRTR_CLIENT,
     conformance="sep-2322-client-request-state-echoed",
     quote="If an InputRequiredResult contains the requestState field, the client MUST echo back the exact value of that field when retrying the original request.",
     summary="A retry leaves out the requestState its round carried.",
@@ -124,7 +124,7 @@ def _b64_equal(a: str, b: str) -> bool:
 
 
 @rule(
-    "request-state-altered", ERROR, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+    "request-state-altered", ERROR, on=Linked, where={"state": ["altered"]}, section="4.2", spec=spec.MRTR_CLIENT,
     conformance="sep-2322-client-request-state-echoed",
     quote="Clients MUST NOT inspect, parse, modify, or make any assumptions about its contents.",
     summary="A retry returns a requestState different from the one its round issued.",
@@ -149,7 +149,7 @@ def request_state_altered(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "request-state-reencoded", INFO, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+    "request-state-reencoded", INFO, on=Linked, where={"state": ["reencoded"]}, section="4.2", spec=spec.MRTR_CLIENT,
     quote="the client MUST echo back the exact value of that field",
     summary="A retry returns the same requestState value written with other JSON escapes.",
     why="The value is unchanged, so this is not a violation; but a server or gateway that compares bytes, "
@@ -168,7 +168,7 @@ def request_state_reencoded(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "request-state-fabricated", ERROR, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+    "request-state-fabricated", ERROR, on=Linked, where={"state": ["fabricated"]}, section="4.2", spec=spec.MRTR_CLIENT,
     conformance="sep-2322-client-no-state-omitted",
     quote="If the InputRequiredResult does not contain a requestState field, the client MUST NOT include one in the retry.",
     summary="A retry carries a requestState although its round issued none.",
@@ -186,7 +186,8 @@ def request_state_fabricated(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "request-state-unsolicited", ERROR, on=NotLinked, section="4.2", spec=spec.MRTR_CLIENT,
+    "request-state-unsolicited", ERROR, on=NotLinked, where={"reason": ["state-unsolicited"]},
+    section="4.2", spec=spec.MRTR_CLIENT,
     summary="A request carries a requestState that matches no input_required result ever seen.",
     why="State exists only to be echoed on the retry it was issued for.",
     example='a first tools/call that already carries requestState "abc"',
@@ -217,7 +218,8 @@ declare(
 
 
 @rule(
-    "mrtr-fields-parallel-misuse", ERROR, on=NotLinked, section="4.2", spec=spec.MRTR_CLIENT,
+    "mrtr-fields-parallel-misuse", ERROR, on=NotLinked, where={"reason": ["parallel-misuse"]},
+    section="4.2", spec=spec.MRTR_CLIENT,
     conformance="sep-2322-client-parallel-isolation",
     quote="They MUST NOT be used for any other request that the client may be sending in parallel.",
     summary="The requestState or inputResponses of one chain appear on another request.",
@@ -240,7 +242,8 @@ def mrtr_fields_parallel_misuse(obs: NotLinked, ctx) -> None:
 
 
 @rule(
-    "mrtr-fields-on-unsupported-method", WARNING, on=NotLinked, section="4.2", spec=spec.MRTR_SUPPORTED,
+    "mrtr-fields-on-unsupported-method", WARNING, on=NotLinked, where={"reason": ["unsupported-method"]},
+    section="4.2", spec=spec.MRTR_SUPPORTED,
     summary="inputResponses or requestState on a method that does not take them.",
     why="Only tools/call, prompts/get and resources/read take InputResponseRequestParams; servers ignore the "
         "fields elsewhere, so the client's intent is lost (the schema contradicts itself, RULES.md §7.2).",
@@ -255,7 +258,7 @@ def mrtr_fields_on_unsupported_method(obs: NotLinked, ctx) -> None:
 
 
 @rule(
-    "retry-params-changed", WARNING, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+    "retry-params-changed", WARNING, on=Linked, where={"params_changed": [True]}, section="4.2", spec=spec.MRTR_CLIENT,
     quote="Client gathers the requested information from the user or other sources, then retries the original request including the additional requested information.",
     summary="A retry tied by requestState changes the request's arguments.",
     why="A retry repeats the original request; servers SHOULD reject state presented on a request that does not match.",
@@ -358,7 +361,8 @@ def input_responses_stale_key(obs: Linked, ctx) -> None:
 
 
 @rule(
-    "input-responses-unsolicited", WARNING, on=NotLinked, section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
+    "input-responses-unsolicited", WARNING, on=NotLinked, where={"reason": ["responses-unsolicited"]},
+    section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
     summary="inputResponses on a request that answers no open round.",
     why="Answers to questions never asked; the conformance harness does this on purpose, clients should not.",
     example="a first tools/call that already carries inputResponses",
@@ -406,7 +410,8 @@ def input_responses_not_object(obs: Decoded, ctx) -> None:
 
 
 @rule(
-    "retry-after-complete", ERROR, on=NotLinked, section="4.2", spec=spec.BASE_RESULT_TYPE,
+    "retry-after-complete", ERROR, on=NotLinked, where={"reason": ["after-complete"]},
+    section="4.2", spec=spec.BASE_RESULT_TYPE,
     conformance="sep-2322-default-result-type-complete",
     quote='clients MUST treat an absent resultType as "complete".',
     summary="The client retries a request whose last result was complete (or had no resultType).",

@@ -22,6 +22,7 @@ rule that raises becomes an `inspector-error` finding; the pipeline goes on.
 from __future__ import annotations
 
 import traceback
+from operator import attrgetter
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable
 
@@ -59,6 +60,7 @@ class Rule:
     transports: frozenset[str] | None = None
     check: Callable[[Any, "Context"], None] | None = None
     gate: Callable[[Any], Any] | None = None  # a precondition shared with other rules: the check runs when it holds
+    where: tuple[tuple[str, frozenset], ...] = ()  # (attribute, values): observations of other types it reaches
     observable: bool = True  # False: documented, but a passive observer cannot see it (✗)
     emitted_by: str | None = None  # a rule whose check emits this id (one check, several ids)
 
@@ -96,6 +98,7 @@ def rule(
     directions: Iterable[str] | None = None,
     transports: Iterable[str] | None = None,
     gate: Callable[[Any], Any] | None = None,
+    where: dict[str, Iterable] | None = None,
 ) -> Callable:
     """Register the decorated function as the check of rule `id`.
 
@@ -110,7 +113,12 @@ def rule(
     can find nothing when it is false names it, and the gate is then computed once for a run of
     consecutive rules that name it (not per rule), which skips them all when it is false. It must be
     exactly what the check would find first (a gate that raises lets the checks run, and fail, as
-    they would without it)."""
+    they would without it).
+
+    `where` narrows the observations of the other types (`Linked`, `NotLinked`…) by the values of
+    their attributes, `{"state": ["dropped"]}`: name it for a check that does nothing on the others."""
+    if where and {Decoded, Answered} & set(on if isinstance(on, tuple) else (on,)):
+        raise ValueError(f"{id}: where= narrows observations other than Decoded and Answered")
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -123,6 +131,7 @@ def rule(
                 directions=frozenset(directions) if directions is not None else None,
                 transports=frozenset(transports) if transports is not None else None,
                 check=fn, gate=gate,
+                where=tuple((a, frozenset(v)) for a, v in sorted(where.items())) if where else (),
             )
         )
         return fn
@@ -138,6 +147,17 @@ def declare(id: str, severity: str, *, summary: str, section: str = "", spec: st
     return _register(Rule(id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
                           conformance=conformance, why=why, example=example, doc=doc, observable=observable,
                           emitted_by=emitted_by))
+
+
+def _key_of(attrs: list[str]) -> Callable[[Any], tuple]:
+    """The values of these attributes of an observation, as a tuple."""
+    get = attrgetter(*attrs)
+    return get if len(attrs) > 1 else lambda obs: (get(obs),)
+
+
+def _where(rules: list[Rule], values: dict[str, Any]) -> list[Rule]:
+    """The rules whose `where` the attribute values satisfy."""
+    return [r for r in rules if all(values[a] in allowed for a, allowed in r.where)]
 
 
 def _doc(fn: Callable) -> str:
@@ -196,8 +216,17 @@ class RuleEngine:
         for r in self._active:
             for t in r.on:
                 self._by_type.setdefault(t, []).append(r)
-        self._plain = {t: self._compile(rules) for t, rules in self._by_type.items()
-                       if t is not Decoded and t is not Answered}
+        self._plain: dict[type, tuple] = {}
+        # types some rule narrows by attributes: (the attributes as a key, plans by key, the rules)
+        self._keyed: dict[type, tuple] = {}
+        for t, rules in self._by_type.items():
+            if t is Decoded or t is Answered:
+                continue
+            attrs = sorted({a for r in rules for a, _ in r.where})
+            if attrs:
+                self._keyed[t] = (_key_of(attrs), attrs, {}, rules)
+            else:
+                self._plain[t] = self._compile(rules)
         self._method_filtered = {m for r in self._active if r.methods for m in r.methods}
         self._cache: dict[tuple, tuple] = {}
 
@@ -218,6 +247,22 @@ class RuleEngine:
 
     def _plan(self, key: tuple) -> tuple:
         plan = self._cache[key] = self._compile(self._select(*key))
+        return plan
+
+    def _keyed_plan(self, t: type, obs: Any) -> tuple:
+        """The plan of an observation of a type some rules narrow by attributes (`where`)."""
+        keyed = self._keyed.get(t)
+        if keyed is None:
+            return ()
+        key_of, attrs, plans, rules = keyed
+        key = key_of(obs)
+        try:
+            return plans[key]
+        except KeyError:
+            pass
+        except TypeError:  # an unhashable attribute value: every rule of the type (each check decides)
+            return self._compile(rules)
+        plan = plans[key] = self._compile(_where(rules, dict(zip(attrs, key))))
         return plan
 
     def _compile(self, rules: list[Rule]) -> tuple:
@@ -277,7 +322,9 @@ class RuleEngine:
             if plan is None:
                 plan = self._plan(key)
         else:
-            plan = self._plain.get(t, ())
+            plan = self._plain.get(t)
+            if plan is None:
+                plan = self._keyed_plan(t, obs)
         for check, ctx in plan:
             try:
                 check(obs, ctx)

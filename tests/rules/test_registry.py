@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.messages import Message
 from mrtr_inspect.core.observations import Answered, Decoded, SessionOver
@@ -111,3 +113,32 @@ def test_a_gate_is_tested_once_for_its_run_of_rules_and_skips_them_when_false(mo
     engine.dispatch(over)
     assert seen == ["a", "g1", "g2", "b", "g3"]
     assert [f.details for f in engine.drain()] == [{"rule": "g2"}]
+
+
+def test_where_narrows_other_observations_by_their_attributes(monkeypatch):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Seen:
+        state: object
+        flag: bool = False
+
+    seen: list = []
+
+    def check(obs, ctx):
+        seen.append(ctx._rule.id)
+
+    monkeypatch.setattr(registry, "REGISTRY", {
+        "all": Rule("all", "info", "s", on=(Seen,), check=check),
+        "dropped": Rule("dropped", "info", "s", on=(Seen,), where=(("state", frozenset({"dropped"})),), check=check),
+        "flag": Rule("flag", "info", "s", on=(Seen,), where=(("flag", frozenset({True})),), check=check),
+    })
+    engine = RuleEngine(Config())
+    for obs, rules in [(Seen("echoed"), ["all"]), (Seen("dropped"), ["all", "dropped"]),
+                       (Seen("dropped", True), ["all", "dropped", "flag"]), (Seen("echoed", True), ["all", "flag"]),
+                       (Seen(["unhashable"]), ["all", "dropped", "flag"])]:  # then every rule decides for itself
+        seen.clear()
+        engine.dispatch(obs)
+        assert seen == rules, obs
+    with pytest.raises(ValueError):
+        registry.rule("x", "info", summary="s", on=Decoded, where={"kind": ["request"]})
