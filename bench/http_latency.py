@@ -47,8 +47,9 @@ def main(argv: list[str] | None = None) -> dict:
         extra = f"  +{v - ms['direct']:5.2f} ms over direct   proxy CPU {cpu[k]:5.2f} ms/chain" if k in cpu else ""
         print(f"  {k:<14} {v:6.2f} ms{extra}")
     ratios = {base: ms["mrtr-inspect"] / ms[base] for base in ("mitmdump", "mitmdump-like", "mitmproxy-lean")}
-    for base, r in ratios.items():
-        print(f"  mrtr-inspect / {base}: {r:.3f}x (target <= {TARGET}x: {verdict(r, TARGET, False)})")
+    for base, r in ratios.items():  # the target is against plain mitmdump; the others explain it
+        said = f"target <= {TARGET}x: {verdict(r, TARGET, False)}" if base == "mitmdump" else "for comparison"
+        print(f"  mrtr-inspect / {base}: {r:.3f}x ({said})")
     return {"ms": ms, "cpu_ms": cpu, "ratios": ratios}
 
 
