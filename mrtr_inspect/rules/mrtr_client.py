@@ -314,6 +314,13 @@ def input_responses_missing_key(obs: Linked, ctx) -> None:
         )
 
 
+def _unasked_keys(obs: Linked) -> set:
+    """The keys of the retry's `inputResponses` that its round did not ask for (most often none: then
+    the earlier rounds need not be looked at)."""
+    keys = _ir_keys(obs.request)
+    return keys - obs.round.keys if keys else keys
+
+
 def _earlier_keys(obs: Linked) -> set:
     keys: set = set()
     for rd in obs.chain.rounds:
@@ -333,8 +340,8 @@ def _earlier_keys(obs: Linked) -> set:
 def input_responses_unknown_key(obs: Linked, ctx) -> None:
     """A key in `inputResponses` that is neither in the round's `inputRequests` nor in any earlier
     round of the chain."""
-    keys = _ir_keys(obs.request)
-    unknown = sorted(keys - obs.round.keys - _earlier_keys(obs))
+    unasked = _unasked_keys(obs)
+    unknown = sorted(unasked - _earlier_keys(obs)) if unasked else None
     if unknown:
         ctx.emit(
             f"retry {obs.request.label()} of chain {obs.chain.id} answers {', '.join(unknown)}, which no round asked for",
@@ -351,8 +358,8 @@ def input_responses_unknown_key(obs: Linked, ctx) -> None:
 def input_responses_stale_key(obs: Linked, ctx) -> None:
     """A key in `inputResponses` that belongs to an earlier round of the same chain and not to the
     current one (answers resent cumulatively)."""
-    keys = _ir_keys(obs.request)
-    stale = sorted((keys & _earlier_keys(obs)) - obs.round.keys)
+    unasked = _unasked_keys(obs)
+    stale = sorted(unasked & _earlier_keys(obs)) if unasked else None
     if stale:
         ctx.emit(
             f"retry {obs.request.label()} of chain {obs.chain.id} resends answers to earlier rounds: {', '.join(stale)}",

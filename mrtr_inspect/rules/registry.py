@@ -56,6 +56,7 @@ class Rule:
     on: tuple[type, ...] = ()
     kinds: frozenset[str] | None = None
     methods: frozenset[str] | None = None
+    methods_by_kind: tuple[tuple[str, frozenset[str]], ...] = ()  # (kind, methods): methods= given per kind
     directions: frozenset[str] | None = None
     transports: frozenset[str] | None = None
     check: Callable[[Any, "Context"], None] | None = None
@@ -94,7 +95,7 @@ def rule(
     why: str = "",
     example: str = "",
     kinds: Iterable[str] | None = None,
-    methods: Iterable[str] | None = None,
+    methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
     directions: Iterable[str] | None = None,
     transports: Iterable[str] | None = None,
     gate: Callable[[Any], Any] | None = None,
@@ -104,7 +105,9 @@ def rule(
 
     For `Answered`, `kinds` may name "input_required" (a result whose resultType is input_required),
     "task" (resultType task) and "other_result" (any other result); a rule naming "result" gets all
-    three. `directions` is the direction of the response.
+    three. `methods` may be given per kind, `{"request": ["tasks/update"], "task": ["tools/call"]}`: an
+    observation of a kind then reaches the check only for the methods of the names its kind matches
+    (`kinds` defaults to the names). `directions` is the direction of the response.
     `transports` ("stdio", "http") narrows the `Decoded` and `Answered` observations that reach the
     check to messages of those transports (name them only for a check that does nothing on the others);
     observations of other types are not narrowed by it.
@@ -119,6 +122,14 @@ def rule(
     their attributes, `{"state": ["dropped"]}`: name it for a check that does nothing on the others."""
     if where and {Decoded, Answered} & set(on if isinstance(on, tuple) else (on,)):
         raise ValueError(f"{id}: where= narrows observations other than Decoded and Answered")
+    by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
+    if isinstance(methods, dict):
+        by_kind = tuple((k, frozenset(m)) for k, m in sorted(methods.items()))
+        if kinds is None:
+            kinds = methods
+        elif not set(kinds) >= set(methods):
+            raise ValueError(f"{id}: methods= names kinds that kinds= leaves out")
+        methods = {m for _, ms in by_kind for m in ms}
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -127,7 +138,7 @@ def rule(
                 conformance=conformance, why=why, example=example, doc=_doc(fn),
                 on=on if isinstance(on, tuple) else (on,),
                 kinds=frozenset(kinds) if kinds is not None else None,
-                methods=frozenset(methods) if methods is not None else None,
+                methods=frozenset(methods) if methods is not None else None, methods_by_kind=by_kind,
                 directions=frozenset(directions) if directions is not None else None,
                 transports=frozenset(transports) if transports is not None else None,
                 check=fn, gate=gate,
@@ -158,6 +169,21 @@ def _key_of(attrs: list[str]) -> Callable[[Any], tuple]:
 def _where(rules: list[Rule], values: dict[str, Any]) -> list[Rule]:
     """The rules whose `where` the attribute values satisfy."""
     return [r for r in rules if all(values[a] in allowed for a, allowed in r.where)]
+
+
+def _kind_matches(name: str, kind: str | None, t: type) -> bool:
+    """Whether a kind named by a rule (`kinds=`) takes an observation of type `t` and this kind."""
+    return name == kind or (kind in _RESULT_KINDS and name == RESULT) or (
+        kind == RESULT and t is Answered and name == OTHER_RESULT)
+
+
+def _methods_ok(r: Rule, t: type, kind: str | None, method: str | None) -> bool:
+    """Whether the rule's methods (all of them, or those of the names that match the kind) take this method."""
+    if r.methods is None:
+        return True
+    if not r.methods_by_kind:
+        return method in r.methods
+    return any(method in ms for name, ms in r.methods_by_kind if _kind_matches(name, kind, t))
 
 
 def _doc(fn: Callable) -> str:
@@ -238,9 +264,8 @@ class RuleEngine:
             method = None
         return [
             r for r in self._by_type.get(t, ())
-            if (r.kinds is None or kind in r.kinds or (kind in _RESULT_KINDS and RESULT in r.kinds)
-                or (kind == RESULT and t is Answered and OTHER_RESULT in r.kinds))
-            and (r.methods is None or method in r.methods)
+            if (r.kinds is None or any(_kind_matches(name, kind, t) for name in r.kinds))
+            and _methods_ok(r, t, kind, method)
             and (r.directions is None or direction in r.directions)
             and (r.transports is None or transport in r.transports)
         ]

@@ -181,8 +181,10 @@ def _input_responses(msg: Message) -> dict:
 
 
 @rule(
-    "task-input-key-reused", ERROR, on=(Decoded, Answered), kinds=["notification", "request", "result"],
-    methods=("tools/call", "tasks/get", "tasks/update", "notifications/tasks"), section="4.9", spec=spec.TASKS_UPDATE,
+    "task-input-key-reused", ERROR, on=(Decoded, Answered),
+    methods={"notification": ["notifications/tasks", "tasks/update"], "request": ["tasks/update"],
+             "result": ["tasks/get", "tasks/update", "notifications/tasks"], TASK: ["tools/call"]},
+    section="4.9", spec=spec.TASKS_UPDATE,
     conformance="sep-2663-input-request-key-unique-per-task",
     quote="Each request key in inputRequests MUST be unique over the lifetime of a single task.",
     summary="An inputRequests key of a task names a different request than before, or comes back after it was "
@@ -454,8 +456,9 @@ def tasks_result_not_method_not_found(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "task-shape-carries-request-state", WARNING, on=(Decoded, Answered), kinds=["notification", "result"],
-    methods=("tools/call",) + SNAPSHOTS, section="4.9", spec=spec.TASKS_CREATION,
+    "task-shape-carries-request-state", WARNING, on=(Decoded, Answered),
+    methods={"notification": ("tools/call",) + SNAPSHOTS, "result": SNAPSHOTS, TASK: ["tools/call"]},
+    section="4.9", spec=spec.TASKS_CREATION,
     conformance="tasks-create-result-no-request-state",
     summary="A CreateTaskResult, a task from tasks/get or a notifications/tasks carrying requestState, or a "
             "CreateTaskResult carrying inputRequests.",

@@ -142,3 +142,40 @@ def test_where_narrows_other_observations_by_their_attributes(monkeypatch):
         assert seen == rules, obs
     with pytest.raises(ValueError):
         registry.rule("x", "info", summary="s", on=Decoded, where={"kind": ["request"]})
+
+
+def test_methods_per_kind_narrow_each_kind_to_its_own_methods(monkeypatch):
+    seen: list = []
+
+    def check(obs, ctx):
+        seen.append(ctx._rule.id)
+
+    monkeypatch.setattr(registry, "REGISTRY", {})
+    registry.rule("per-kind", "info", summary="s", on=(Decoded, Answered),
+                  methods={"request": ["tasks/update"], "result": ["tasks/get"], "task": ["tools/call"]})(check)
+
+    def request(method: str) -> Decoded:
+        m = _msg("request", "stdio")
+        m.method = method
+        return Decoded(m)
+
+    def answered(method: str, result: dict) -> Answered:
+        a = _result(result)
+        a.request.method = method
+        return a
+
+    engine = RuleEngine(Config())
+    cases = [(request("tasks/update"), True), (request("tools/call"), False), (request("tasks/get"), False),
+             (answered("tools/call", {"resultType": "task"}), True),  # "task" results of tools/call
+             (answered("tools/call", {"resultType": "complete"}), False),
+             (answered("tools/call", {"resultType": "input_required"}), False),
+             (answered("tasks/get", {"resultType": "complete"}), True),  # "result": every result kind
+             (answered("tasks/get", {"resultType": "task"}), True),
+             (answered("tasks/update", {"resultType": "task"}), False)]
+    for obs, reached in cases:
+        seen.clear()
+        engine.dispatch(obs)
+        assert seen == (["per-kind"] if reached else []), obs
+    assert registry.REGISTRY["per-kind"].kinds == {"request", "result", "task"}
+    with pytest.raises(ValueError):  # a kind with methods that kinds= leaves out
+        registry.rule("y", "info", summary="s", on=Decoded, kinds=["request"], methods={"notification": ["x"]})
