@@ -75,6 +75,22 @@ class _Spool:
         yield from self._f
         self._f.seek(0, 2)
 
+    def blocks(self, size: int = _SPOOL_BYTES) -> Iterator[bytes]:
+        """The items as serialised, in blocks of whole lines (about `size` bytes each)."""
+        self._flush()
+        f = self._f
+        f.seek(0)
+        rest = b""
+        while chunk := f.read(size):
+            chunk = rest + chunk if rest else chunk
+            cut = chunk.rfind(b"\n") + 1
+            rest = chunk[cut:]
+            if cut:
+                yield chunk[:cut]
+        if rest:  # pragma: no cover - every item ends with its newline
+            yield rest + b"\n"
+        f.seek(0, 2)
+
     def __iter__(self) -> Iterator[dict]:
         loads = json.loads
         for line in self.lines():
@@ -152,8 +168,8 @@ class ReportBuilder:
     def _write_list(fp: IO[str], spool: _Spool) -> None:
         sep = "\n    "
         write = fp.write
-        for line in spool.lines():
-            write(sep + line[:-1].decode("utf-8"))
+        for block in spool.blocks():  # the items of a block are its lines: one replace, not a write per item
+            write(sep + block[:-1].replace(b"\n", b",\n    ").decode("utf-8"))
             sep = ",\n    "
         if spool.count:
             write("\n  ")
