@@ -13,6 +13,8 @@ Memory: a chain lives while it is open. Once closed it is handed out and forgott
 states its rounds issued, kept in a bounded index so a replay of an old state is still recognised.
 What the index keeps of a closed chain is a `RetiredChain` with `RetiredRound`s: only what the
 stitcher and the rules read of a round whose chain has closed (no messages, summaries or links).
+A closed chain nothing holds any more is freed by reference counting (`_release`), not left to the
+garbage collector.
 """
 
 from __future__ import annotations
@@ -22,8 +24,9 @@ import hashlib
 import json
 import marshal
 import re
+import sys
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any
 
 from .jsontext import dumps_with
@@ -392,6 +395,61 @@ def retire(chain: Chain) -> list[RetiredRound]:
     return rounds
 
 
+def _parts(chain: Chain) -> tuple[list, list]:
+    """The objects of a chain that refer to one another (the chain, its requests, rounds and links,
+    and their lists), and the references they hold that may be to one of them."""
+    reqs, rounds = chain.requests, chain.rounds
+    objs: list = [chain, reqs, rounds]
+    refs: list = [reqs, rounds, *reqs, *rounds]
+    for r in reqs:
+        objs.append(r)
+        link = r.link
+        refs += (r.chain, r.round, link)
+        if link is not None:
+            objs += (link, link.earlier)
+            refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
+    for rd in rounds:
+        objs += (rd, rd.retries)
+        refs += (rd.chain, rd.request, rd.retries, *rd.retries)
+    return objs, refs
+
+
+_RELEASE_AFTER = 16  # closed chains between a chain's close and its release
+# reference counts tell whether anything else holds an object (not so without the GIL)
+_EXACT_COUNTS = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def _release(chain: Chain) -> None:
+    """Cut the references that make a closed chain a cycle (the chain and its requests and rounds
+    refer to each other, a request and its link too) when nothing else refers to any of them: the
+    chain is then freed by reference counting, at once, instead of by the garbage collector. A chain
+    still held anywhere (an output kept, a message's `creq`, a rule's memory) is left as it is.
+
+    Their references to one another are a part of each one's reference count (the part the garbage
+    collector subtracts); when those counted add up to the sum of the counts, there is no other
+    (leaving one out only keeps the chain). A list holding them adds to each count what it adds to a
+    new object put at its end. The counts are taken at once, in C; none of these objects can be
+    referred to weakly."""
+    objs, refs = _parts(chain)
+    del chain
+    ids = set(map(id, objs))
+    inner = sum(map(ids.__contains__, map(id, refs)))
+    del refs
+    if len(ids) != len(objs) or not _EXACT_COUNTS:
+        return
+    objs.append(object())
+    counts = list(map(sys.getrefcount, objs))
+    objs.pop()
+    base = counts.pop()
+    if sum(counts) - base * len(counts) != inner:
+        return
+    for o in objs:
+        if type(o) is list:
+            o.clear()
+        elif type(o) is ChainRequest:
+            o.link = None
+
+
 # -------------------------------------------------------------------------------------------------
 # summaries for `show`
 
@@ -505,6 +563,9 @@ class Stitcher:
         self._open_chains: dict[str, Chain] = {}  # chain id -> chain, insertion (start) order
         self._completed: OrderedDict[tuple, tuple[Chain, bool]] = OrderedDict()  # (peer,key) -> (chain, stray)
         self._stray_states: OrderedDict[str, Chain] = OrderedDict()  # state hashes on complete results
+        # the last chains closed, released (`_release`) once as many others have closed after them:
+        # by then the outputs and observations that carried them are long consumed
+        self._closed: deque[Chain] = deque()
 
     # -- queries --------------------------------------------------------------------------------
     @property
@@ -801,6 +862,10 @@ class Stitcher:
                 # a retry of a round of an earlier closed chain: that round keeps it in its retries
                 rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
         obs.append(ChainClosed(chain))
+        closed = self._closed
+        closed.append(chain)
+        if len(closed) > _RELEASE_AFTER:
+            _release(closed.popleft())
 
     # -- time and the end -----------------------------------------------------------------------
     def expire(self, now: float) -> list:
