@@ -89,7 +89,7 @@ def reverse_proxy_master() -> Master:
     mitmdump loads 34 addons, and every hook of every flow (request headers, request, response
     headers, response, each followed by an update) visits each of them, whether it has that hook or
     not: measured with bench/http_cpu.py, mitmproxy's own CPU per MRTR chain (two exchanges) falls
-    by about a third without the 23 left out here. Those wait for options that nobody sets here (our
+    by about a third without the 26 left out here. Those wait for options that nobody sets here (our
     command line passes none to mitmproxy): scripts, client and server replay, map and modify rules,
     sticky cookies and auth, anticache, anticomp, blocklists, saving flows and HAR, proxy and upstream
     auth, the onboarding app, and commands for mitmproxy's own consoles. Kept: the core, the proxy
