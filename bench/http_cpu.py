@@ -17,18 +17,11 @@ included.
 from __future__ import annotations
 
 import argparse
-import os
-from pathlib import Path
 
 from _util import median
-from http_peers import _pids, cache_folder, drive_chains, paths, sample_server, settle
+from http_peers import _pids, cache_folder, drive_chains, paths, process_cpu, sample_server, settle
 
 CLIENTS = 4
-
-
-def _cpu(pid: int) -> float:
-    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def main(argv: list[str] | None = None) -> dict:
@@ -46,10 +39,10 @@ def main(argv: list[str] | None = None) -> dict:
                 drive_chains(url, 20 * CLIENTS, CLIENTS)  # warm: connections, caches, the analysis process
                 settle(pid)
                 procs = _pids(pid)  # the proxy first, then (mrtr-inspect) its analysis process
-                before = [_cpu(p) for p in procs]
+                before = [process_cpu(p) for p in procs]
                 drive_chains(url, chains, CLIENTS)
                 settle(pid)
-                per.setdefault(name, []).append([(_cpu(p) - b) / chains * 1000 for p, b in zip(procs, before)])
+                per.setdefault(name, []).append([(process_cpu(p) - b) / chains * 1000 for p, b in zip(procs, before)])
     print(f"CPU per MRTR chain (ms; {chains} chains from {CLIENTS} clients, median of {args.turns} turns):")
     out = {}
     for name, turns in per.items():

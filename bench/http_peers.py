@@ -207,13 +207,15 @@ def _pids(pid: int) -> list[int]:
     return out
 
 
+def process_cpu(pid: int) -> float:
+    """CPU time (user + system) used so far by one process."""
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
 def cpu_seconds(pid: int) -> float:
     """CPU time (user + system) used so far by a process and its descendants."""
-    total = 0
-    for p in _pids(pid):
-        fields = Path(f"/proc/{p}/stat").read_text().rsplit(")", 1)[1].split()
-        total += int(fields[11]) + int(fields[12])
-    return total / os.sysconf("SC_CLK_TCK")
+    return sum(map(process_cpu, _pids(pid)))
 
 
 def settle(pid: int, quiet: float = 0.3, limit: float = 120.0) -> float:
