@@ -1,7 +1,15 @@
-"""The recording adapter: a recording's frames fed to the core, the same path a live session takes."""
+"""The recording adapter: a recording's frames fed to the core, the same path a live session takes.
+
+Several recordings are analysed as one capture, in the order given. A session id met again in a
+later input names a session of its own there (a recording beside a copy of it, or beside a fixture
+exported from it, which keeps its session ids): it is analysed apart, as `ID~N` with N the input's
+number (from 1), and a note says so. Without this, the two would be taken for one session that sent
+every request twice.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Callable, Iterable, Iterator
 
 from ..config import Config
@@ -9,17 +17,47 @@ from ..core.inspector import Inspector
 from ..recording.reader import ReadNotes, read_frames
 
 
+def frames_of(paths: Iterable[str], notes: dict[str, ReadNotes] | None = None,
+              lines_as_tuples: bool = False) -> Iterator:
+    """The frames (or line tuples, see `read_frames`) of the recordings in order, a session id that
+    an earlier input used renamed in each later one."""
+    paths = list(paths)
+    earlier: set[str] = set()  # the session ids of the inputs read so far
+    for number, path in enumerate(paths, 1):
+        n = ReadNotes()
+        if notes is not None:
+            notes[str(path)] = n
+        items = read_frames(path, n, lines_as_tuples)
+        if number == len(paths) and not earlier:  # one input: nothing to rename, nothing to remember
+            yield from items
+            return
+        here: set[str] = set()
+        renamed: dict[str, str] = {}
+        for item in items:
+            sid = item[1] if type(item) is tuple else item.session
+            if sid not in here:
+                here.add(sid)
+                if sid in earlier:
+                    alias = f"{sid}~{number}"
+                    renamed[sid] = alias
+                    n.renamed.append((sid, alias))
+            alias = renamed.get(sid) if renamed else None
+            if alias is None:
+                yield item
+            elif type(item) is tuple:
+                yield (item[0], alias) + item[2:]
+            else:
+                yield dataclasses.replace(item, session=alias)
+        earlier |= here
+
+
 def replay_outputs(paths: Iterable[str], config: Config | None = None,
                    notes: dict[str, ReadNotes] | None = None) -> Iterator:
     """All outputs (messages, chain events, findings) of the recordings, in order, as one capture."""
     insp = Inspector(config)
-    for path in paths:
-        n = ReadNotes()
-        if notes is not None:
-            notes[str(path)] = n
-        feed = insp.feed
-        for frame in read_frames(path, n):
-            yield from feed(frame)
+    feed = insp.feed
+    for frame in frames_of(paths, notes):
+        yield from feed(frame)
     yield from insp.close()
 
 
@@ -34,13 +72,9 @@ def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: 
     """`analyze`, the outputs of each frame handed over as one list (the `check` path: stdio line
     records are fed without frame objects)."""
     insp = Inspector(config)
-    for path in paths:
-        n = ReadNotes()
-        if notes is not None:
-            notes[str(path)] = n
-        feed, feed_line = insp.feed, insp.feed_line
-        for item in read_frames(path, n, lines_as_tuples=True):
-            outs = feed_line(*item) if type(item) is tuple else feed(item)
-            if outs:
-                sink_all(outs)
+    feed, feed_line = insp.feed, insp.feed_line
+    for item in frames_of(paths, notes, lines_as_tuples=True):
+        outs = feed_line(*item) if type(item) is tuple else feed(item)
+        if outs:
+            sink_all(outs)
     sink_all(insp.close())

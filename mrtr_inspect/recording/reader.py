@@ -34,6 +34,7 @@ class ReadNotes:
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
     sessions: int = 0
     frames: int = 0
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (session id, as analysed): see adapters/recording.py
 
     def lines(self, path: str) -> list[str]:
         out = []
@@ -43,6 +44,8 @@ class ReadNotes:
             out.append(f"{path}:{n}: skipped a record that does not decode: {why}")
         if len(self.skipped) > 5:
             out.append(f"{path}: … and {len(self.skipped) - 5} more")
+        for sid, alias in self.renamed:
+            out.append(f"{path}: session {sid} is also in an earlier input; analysed apart, as {alias}")
         return out
 
 
