@@ -81,7 +81,7 @@ def rule_options(fn):
               help="Where the proxy listens (port 0 picks a free one).")
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
-@click.option("--quiet", is_flag=True, help="No live view; findings only in the report and recording.")
+@click.option("--quiet", is_flag=True, help="No live view; findings only in the report.")
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
@@ -98,6 +98,11 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, severity, 
     if ctx.invoked_subcommand is not None:
         return
     if not upstream:
+        given = [p.opts[0] for p in ctx.command.params if p.name not in ("upstream", "version", "help")
+                 and ctx.get_parameter_source(p.name) not in (None, click.core.ParameterSource.DEFAULT)]
+        if given:  # proxy options without the proxy: not the help a bare `mrtr-inspect` shows
+            fail(f"{', '.join(given)} without --upstream: the proxy needs the server to put itself in front of "
+                 "(or name a command, e.g. `mrtr-inspect stdio --record PATH -- CMD`)")
         click.echo(ctx.get_help())
         return
     config = build_config(severity, disable)
