@@ -24,7 +24,7 @@ from rich.text import Text
 from ..core.findings import RANK, Finding
 from ..core.inspector import ChainEvent
 from ..core.messages import Message, format_id
-from .text import chain_line, plain_finding, rich_finding, summary_line
+from .text import chain_line, plain_finding, printable, rich_finding, summary_line
 
 OUTCOME_STYLE = {"complete": "green", "error": "red", "cancelled": "yellow", "abandoned": "yellow",
                  "task": "cyan", "open": "dim"}
@@ -46,7 +46,7 @@ class _Row:
 
 def _asked(chain) -> str:
     rd = chain.rounds[-1] if chain.rounds else None
-    return ", ".join(rd.asked) if rd is not None and rd.asked else ""
+    return printable(", ".join(rd.asked)) if rd is not None and rd.asked else ""
 
 
 def _seconds(s: float) -> str:
@@ -120,8 +120,8 @@ class LiveView:
             if e.kind == "closed":
                 self._rows.pop(c.id, None)
             elif row is None:
-                row = self._rows[c.id] = _Row(f"{c.id} {c.method} {c.target}", format_id(c.requests[-1].id),
-                                              since=e.time)
+                row = self._rows[c.id] = _Row(printable(f"{c.id} {c.method} {c.target}"),
+                                              format_id(c.requests[-1].id), since=e.time)
         if e.kind == "closed":
             self.counts["chains"] += 1
             s = c.summary()
@@ -146,9 +146,10 @@ class LiveView:
     def _step(self, text: str) -> None:
         """A chain's progress: a plain line where there is no live area (the row shows it otherwise)."""
         if self.console is None:
-            self._write(text, None)
+            self._write(printable(text), None)
 
     def _say(self, text: str, style: str = "") -> None:
+        text = printable(text)
         if self.console is not None:
             self.console.print(Text(text, style=style))
         else:

@@ -6,10 +6,11 @@ import json
 from typing import IO, Iterable
 
 from rich.console import Console
+from rich.text import Text
 from rich.tree import Tree
 
 from ..core.messages import format_id
-from .text import chain_line
+from .text import chain_line, printable
 
 
 def _ms(v: float | None) -> str:
@@ -51,41 +52,51 @@ def _answered(answered: dict | None) -> list[str]:
     return out
 
 
+def _text(*parts: str | tuple[str, str]) -> Text:
+    """One node of the tree: (text, style) pairs or plain strings, each shown literally (nothing in
+    them is read as rich markup, and control characters are escaped: `printable`)."""
+    t = Text()
+    for p in parts:
+        text, style = (p, "") if isinstance(p, str) else p
+        t.append(printable(text), style=style)
+    return t
+
+
 def chain_tree(c: dict) -> Tree:
-    tree = Tree(f"[bold]{chain_line(c)}[/bold]")
+    tree = Tree(_text((chain_line(c), "bold")))
     rounds = {r["round"]: r for r in c.get("round_details", [])}
     start = c.get("start") or 0.0
     for e in c.get("timeline", []):
         rel = (e["time"] - start) * 1000.0
         if e.get("retries_round"):
-            label = f"→ retry id {format_id(e['id'])} [dim](#{e['message']}, +{_ms(rel)}, linked via {e.get('link')})[/dim]"
-            node = tree.add(f"[dim]… the user took {_ms(e.get('wait_ms'))} to answer round {e['retries_round']}[/dim]")
-            node = tree.add(label)
+            tree.add(_text((f"… the user took {_ms(e.get('wait_ms'))} to answer round {e['retries_round']}", "dim")))
+            node = tree.add(_text(f"→ retry id {format_id(e['id'])} ",
+                                  (f"(#{e['message']}, +{_ms(rel)}, linked via {e.get('link')})", "dim")))
             for line in _answered(e.get("answered")):
-                node.add(f"answers {line}")
+                node.add(_text(f"answers {line}"))
         else:
-            tree.add(f"→ request id {format_id(e['id'])} [dim](#{e['message']}, +0 ms)[/dim]")
+            tree.add(_text(f"→ request id {format_id(e['id'])} ", (f"(#{e['message']}, +0 ms)", "dim")))
         resp = e.get("response")
         rt = e.get("response_time")
         rrel = f", +{_ms((rt - start) * 1000.0)}" if rt else ""
+        where = (f"(#{e.get('response_message')}{rrel})", "dim")
         if resp == "input_required":
             rd = next((r for r in rounds.values() if r["message"] == e.get("response_message")), None)
-            node = tree.add(f"← [yellow]input_required[/yellow] round {rd['round'] if rd else '?'} "
-                            f"[dim](#{e.get('response_message')}{rrel})[/dim]")
+            node = tree.add(_text("← ", ("input_required", "yellow"), f" round {rd['round'] if rd else '?'} ", where))
             for line in _asked(rd["asked"] if rd else {}):
-                node.add(f"asks {line}")
+                node.add(_text(f"asks {line}"))
             if rd and rd.get("request_state"):
-                node.add(f"[dim]requestState sha256:{rd['request_state']}…[/dim]")
+                node.add(_text((f"requestState sha256:{rd['request_state']}…", "dim")))
         elif resp == "error":
-            tree.add(f"← [red]error {e.get('error_code')}[/red] [dim](#{e.get('response_message')}{rrel})[/dim]")
+            tree.add(_text("← ", (f"error {e.get('error_code')}", "red"), " ", where))
         elif resp in ("result", "task"):
-            tree.add(f"← [green]{'complete' if resp == 'result' else 'task'}[/green] [dim](#{e.get('response_message')}{rrel})[/dim]")
+            tree.add(_text("← ", ("complete" if resp == "result" else "task", "green"), " ", where))
         elif resp == "cancelled":
-            tree.add("✗ [magenta]cancelled[/magenta]")
+            tree.add(_text("✗ ", ("cancelled", "magenta")))
         elif resp == "none":
-            tree.add("✗ [magenta]no response (the stream ended)[/magenta]")
+            tree.add(_text("✗ ", ("no response (the stream ended)", "magenta")))
         else:
-            tree.add("[dim]… no response yet[/dim]")
+            tree.add(_text(("… no response yet", "dim")))
     return tree
 
 
@@ -96,12 +107,21 @@ def render_text(chains: Iterable[dict], stream: IO[str], color: bool = False) ->
         console.print(chain_tree(c))
         n += 1
     if n == 0:
-        console.print("no chains (no tools/call, prompts/get or resources/read in this recording)")
+        console.print(_text("no chains (no tools/call, prompts/get or resources/read in this recording)"))
     return n
 
 
+# mermaid's entity codes (`#quot;`, `#35;`: mermaid turns `#name;` and `#number;` into the
+# character before it parses the diagram) for what would end a message (`#`, `;`, a line break),
+# become markup (`<br>`, `&lt;`) or a comment (`%%`)
+_MERMAID = {"#": "#35;", ";": "#59;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "&": "#amp;", "%": "#37;"}
+_MERMAID_TABLE = str.maketrans(_MERMAID)
+
+
 def _mm(text: str) -> str:
-    return text.replace('"', "'").replace(";", ",").replace("#", "").replace("\n", " ")[:80]
+    """Text from the recording as a sequence diagram message shows it: on one line (`printable`),
+    at most 80 characters, literally."""
+    return printable(text)[:80].translate(_MERMAID_TABLE)
 
 
 def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
@@ -109,22 +129,25 @@ def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
     for c in chains:
         n += 1
         rounds = {r["message"]: r for r in c.get("round_details", [])}
-        stream.write(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, {c.get('rounds')} round(s)\n")
+        stream.write(printable(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
+                               f"{c.get('rounds')} round(s)") + "\n")
         stream.write("sequenceDiagram\n    participant C as Client\n    participant S as Server\n")
         for e in c.get("timeline", []):
             if e.get("retries_round"):
                 stream.write(f"    Note over C: user answered in {_ms(e.get('wait_ms'))}\n")
                 ans = "; ".join(_answered(e.get("answered")))
-                stream.write(f"    C->>S: {c.get('method')} id {_mm(format_id(e['id']))} (retry{', ' + _mm(ans) if ans else ''})\n")
+                stream.write(f"    C->>S: {_mm(str(c.get('method')))} id {_mm(format_id(e['id']))}"
+                             f" (retry{', ' + _mm(ans) if ans else ''})\n")
             else:
-                stream.write(f"    C->>S: {c.get('method')} {_mm(str(c.get('target')))} id {_mm(format_id(e['id']))}\n")
+                stream.write(f"    C->>S: {_mm(str(c.get('method')))} {_mm(str(c.get('target')))}"
+                             f" id {_mm(format_id(e['id']))}\n")
             resp = e.get("response")
             if resp == "input_required":
                 rd = rounds.get(e.get("response_message"))
                 asked = "; ".join(_asked(rd["asked"])) if rd else ""
                 stream.write(f"    S-->>C: input_required ({_mm(asked)})\n")
             elif resp == "error":
-                stream.write(f"    S-->>C: error {e.get('error_code')}\n")
+                stream.write(f"    S-->>C: error {_mm(str(e.get('error_code')))}\n")
             elif resp in ("result", "task"):
                 stream.write(f"    S-->>C: {'complete' if resp == 'result' else 'task'}\n")
             elif resp == "cancelled":

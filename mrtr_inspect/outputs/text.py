@@ -2,16 +2,32 @@
 
 from __future__ import annotations
 
+import re
 import sys
 from typing import IO, Any
 
 from rich.console import Console
-
 from rich.text import Text
 
 from ..core.findings import RANK, Finding, spec_url
 
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+# what must not reach a terminal or split a line: C0 and C1 controls, DEL, the Unicode line and
+# paragraph separators, and lone surrogates (which a strict UTF-8 stream cannot even encode)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+
+
+def _escape(m: re.Match) -> str:
+    return repr(m.group())[1:-1]
+
+
+def printable(text: object) -> str:
+    """Text that came from the traffic (a tool name, an error message, an answer) as one line that
+    shows it literally: each character above written as Python's repr would (`\\x1b`, `\\n`,
+    `\\u2028`), everything else (é, 日本, a backslash) as it is. Every human-facing text output
+    passes what it prints through this; applying it twice changes nothing."""
+    return _UNPRINTABLE.sub(_escape, str(text))
 
 
 def _where(f: Finding | dict) -> str:
@@ -31,7 +47,7 @@ def _get(f: Finding | dict, name: str) -> Any:
 
 def plain_finding(f: Finding | dict) -> str:
     url = spec_url(_get(f, "spec"))
-    line = f"{_get(f, 'severity')} {_get(f, 'rule')} {_where(f)}{_get(f, 'message')}"
+    line = f"{_get(f, 'severity')} {_get(f, 'rule')} {_where(f)}{printable(_get(f, 'message'))}"
     if url:
         line += f" (spec: {url})"
     return line
@@ -43,7 +59,7 @@ def rich_finding(f: Finding | dict) -> Text:
     t.append(f"{sev:<7}", style=SEV_STYLE.get(sev, ""))
     t.append(f" {_get(f, 'rule')} ", style="bold")
     t.append(_where(f), style="dim")
-    t.append(str(_get(f, "message")))
+    t.append(printable(_get(f, "message")))
     url = spec_url(_get(f, "spec"))
     if url:
         t.append(f"\n         {url}", style="dim underline")
@@ -71,6 +87,7 @@ class FindingPrinter:
             self.stream.flush()
 
     def line(self, text: str, style: str = "") -> None:
+        text = printable(text)
         if self.console is not None:
             self.console.print(Text(text, style=style))
         else:
@@ -88,7 +105,7 @@ def chain_line(c: dict) -> str:
         s += f" (waited {waits:.0f} ms for input)"
     if c.get("link"):
         s += f"  link: {c['link']}"
-    return s
+    return printable(s)
 
 
 def _n(count: int, noun: str) -> str:
@@ -98,6 +115,3 @@ def _n(count: int, noun: str) -> str:
 def summary_line(summary: dict) -> str:
     return (f"{_n(summary['messages'], 'message')}, {_n(summary['chains'], 'chain')}: "
             f"{_n(summary['errors'], 'error')}, {_n(summary['warnings'], 'warning')}, {_n(summary['infos'], 'info')}")
-
-
-

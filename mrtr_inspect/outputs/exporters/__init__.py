@@ -9,11 +9,14 @@ from __future__ import annotations
 
 import io
 import json
+import re
+from html import escape
 from typing import Callable
 
 from ...config import Config
 from ...replay.export import _write
 from ...replay.script import ReplayError
+from ..text import printable
 from .capture import Capture, UnreadableRecording, chain_label, load
 
 FORMATS = ("har", "html", "mermaid", "otlp")
@@ -34,6 +37,17 @@ def _html(cap: Capture) -> str:
     return to_html(cap)
 
 
+# what Markdown reads as emphasis, code, a link, a closing `#` sequence, a table cell or an escape
+_MD_PUNCT = re.compile(r"[\\`*_\[\]#~|]")
+
+
+def _md(text: str) -> str:
+    """Text from the recording in a Markdown heading, shown literally: on one line (`printable`), its
+    Markdown punctuation backslash-escaped, and `<`, `>`, `&`, quotes as HTML entities (no tag, no
+    entity of the recording's survives)."""
+    return escape(_MD_PUNCT.sub(r"\\\g<0>", printable(text)), quote=True)
+
+
 def _mermaid(cap: Capture, markdown: bool = False) -> str:
     """The diagrams of `show --format mermaid`; in Markdown (an output named *.md), each in a
     ```mermaid block under a heading, as GitHub and most Markdown viewers draw them."""
@@ -44,7 +58,7 @@ def _mermaid(cap: Capture, markdown: bool = False) -> str:
         out = io.StringIO()
         render_mermaid([c], out)
         text = out.getvalue()
-        parts.append(f"## {chain_label(c)}\n\n```mermaid\n{text.rstrip()}\n```\n" if markdown else text)
+        parts.append(f"## {_md(chain_label(c))}\n\n```mermaid\n{text.rstrip()}\n```\n" if markdown else text)
     if not parts:
         parts.append("%% no chains (no tools/call, prompts/get or resources/read in this recording)\n")
     return "\n".join(parts) if markdown else "".join(parts)
