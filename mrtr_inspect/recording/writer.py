@@ -15,8 +15,10 @@ from pathlib import Path
 from typing import Iterable
 
 from .. import __version__
+from ..config import Config
 from ..core.events import Frame, SessionEnd, SessionStart
 from . import format as fmt
+from .files import private_opener
 from .redaction import Redactor
 
 
@@ -43,7 +45,7 @@ def redaction_key() -> bytes:
     key = secrets.token_hex(32).encode("ascii")
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        fd = private_opener(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL)
         with os.fdopen(fd, "wb") as f:
             f.write(key)
     except FileExistsError:
@@ -51,6 +53,13 @@ def redaction_key() -> bytes:
     except OSError:
         pass  # an unwritable cache: placeholders are stable within this run only
     return key
+
+
+def redactor_for(config: Config | None) -> Redactor:
+    """The redaction of live recordings: the defaults, plus the configuration's `redact_headers`
+    and `redact_paths` (docs/configuration.md)."""
+    c = config if config is not None else Config()
+    return Redactor(redaction_key(), c.redact_headers, c.redact_paths)
 
 
 def new_session_id() -> str:
@@ -68,7 +77,7 @@ class RecordingWriter:
         self.redactor = redactor if redactor is not None else Redactor(redaction_key())
         torn = self._check_existing()
         try:
-            self._fd = os.open(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            self._fd = private_opener(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
         except OSError as e:
             raise RecordingError(f"cannot write recording {self.path}: {e.strerror}") from None
         self.frames = 0
@@ -103,7 +112,12 @@ class RecordingWriter:
 
     def write(self, frame: Frame) -> None:
         """Redact and append one frame."""
-        self._write(fmt.encode(self.redactor.frame(frame)))
+        self.write_redacted(self.redactor.frame(frame))
+
+    def write_redacted(self, frame: Frame) -> None:
+        """Append one frame that `self.redactor` has already redacted (a live session redacts each
+        frame once, for its recording and its analysis alike)."""
+        self._write(fmt.encode(frame))
         self.frames += 1
 
     def write_many(self, frames: Iterable[Frame]) -> None:

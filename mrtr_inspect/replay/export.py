@@ -24,6 +24,7 @@ from typing import Callable, Iterable
 
 from ..core.events import SessionStart
 from ..recording import format as fmt
+from ..recording.files import private_opener
 from ..recording.redaction import Redactor
 from ..recording.writer import redaction_key
 from .script import ReplayError, load_script
@@ -108,7 +109,7 @@ def _write(output: str, data: bytes) -> None:
         parent = os.path.dirname(output)
         if parent:
             os.makedirs(parent, exist_ok=True)
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        fd = private_opener(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
         os.replace(tmp, output)
