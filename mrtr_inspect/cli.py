@@ -163,21 +163,30 @@ def _analyse(paths: tuple[str, ...], config: Config):
 def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
     """Analyse recordings offline. Exit 0: nothing at or above --fail-on; 1: findings at or
     above it; 2: unreadable input or bad usage."""
-    config = build_config(severity, disable)
-    builder = _analyse(paths, config)
-    out = open(output, "w", encoding="utf-8") if output else sys.stdout
-    try:
-        if fmt == "json":
-            builder.write_json(out)
-        elif fmt == "text":
-            _check_text(builder, out, verbose)
-        else:
-            from .outputs import formats
+    from .recording.files import open_private, unwritable, why
 
-            formats.write(fmt, builder, out, fail_on=fail_on)
-    finally:
-        if output:
-            out.close()
+    config = build_config(severity, disable)
+    if output and (reason := unwritable(output, "output")):
+        fail(reason)  # before the analysis, not after it
+    builder = _analyse(paths, config)
+    try:
+        out = open_private(output) if output else sys.stdout  # 0600 when new: it may quote answers
+        try:
+            if fmt == "json":
+                builder.write_json(out)
+            elif fmt == "text":
+                _check_text(builder, out, verbose)
+            else:
+                from .outputs import formats
+
+                formats.write(fmt, builder, out, fail_on=fail_on)
+        finally:
+            if output:
+                out.close()
+    except OSError as e:
+        if not output:
+            raise
+        fail(f"cannot write output {output}: {why(e)}")
     counts = builder.severity_counts
     builder.close()
     if fail_on != "never" and any(n and RANK[s] >= RANK[fail_on] for s, n in counts.items()):
