@@ -113,6 +113,23 @@ def test_har_findings_and_errors_land_on_their_entries(tmp_path):
     assert entries[-1]["response"]["status"] == 0 and entries[-1]["response"]["_error"] == "client-disconnected"
 
 
+@pytest.mark.parametrize("with_stdio", [True, False])
+def test_har_export_says_what_the_har_holds(tmp_path, with_stdio):
+    """A recording with stdio sessions too: the line counts the HAR's entries and chains, not the
+    recording's, and says the stdio sessions were left out (near miss: HTTP only, nothing left out)."""
+    src = tmp_path / "mixed.jsonl"
+    src.write_bytes(HTTP_FIXTURE.read_bytes() + (STDIO_FIXTURE.read_bytes() if with_stdio else b""))
+    out = tmp_path / "x.har"
+    r = run_cli("export", src, "--to", "har", "--output", out)
+    assert r.exit_code == 0, r.stderr
+    entries = json.loads(out.read_text(encoding="utf-8"))["log"]["entries"]
+    chains = {e["_mrtr"]["chain"] for e in entries} - {None}
+    assert entries and chains and len(report(src)["chains"]) == len(chains) * (2 if with_stdio else 1)
+    said = r.stderr.strip().splitlines()[-1]
+    assert said.startswith(f"mrtr-inspect: wrote {out}: har, {len(entries)} entries of {len(chains)} chains, ")
+    assert ("1 stdio session left out" in said) is with_stdio
+
+
 def test_har_of_a_stdio_recording_is_refused(tmp_path):
     r = run_cli("export", STDIO_FIXTURE, "--to", "har", "--output", tmp_path / "x.har")
     assert r.exit_code == 2 and not (tmp_path / "x.har").exists()

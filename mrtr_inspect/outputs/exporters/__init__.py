@@ -22,13 +22,30 @@ from .capture import Capture, UnreadableRecording, chain_label, load
 FORMATS = ("har", "html", "mermaid", "otlp")
 
 
-def _har(cap: Capture) -> str:
+def _har_doc(cap: Capture) -> dict:
     from .har import NoHttp, to_har
 
     try:
-        return json.dumps(to_har(cap), ensure_ascii=False, indent=2) + "\n"
+        return to_har(cap)
     except NoHttp as e:
         raise ReplayError(f"{cap.inputs[0]}: {e}") from None
+
+
+def _har_said(cap: Capture, har: dict) -> str:
+    """What a HAR holds, which is less than the recording when it has stdio sessions too."""
+    entries = har["log"]["entries"]
+    chains = {e["_mrtr"]["chain"] for e in entries if e["_mrtr"]["chain"] is not None}
+    findings = {(f["rule"], f["message"]) for e in entries for f in e["_mrtr"]["findings"]}
+    stdio = sum(1 for s in cap.starts.values() if s.transport == "stdio")
+    said = (f"{_count(len(entries), 'entry', 'entries')} of {_count(len(chains), 'chain')}, "
+            f"{_count(len(findings), 'finding')} on them")
+    if stdio:
+        said += f" ({_count(stdio, 'stdio session')} left out: HAR holds HTTP exchanges only)"
+    return said
+
+
+def _count(n: int, one: str, many: str | None = None) -> str:
+    return f"{n} {one if n == 1 else (many or one + 's')}"
 
 
 def _html(cap: Capture) -> str:
@@ -70,7 +87,7 @@ def _otlp(cap: Capture) -> str:
     return json.dumps(to_otlp(cap), ensure_ascii=False, separators=(",", ":")) + "\n"
 
 
-RENDER: dict[str, Callable[[Capture], str]] = {"har": _har, "html": _html, "mermaid": _mermaid, "otlp": _otlp}
+RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermaid, "otlp": _otlp}  # HAR: in export
 
 
 def export(path: str, to: str, output: str, config: Config | None = None) -> list[str]:
@@ -80,7 +97,13 @@ def export(path: str, to: str, output: str, config: Config | None = None) -> lis
         cap = load([path], config)
     except UnreadableRecording as e:
         raise ReplayError(str(e)) from None
-    text = _mermaid(cap, markdown=True) if to == "mermaid" and output.endswith(".md") else RENDER[to](cap)
+    said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
+    if to == "har":
+        har = _har_doc(cap)
+        text, said = json.dumps(har, ensure_ascii=False, indent=2) + "\n", _har_said(cap, har)
+    elif to == "mermaid" and output.endswith(".md"):
+        text = _mermaid(cap, markdown=True)
+    else:
+        text = RENDER[to](cap)
     _write(output, text.encode("utf-8", "backslashreplace"))
-    return cap.notes + [f"wrote {output}: {to}, {len(cap.chains)} chain{'s' if len(cap.chains) != 1 else ''}, "
-                        f"{len(cap.findings)} finding{'s' if len(cap.findings) != 1 else ''}"]
+    return cap.notes + [f"wrote {output}: {to}, {said}"]
