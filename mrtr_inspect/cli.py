@@ -14,9 +14,17 @@ from .core.findings import RANK
 EXIT_USAGE = 2
 
 
+def say(message: str) -> None:
+    """One line on stderr, `mrtr-inspect: ` first; what it quotes of a file or the traffic cannot
+    act on the terminal or start a line of its own (outputs.text.printable)."""
+    from .outputs.text import printable
+
+    click.echo(f"mrtr-inspect: {printable(message)}", err=True)
+
+
 def fail(message: str, code: int = EXIT_USAGE) -> None:
     """One line on stderr, then exit (never a traceback)."""
-    click.echo(f"mrtr-inspect: {message}", err=True)
+    say(message)
     sys.exit(code)
 
 
@@ -46,7 +54,7 @@ def build_config(severity: tuple[str, ...] = (), disable: tuple[str, ...] = (), 
         except SettingsError as e:
             fail(str(e))
         for note in found.notes if found is not None else ():
-            click.echo(f"mrtr-inspect: note: {note}", err=True)
+            say(f"note: {note}")
     cfg = base
     sev = _parse_severity(severity)
     for rid in list(sev) + list(disable):
@@ -147,7 +155,7 @@ def _analyse(paths: tuple[str, ...], config: Config):
     for path, n in notes.items():
         for line in n.lines(path):
             builder.notes.append(line)
-            click.echo(f"mrtr-inspect: note: {line}", err=True)
+            say(f"note: {line}")
     return builder
 
 
@@ -352,7 +360,7 @@ def export(path, to, output, chains, only_chains, redact_path, redact_header) ->
 
 def _say(lines: list[str]) -> int:
     for line in lines:
-        click.echo(f"mrtr-inspect: {line}", err=True)
+        say(line)
     return 0
 
 

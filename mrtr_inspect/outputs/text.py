@@ -14,8 +14,9 @@ from ..core.findings import RANK, Finding, spec_url
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 # what must not reach a terminal or split a line: C0 and C1 controls, DEL, the Unicode line and
-# paragraph separators, and lone surrogates (which a strict UTF-8 stream cannot even encode)
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u2028\u2029\ud800-\udfff]")
+# paragraph separators, lone surrogates (which a strict UTF-8 stream cannot even encode), and the
+# bidirectional controls, which make a line read in another order than it was sent (CVE-2021-42574)
+_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
 
 
 def _escape(m: re.Match) -> str:

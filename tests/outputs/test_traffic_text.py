@@ -65,14 +65,15 @@ def assert_literal_lines(text: str) -> list[str]:
 
 
 @pytest.mark.parametrize("char", ["\x00", "\x07", "\t", "\n", "\r", "\x1b", "\x7f", "\x85", "\x9b", "\u2028",
-                                  "\u2029", "\ud800"])
+                                  "\u2029", "\ud800", "\u202e", "\u2066", "\u2069", "\u200f", "\u061c"])
 def test_printable_escapes_what_a_terminal_acts_on(char):
     assert printable(f"a{char}b") == "a" + repr(char)[1:-1] + "b"
     assert printable(printable(f"a{char}b")) == printable(f"a{char}b")
 
 
 def test_printable_leaves_ordinary_text_alone():
-    text = "é 日本 \u00a0 \\x1b [bold] <b> 🙂"  # a no-break space is not a control; a backslash stays one
+    text = "é 日本 \u00a0 \\x1b [bold] <b> 🙂 👨\u200d👩\u200d👧 עברית"  # a no-break space is not a control; a backslash
+    # stays one; the zero-width joiner of an emoji sequence and right-to-left text are left as they are
     assert printable(text) == text
     assert printable(42) == "42"
 
