@@ -174,3 +174,13 @@ def load(rule_ids: Collection[str], explicit: str | Path | None = None, start: P
     if settings is not None:
         apply(settings, config, rule_ids)
     return config, settings
+
+
+def load_project(explicit: str | Path | None = None, start: Path | None = None) -> tuple[Config, Settings | None]:
+    """`load` checked against the registered rules (the command line's `--config`, and mitmproxy's
+    `mrtr_config`)."""
+    from .rules import load_rules
+    from .rules.registry import REGISTRY
+
+    load_rules()
+    return load(REGISTRY, explicit, start)

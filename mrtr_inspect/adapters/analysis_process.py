@@ -15,7 +15,8 @@ methods, called in order on the analysis process' main thread:
   batched, pickled exchange steps as `C2S`),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time)` for `END` (info: JSON, such as the child's exit status), after which the process
-  exits. A pipe that breaks before `END` ends the session as if `END` had come.
+  exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md). A pipe
+  that breaks before `END` ends the session as if `END` had come.
 
 If the analysis process dies, the traffic goes on: the spooler stops writing and drops what comes.
 """
@@ -40,7 +41,7 @@ SPOOL_BATCH = 64  # items per write to the analysis pipe
 class Analysis(Protocol):
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
-    def end(self, info: dict, t: float) -> None: ...
+    def end(self, info: dict, t: float) -> int | None: ...
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -106,7 +107,8 @@ def read_items(fd: int, put: Callable) -> None:
     put((END, time.time(), b""))  # the tee went away before the end of the session
 
 
-def analysis_main(fd: int, make: Callable[[], Analysis]) -> None:
+def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
+    """Run the analysis until END; returns the process' exit status."""
     items: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=read_items, args=(fd, items.put), daemon=True).start()
     analysis = make()
@@ -115,8 +117,7 @@ def analysis_main(fd: int, make: Callable[[], Analysis]) -> None:
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == END:
-            analysis.end(json.loads(data) if data else {}, t)
-            return
+            return analysis.end(json.loads(data) if data else {}, t) or 0
         else:
             analysis.eof(t, DIRECTION[kind])
 
@@ -134,7 +135,7 @@ def fork_analysis(make: Callable[[], Analysis]) -> tuple[int, Spooler]:
             os.setsid()
             for fd in (0, 1):  # the client must see our stdout close when the tee closes it
                 to_devnull(fd)
-            analysis_main(r, make)
+            code = analysis_main(r, make)
         except BaseException as e:
             code = 70
             try:

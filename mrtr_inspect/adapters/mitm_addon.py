@@ -38,7 +38,9 @@ from ..core.framing import HttpFramer, media_type
 from ..core.messages import Message
 from ..outputs.live import LiveView
 from ..outputs.report import ReportBuilder
-from ..recording.writer import RecordingError, RecordingWriter, new_session_id
+from ..recording.files import unwritable
+from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
+from ..settings import SettingsError, load_project
 from ..rules.tool import UPSTREAM_ERROR
 from .stdio_tee import TeeAnalysis
 
@@ -86,12 +88,13 @@ class HttpAnalysis(TeeAnalysis):
         if self.view is not None:
             self.view.start()
 
-    def end(self, info: dict, t: float) -> None:
+    def end(self, info: dict, t: float) -> int:
         for x in self.http.open_exchanges():
             self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
-        super().end(info, t)
+        status = super().end(info, t)
         if self.view is not None:
             self.view.stop()  # the session's totals
+        return status
 
     def _handle(self, outs: list) -> None:
         super()._handle(outs)
@@ -251,11 +254,14 @@ class MrtrInspect:
     `analysis` is where the steps go (`put(step)`, `finish(info)`). The embedded proxy gives it
     (an analysis process of its own); in stock mitmproxy the addon makes one from its options
     (`--set mrtr_record=PATH` …) when mitmproxy runs, on a thread, logging to mitmproxy's event log.
+    There, without a `config`, each session reads the project's settings as the command line does
+    (`mrtr_config`, else the file found from the current directory; docs/configuration.md).
     """
 
     def __init__(self, config: Config | None = None, *, analysis=None) -> None:
         self.config = config or Config()
         self.embedded = analysis is not None
+        self.settings_file = config is None and not self.embedded
         self.analysis = analysis
         self.notes: FlowNotes | None = None
         self.stopping = False  # errors from here on are the proxy closing, not the client leaving
@@ -272,10 +278,13 @@ class MrtrInspect:
         loader.add_option("mrtr_peer_header", Optional[str], None,
                           "A request header whose value identifies the client (principal) for chain "
                           "stitching, instead of Authorization, then client address plus clientInfo.")
+        loader.add_option("mrtr_config", Optional[str], None,
+                          "mrtr-inspect settings file (.mrtr-inspect.toml or pyproject.toml) instead of the "
+                          "one found from the current directory.")
 
     def configure(self, updated: set[str]) -> None:
         if not self.embedded and self.analysis is not None and updated & {"mrtr_record", "mrtr_report",
-                                                                          "mrtr_peer_header"}:
+                                                                          "mrtr_peer_header", "mrtr_config"}:
             self._end()  # a new session with the new settings
             self._begin()
 
@@ -292,14 +301,24 @@ class MrtrInspect:
 
     def _begin(self) -> None:
         opts = ctx.options
+        if self.settings_file:
+            try:
+                self.config, found = load_project(opts.mrtr_config)
+            except SettingsError as e:
+                raise exceptions.OptionsError(str(e)) from None
+            for note in found.notes if found is not None else ():
+                logger.info("mrtr-inspect: note: %s", note)
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
         writer = None
-        if opts.mrtr_record:
-            try:
-                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()})
-            except RecordingError as e:
-                raise exceptions.OptionsError(str(e)) from None
+        try:
+            if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
+                raise RecordingError(reason)
+            if opts.mrtr_record:
+                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()},
+                                         redactor_for(self.config))
+        except RecordingError as e:
+            raise exceptions.OptionsError(str(e)) from None
         self.notes = FlowNotes(ctx.master.event_loop)
         view = LiveView(write=_log_line, color=False)
         self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),

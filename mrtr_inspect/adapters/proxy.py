@@ -9,15 +9,16 @@ paths pass through unchanged, so the client uses the same path on the proxy. The
 mitmproxy starts (the stdio tee's): framing, recording, the rules, the report and the live view run
 there, and mitmproxy's event loop only queues.
 
-Startup: a bad URL or listen address, an unwritable recording, or a port in use is one line on
-stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
+Startup: a bad URL or listen address, an unwritable recording or report, or a port in use is one
+line on stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
 `mrtr-inspect: listening on http://HOST:PORT/PATH`. An upstream that is down is not fatal: each
 request gets mitmproxy's 502 and an `upstream-error` finding.
 
 Shutdown (SIGINT, SIGTERM): the listening sockets are closed first, then the open client
 connections (mitmproxy leaves both open when its run ends), their exchanges ending as
 `capture-ended`; then the addon finishes: the recording is flushed and closed, the report written.
-Exit status 0.
+Exit status 0, or the analysis process' when it failed: 1 when the report could not be written after
+all (`stdio_tee.REPORT_FAILED`), 70 when the analysis stopped on an internal error.
 """
 
 from __future__ import annotations
@@ -40,7 +41,8 @@ from mitmproxy.master import Master
 
 from ..config import Config
 from ..outputs.live import LiveView
-from ..recording.writer import RecordingError, RecordingWriter, cache_dir
+from ..recording.files import unwritable
+from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .mitm_addon import HttpAnalysis, MrtrInspect, new_analysis
 from .analysis_process import C2S as STEPS, C2S_EOF as READY, END, fork_analysis
 
@@ -151,6 +153,7 @@ class _ForkedAnalysis:
         self._steps: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
+        self.status = 0  # the analysis process' exit status, once finished
 
     def put(self, step) -> None:  # on mitmproxy's event loop
         self._steps.append(step)
@@ -174,12 +177,14 @@ class _ForkedAnalysis:
             self._flush()
             self._spool.put(END, time.time(), json.dumps(info).encode())
             self._spool.thread.join()
-            os.waitpid(self.pid, 0)
+            code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
+            self.status = code if code >= 0 else 128 - code
 
 
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
               quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None) -> int:
-    """Run the proxy until SIGINT or SIGTERM; returns the exit status (0, or 2 for a startup error)."""
+    """Run the proxy until SIGINT or SIGTERM; returns the exit status (0; 2 for a startup error; the
+    analysis process' status when it failed, such as 1 for a report it could not write)."""
     err = stderr if stderr is not None else sys.stderr
     config = config or Config()
 
@@ -190,7 +195,9 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     try:
         origin, path = split_upstream(upstream)
         host, port = parse_listen(listen)
-        writer = RecordingWriter(record, "http", {"upstream": upstream}) if record else None
+        if report and (reason := unwritable(report, "report")):
+            raise ValueError(reason)
+        writer = RecordingWriter(record, "http", {"upstream": upstream}, redactor_for(config)) if record else None
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2
@@ -205,14 +212,16 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     handler, propagate = _MitmLog(say), mitm_log.propagate
     mitm_log.addHandler(handler)
     mitm_log.propagate = False
+    code = 0
     try:
-        return asyncio.run(_serve(addon, analysis, origin, path, host, port, say, handler))
+        code = asyncio.run(_serve(addon, analysis, origin, path, host, port, say, handler))
     except KeyboardInterrupt:  # a SIGINT before our handler was in place: nothing was served yet
-        return 0
+        pass
     finally:
         mitm_log.removeHandler(handler)
         mitm_log.propagate = propagate
         analysis.finish({"error": "the proxy did not start"})  # unless mitmproxy's end already did
+    return code or analysis.status
 
 
 async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, path: str, host: str, port: int,

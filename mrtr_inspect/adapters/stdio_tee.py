@@ -23,7 +23,13 @@ finishes on its own.
 The child's stderr is the tee's stderr; the tee's own lines go to stderr too, never stdout. SIGINT,
 SIGTERM and SIGHUP are passed to the child (in a process group of its own); the tee's exit status
 is the child's (128+N when a signal N ended it). End of file, or a reader that went away, on
-either side is passed on to the other, as a direct pipe would.
+either side is passed on to the other, as a direct pipe would. A `--record` or `--report` path that
+cannot be written is one line and exit status 2 before the child starts; a report that cannot be
+written at the end after all is one line, and the status stays the child's.
+
+Each frame is redacted once (`redactor_for(config)`: the defaults and the configured paths and
+headers) before it is recorded and analysed, so the live findings are those of `check` on the
+recording (docs/recording-format.md).
 """
 
 from __future__ import annotations
@@ -44,10 +50,12 @@ from ..core.framing import StdioFramer
 from ..core.inspector import ChainEvent, Inspector
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line
-from ..recording.writer import RecordingError, RecordingWriter, new_session_id
+from ..recording.files import open_private, unwritable, why
+from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
 
 CHUNK = 1 << 16
+REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
 
 
 class TeeAnalysis:
@@ -67,6 +75,8 @@ class TeeAnalysis:
         self.report = report
         self.report_path = report_path
         self.errors = 0
+        # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
+        self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
@@ -75,8 +85,9 @@ class TeeAnalysis:
     def eof(self, t: float, direction: str) -> None:
         self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
 
-    def end(self, info: dict, t: float) -> None:
-        """The session is over: a line the stream ended in, the session end, the report."""
+    def end(self, info: dict, t: float) -> int:
+        """The session is over: a line the stream ended in, the session end, the report. Returns the
+        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0."""
         for direction in ("c2s", "s2c"):
             rest = self.framer.close(t, direction)  # type: ignore[arg-type]
             self._analyse([f for f in rest if type(f) is StdioLine])  # not an end of file: no close frame
@@ -87,19 +98,27 @@ class TeeAnalysis:
                 self.writer.close(info, t)
             except Exception as e:
                 self._internal(e, "recording")
+        status = 0
         if self.report is not None and self.report_path:
             try:
-                with open(self.report_path, "w", encoding="utf-8") as f:
+                with open_private(self.report_path) as f:
                     self.report.write_json(f)
             except OSError as e:
-                self._say(f"cannot write report {self.report_path}: {e.strerror}")
+                self._say(f"cannot write report {self.report_path}: {why(e)}")
+                status = REPORT_FAILED
             self.report.close()
+        return status
 
     def _analyse(self, frames: list, record: bool = True) -> None:
+        try:
+            frames = [self.redact(f) for f in frames]
+        except Exception as e:  # neither recorded nor analysed: what could not be redacted goes nowhere
+            self._internal(e, "redaction")
+            return
         if record and self.writer is not None:
             try:
                 for f in frames:
-                    self.writer.write(f)
+                    self.writer.write_redacted(f)
             except Exception as e:
                 self._internal(e, "recording")
         for f in frames:
@@ -167,12 +186,14 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     config = config or Config()
     session = new_session_id()
     writer = None
-    if record:
-        try:
-            writer = RecordingWriter(record, "stdio", {"command": list(cmd)}, session=session)
-        except RecordingError as e:
-            sys.stderr.write(f"mrtr-inspect: {e}\n")
-            return 2
+    try:
+        if report and (reason := unwritable(report, "report")):
+            raise RecordingError(reason)
+        if record:
+            writer = RecordingWriter(record, "stdio", {"command": list(cmd)}, redactor_for(config), session=session)
+    except RecordingError as e:
+        sys.stderr.write(f"mrtr-inspect: {e}\n")
+        return 2
     start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd)})
 
     def make() -> TeeAnalysis:

@@ -1,6 +1,8 @@
 """The live side of a replay, seen by the core: what the live peer sent and what it was sent, as
 frames, through an Inspector (so a live client that alters a served requestState is reported as
-any client would be), and optionally into a recording of its own."""
+any client would be), and optionally into a recording of its own. As in the tee and the proxy, the
+frames are redacted first (the configuration's `redact_paths` and `redact_headers` too), and the
+Inspector sees what the recording holds."""
 
 from __future__ import annotations
 
@@ -13,7 +15,8 @@ from ..core.findings import Finding
 from ..core.framing import HttpFramer
 from ..core.inspector import Inspector
 from ..outputs.text import FindingPrinter
-from ..recording.writer import RecordingWriter, new_session_id
+from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
+from .script import ReplayError
 
 
 class LiveLog:
@@ -24,15 +27,21 @@ class LiveLog:
         self.printer = printer
         self.findings: list[Finding] = []
         self.lock = threading.Lock()
-        self.writer = RecordingWriter(record, transport, info, session=self.session) if record else None
+        redactor = redactor_for(config)
+        self.redact = redactor.frame
+        try:
+            self.writer = RecordingWriter(record, transport, info, redactor, session=self.session) if record else None
+        except RecordingError as e:
+            raise ReplayError(str(e)) from None
         self.http = HttpFramer(self.session)
         self._feed([SessionStart(time.time(), self.session, transport, dict(info or {}))], record=False)
 
     def _feed(self, frames: list, record: bool = True) -> None:
         with self.lock:
             for f in frames:
+                f = self.redact(f)
                 if record and self.writer is not None:
-                    self.writer.write(f)
+                    self.writer.write_redacted(f)
                 self._outs(self.insp.feed(f))
 
     def _outs(self, outs: list) -> None:

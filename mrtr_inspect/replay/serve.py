@@ -28,9 +28,10 @@ from ..core.events import Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..outputs.text import FindingPrinter
+from ..recording.files import open_private, unwritable
 from .live import LiveLog
 from .matching import Match, Matcher
-from .script import Exchange, Script
+from .script import Exchange, ReplayError, Script
 from .wire import dumps, map_sse_data, set_member, sse_event
 
 # outside the JSON-RPC reserved range, as MCP asks of codes it does not define (basic/index.mdx#error-codes)
@@ -147,6 +148,8 @@ class ServeSession:
         self.options = self.replayer.options
         self.script = script
         info = {"replay": os.path.basename(script.path)}
+        if summary_path and (reason := unwritable(summary_path, "summary")):
+            raise ReplayError(reason)  # now, not once the client is done
         self.log = LiveLog(transport, info, config, record, printer)
         self.summary_path = summary_path
         self.lock = threading.Lock()
@@ -173,7 +176,7 @@ class ServeSession:
         if not self.summary_path:
             return
         tmp = f"{self.summary_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with open_private(tmp) as f:
             json.dump(self.summary(), f, indent=1)
         os.replace(tmp, self.summary_path)
 

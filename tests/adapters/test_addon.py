@@ -200,3 +200,64 @@ def test_small_bodies_of_known_length_are_taken_whole_and_the_rest_streamed():
     assert _streamed(msg(("content-type", "application/json"), ("content-length", str(STREAM_ABOVE + 1))))
     assert _streamed(msg(("content-type", "application/json"), ("transfer-encoding", "chunked")))
     assert _streamed(msg(("content-type", "text/event-stream; charset=utf-8"), ("content-length", "10")))
+
+
+# -- stock mitmproxy reads the project's settings, as the command line does --------------------------
+
+
+def _record_one_call(tmp_path, **opts) -> HttpRequest:
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path, **opts)
+            f = _flow()
+            _request(addon, f, [dumps(CALL)])
+            _respond(addon, f, [dumps(IRR)], b"application/json")
+            addon.done()
+
+    asyncio.run(main())
+    return next(f for f in read_frames(tmp_path / "s.jsonl") if type(f) is HttpRequest)
+
+
+SETTINGS = 'redact_headers = ["X-Note"]\nredact_paths = ["params.arguments.env"]\n'
+
+
+def test_the_settings_file_found_from_the_current_directory_redacts(tmp_path, monkeypatch):
+    (tmp_path / ".mrtr-inspect.toml").write_text(SETTINGS)
+    monkeypatch.chdir(tmp_path)
+    req = _record_one_call(tmp_path)
+    assert dict(req.headers)["X-Note"].startswith("[redacted:")
+    assert b'"env":"[redacted:' in req.body
+    assert dict(req.headers)["Mcp-Name"] == "deploy"  # the near miss: other headers stay
+
+
+def test_mrtr_config_names_the_settings_file(tmp_path, monkeypatch):
+    conf = tmp_path / "elsewhere.toml"
+    conf.write_text(SETTINGS)
+    monkeypatch.chdir(tmp_path)  # no settings file here: only the option's
+    req = _record_one_call(tmp_path, mrtr_config=str(conf))
+    assert dict(req.headers)["X-Note"].startswith("[redacted:")
+    plain = tmp_path / "plain"
+    plain.mkdir()
+    assert dict(_record_one_call(plain).headers)["X-Note"] == "café"  # without it, the defaults only
+
+
+def test_a_bad_settings_file_or_report_path_is_an_options_error(tmp_path, monkeypatch):
+    import pytest
+    from mitmproxy import exceptions
+
+    (tmp_path / ".mrtr-inspect.toml").write_text('redact_paths = "params.x"\n')
+    monkeypatch.chdir(tmp_path)
+
+    async def start(report: str):
+        with taddons.context() as tctx:
+            addon = MrtrInspect()
+            tctx.master.addons.add(addon)
+            tctx.configure(addon, mrtr_record=str(tmp_path / "s.jsonl"), mrtr_report=report)
+            addon.running()
+
+    with pytest.raises(exceptions.OptionsError, match="redact_paths: must be a list of strings"):
+        asyncio.run(start(str(tmp_path / "r.json")))
+    (tmp_path / ".mrtr-inspect.toml").unlink()
+    with pytest.raises(exceptions.OptionsError, match="cannot write report .*: No such file or directory"):
+        asyncio.run(start(str(tmp_path / "missing" / "r.json")))
+    assert not (tmp_path / "s.jsonl").exists()  # checked before the recording began

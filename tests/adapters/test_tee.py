@@ -140,3 +140,85 @@ def test_a_failing_output_does_not_stop_the_recording(tmp_path):
     assert lines[1].endswith(b"\t" + forged[:-1])
     assert b'"k":"session-end"' in lines[-1]
     assert a.errors >= 1
+
+
+# -- redaction: the configuration's paths, and what the analysis sees ----------------------------
+
+ASK_EMAIL = {"method": "elicitation/create", "params": {"mode": "form", "message": "Where to?", "requestedSchema": {
+    "type": "object", "properties": {"email": {"type": "string", "format": "email"}}, "required": ["email"]}}}
+
+
+def _email_chain(email: str) -> list[bytes]:
+    """A tools/call answered with an e-mail address the user typed, as stdio lines."""
+    from tests.traffic import dumps, meta
+
+    call = {"name": "notify", "arguments": {"env": "prod"}, "_meta": meta()}
+    return [dumps(m) + b"\n" for m in (
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": call},
+        {"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "inputRequests": {"to": ASK_EMAIL},
+                                               "requestState": "st-1"}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            **call, "inputResponses": {"to": {"action": "accept", "content": {"email": email}}}, "requestState": "st-1"}},
+        {"jsonrpc": "2.0", "id": 2, "result": {"resultType": "complete", "content": []}},
+    )]
+
+
+def _run_lines(a: tee.TeeAnalysis, lines: list[bytes]) -> None:
+    for i, line in enumerate(lines):
+        a.chunk(float(i + 1), "s2c" if b'"result"' in line else "c2s", line)
+    a.end({"exit": 0}, 10.0)
+
+
+def test_configured_paths_are_redacted_and_the_analysis_sees_what_is_recorded(tmp_path):
+    """The live report is the check of the recording even where a redacted value decides a finding:
+    the placeholder is no e-mail address, live and later alike; the address is in neither file."""
+    from mrtr_inspect.recording.writer import redactor_for
+
+    config = Config(redact_paths=["params.inputResponses.*.content.email"])
+    rec, rep = tmp_path / "rec.jsonl", tmp_path / "report.json"
+    writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, redactor_for(config), session="s1")
+    a = tee.TeeAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep))
+    _run_lines(a, _email_chain("alice@example.com"))
+    assert b"alice@example.com" not in rec.read_bytes()
+    assert b"[redacted:" in rec.read_bytes()
+    live = json.loads(rep.read_text())
+    assert "alice@example.com" not in rep.read_text()
+    again = ReportBuilder([str(rec)])
+    analyze([str(rec)], again.add, config)
+    assert again.to_dict() == live
+    assert "elicit-result-schema-mismatch" in {f["rule"] for f in live["findings"]}
+    assert [c["outcome"] for c in live["chains"]] == ["complete"]
+
+
+def test_without_a_recording_the_analysis_still_sees_the_redacted_frames(tmp_path):
+    """Findings do not depend on --record: the same configuration gives the same report."""
+    config = Config(redact_paths=["params.inputResponses.*.content.email"])
+    start = tee.SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
+    a = tee.TeeAnalysis(start, config, None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    _run_lines(a, _email_chain("alice@example.com"))
+    text = (tmp_path / "report.json").read_text()
+    assert "alice@example.com" not in text
+    assert "elicit-result-schema-mismatch" in text
+
+
+def test_unredacted_a_valid_address_is_no_finding(tmp_path):
+    """The near miss: the same traffic without the path configured is judged on the address itself."""
+    start = tee.SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
+    a = tee.TeeAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    _run_lines(a, _email_chain("alice@example.com"))
+    report = json.loads((tmp_path / "report.json").read_text())
+    assert "elicit-result-schema-mismatch" not in {f["rule"] for f in report["findings"]}
+
+
+def test_the_report_is_created_private_and_a_failed_write_is_the_exit_status(tmp_path):
+    start = tee.SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
+    a = tee.TeeAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    assert a.end({"exit": 0}, 1.0) == 0
+    assert os.stat(tmp_path / "report.json").st_mode & 0o777 == 0o600
+    said = io.StringIO()
+    from mrtr_inspect.outputs.text import FindingPrinter
+
+    gone = tmp_path / "gone" / "report.json"
+    a = tee.TeeAnalysis(start, Config(), None, FindingPrinter(said), ReportBuilder([]), str(gone))
+    assert a.end({"exit": 0}, 1.0) == tee.REPORT_FAILED
+    assert f"cannot write report {gone}: No such file or directory" in said.getvalue()

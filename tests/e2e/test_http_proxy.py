@@ -513,3 +513,45 @@ def test_a_signal_closes_the_port_flushes_the_recording_and_writes_the_report(pr
     r = report(rep)
     assert r["summary"]["messages"] == 3
     assert sorted(c["outcome"] for c in r["chains"]) == ["complete", "open"]
+
+
+# -- the project's redaction settings; the report's path ----------------------------------------------
+
+
+def test_configured_headers_and_paths_are_redacted_in_the_recording(proxies, upstreams, tmp_path):
+    conf = tmp_path / "mrtr.toml"
+    conf.write_text('redact_headers = ["X-Tenant"]\nredact_paths = ["params.arguments.version"]\n')
+    up = upstreams(lambda req, write: write(json_response(DONE)))
+    rec, rep = tmp_path / "s.jsonl", tmp_path / "r.json"
+    p = proxies(up.url, "--config", str(conf), "--record", str(rec), "--report", str(rep), "--quiet").ready()
+    call = CALL.replace(b'"arguments":{}', b'"arguments":{"version":"1.0.0","env":"prod"}')
+    status, _, body = post(p.url, call, {**MCP_HEADERS, "X-Tenant": "acme", "X-Tenant-Region": "eu"})
+    assert (status, body) == (200, DONE)
+    assert up.received[0].header("X-Tenant") == "acme" and up.received[0].body == call  # forwarded as sent
+    assert p.stop() == 0
+    req = next(f for f in frames(rec) if type(f) is HttpRequest)
+    headers = dict(req.headers)
+    assert headers["X-Tenant"].startswith("[redacted:") and headers["X-Tenant-Region"] == "eu"
+    assert b'"version":"[redacted:' in req.body and b'"env":"prod"' in req.body
+    assert b"acme" not in rec.read_bytes() and b"1.0.0" not in rec.read_bytes()
+    assert os.stat(rep).st_mode & 0o777 == 0o600
+    assert "acme" not in rep.read_text()
+
+
+def test_a_report_that_cannot_be_written_is_one_line_and_exit_2(proxies, tmp_path):
+    rep = tmp_path / "missing" / "r.json"
+    p = proxies("http://127.0.0.1:3000/mcp", "--report", str(rep))
+    assert p.proc.wait(WAIT) == 2
+    assert p.err.rest().strip().splitlines() == [f"mrtr-inspect: cannot write report {rep}: No such file or directory"]
+
+
+def test_a_report_that_fails_at_the_end_is_said_and_exit_1(proxies, upstreams, tmp_path):
+    folder = tmp_path / "out"
+    folder.mkdir()
+    rep = folder / "r.json"
+    up = upstreams(lambda req, write: write(json_response(DONE)))
+    p = proxies(up.url, "--report", str(rep), "--quiet").ready()
+    assert post(p.url, CALL, MCP_HEADERS)[0] == 200
+    folder.rmdir()
+    assert p.stop() == 1
+    assert f"mrtr-inspect: cannot write report {rep}: No such file or directory" in p.err.rest()

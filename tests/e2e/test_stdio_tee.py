@@ -317,3 +317,54 @@ def test_a_killed_tee_still_leaves_a_closed_recording_and_a_report(procs, tmp_pa
     assert recs[-1]["k"] == "session-end"
     assert len(recorded_lines(record, "c2s")) == 1
     assert RULE.decode() in {f["rule"] for f in json.loads(report.read_text())["findings"]}
+
+
+# -- the project's redaction settings; the report's path ----------------------------------------
+
+
+def test_configured_redaction_reaches_the_recording_with_the_sample_client(procs, tmp_path):
+    """redact_paths of the settings file (here --config) apply to the tee's recording: the answer the
+    sample client typed and the tool argument are placeholders; the rest stays as it crossed."""
+    import sys
+
+    conf = tmp_path / "mrtr.toml"
+    conf.write_text('redact_paths = ["params.inputResponses.*.content.notes", "params.arguments.version"]\n')
+    record, report = tmp_path / "r.jsonl", tmp_path / "report.json"
+    tee = tee_cmd("--quiet", "--config", str(conf), "--record", str(record), "--report", str(report),
+                  cmd=[sys.executable, "-m", "mrtr_inspect.samples.server"])
+    done = procs.run(helper("sdk_client", "release", "--", *tee), timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert b"release: released 1.0.0" in done.stdout  # the server got the real values
+    c2s = b"\n".join(recorded_lines(record, "c2s"))
+    assert b'"notes":"first release"' not in c2s and b'"version":"1.0.0"' not in c2s
+    assert b'"notes":"[redacted:' in c2s and b'"version":"[redacted:' in c2s
+    assert b'"tag":"v1.0.0"' in c2s  # a sibling of a redacted path: kept
+    assert stat.S_IMODE(report.stat().st_mode) == 0o600
+    check = procs.run([sys.executable, "-m", "mrtr_inspect", "check", str(record), "--format", "json",
+                       "--config", str(conf)])
+    assert check.returncode == 0, check.stderr
+    assert json.loads(check.stdout)["findings"] == json.loads(report.read_text())["findings"]
+
+
+def test_a_report_that_cannot_be_written_is_one_line_and_exit_2_before_the_child_starts(procs, tmp_path):
+    report = tmp_path / "missing" / "report.json"
+    done = procs.run(tee_cmd("--report", str(report), cmd=helper("respond")), FORGED)
+    assert done.returncode == 2
+    assert done.stderr == f"mrtr-inspect: cannot write report {report}: No such file or directory\n".encode()
+    assert done.stdout == b""  # the child never ran
+
+
+def test_a_report_that_fails_at_the_end_is_said_and_the_status_stays_the_childs(procs, tmp_path):
+    """Its folder is gone by the end of the session: one line on stderr; the exit status is still the
+    child's (CONTRACTS.md), unlike the proxy's."""
+    folder = tmp_path / "out"
+    folder.mkdir()
+    report = folder / "report.json"
+    tee = procs.start(tee_cmd("--quiet", "--report", str(report), cmd=helper("respond", "3")))
+    tee.stdin.write(FORGED)
+    tee.stdin.flush()
+    assert read_line(tee.stdout) != b""  # the session is under way: the path was checked
+    folder.rmdir()
+    out, err = tee.communicate(b"", timeout=60)
+    assert tee.returncode == 3
+    assert f"mrtr-inspect: cannot write report {report}: No such file or directory".encode() in err

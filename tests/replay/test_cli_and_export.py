@@ -57,12 +57,27 @@ def test_a_torn_last_line_is_tolerated_with_a_note(tmp_path):
     (["verify", "REC"], "replay verify needs the live server: --upstream URL, or -- CMD [ARG...] (one of them)"),
     (["verify", "REC", "--upstream", "http://127.0.0.1:1/mcp"], "cannot reach http://127.0.0.1:1/mcp: "),
     (["verify", "REC", "--", "./no-such-server"], "cannot start './no-such-server': No such file or directory"),
+    # checked before the client is served, not once it is done
+    (["serve", "REC", "--stdio", "--summary", "/nonexistent-mrtr/s.json"],
+     "cannot write summary /nonexistent-mrtr/s.json: No such file or directory"),
+    (["serve", "REC", "--stdio", "--record", "/nonexistent-mrtr/r.jsonl"],
+     "cannot write recording /nonexistent-mrtr/r.jsonl: No such file or directory"),
+    (["verify", "REC", "--record", "/nonexistent-mrtr/r.jsonl", "--", *SAMPLE],
+     "cannot write recording /nonexistent-mrtr/r.jsonl: No such file or directory"),
 ])
 def test_bad_usage_exits_2_with_one_line(args, reason):
     r = cli("replay", *[str(RECORDING) if a == "REC" else a for a in args])
     assert r.returncode == 2
     [line] = r.stderr.decode().splitlines()
     assert line.startswith(f"mrtr-inspect: {reason}")
+
+
+def test_the_summary_is_created_private(tmp_path):
+    summary = tmp_path / "s.json"
+    r = cli("replay", "serve", "--stdio", str(RECORDING), "--summary", str(summary), input=b"")
+    assert r.returncode == 0, r.stderr
+    assert json.loads(summary.read_text())["served"] == 0
+    assert summary.stat().st_mode & 0o777 == 0o600
 
 
 # -- export ---------------------------------------------------------------------------------------
