@@ -373,7 +373,8 @@ def import_command(path, output) -> None:
     and replay read. Redacted like a live recording."""
     from .adapters.importer import import_file
 
-    _replay_exit(lambda: _say(import_file(path, output)))
+    config = build_config()
+    _replay_exit(lambda: _say(import_file(path, output, config)))
 
 
 

@@ -25,10 +25,11 @@ from datetime import datetime
 from typing import Any, Iterable
 from urllib.parse import urlsplit
 
+from ..config import Config
 from ..core.events import Headers, HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, header
 from ..core.framing import SseDecoder, decode_body, is_event_stream
 from ..recording import format as fmt
-from ..recording.writer import RecordingError, RecordingWriter
+from ..recording.writer import RecordingError, RecordingWriter, redactor_for
 from ..replay.script import ReplayError
 
 CLIENT_DISCONNECTED = "client-disconnected"
@@ -232,8 +233,9 @@ def _json(data: bytes) -> Any:
         raise ImportFailed(f"not a HAR file: {e}") from None
 
 
-def import_file(path: str, output: str) -> list[str]:
-    """Write the exchanges of `path` to the recording `output`; returns the lines to tell the user."""
+def import_file(path: str, output: str, config: Config | None = None) -> list[str]:
+    """Write the exchanges of `path` to the recording `output`, redacted as a live recording is
+    (`redactor_for(config)`); returns the lines to tell the user."""
     try:
         kind, exchanges, notes = read_exchanges(path)
     except ImportFailed as e:
@@ -247,7 +249,7 @@ def import_file(path: str, output: str) -> list[str]:
     for group in groups.values():
         info = {"upstream": group[0].url, "imported": {"from": os.path.basename(path), "format": kind}}
         try:
-            writer = RecordingWriter(output, "http", info, start_time=group[0].t_request)
+            writer = RecordingWriter(output, "http", info, redactor_for(config), start_time=group[0].t_request)
         except RecordingError as e:
             raise ImportFailed(str(e)) from None
         timed = []

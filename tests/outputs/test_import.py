@@ -230,3 +230,28 @@ def test_what_cannot_be_imported_is_refused_in_one_line(tmp_path, content, why):
     r = run_cli("import", src, "--output", tmp_path / "out.jsonl")
     assert r.exit_code == 2 and why in r.stderr and r.stderr.count("\n") == 1
     assert not (tmp_path / "out.jsonl").exists()
+
+
+@pytest.mark.parametrize("configured", [True, False])
+def test_an_import_is_redacted_with_the_projects_settings(tmp_path, monkeypatch, configured):
+    """`redact_headers` and `redact_paths` of the project's settings apply to an import as to a live
+    recording (near miss: without them, the header and the argument stay in clear)."""
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"version":"1.0.0"}}}'
+    flow = _flow(100.0, "/mcp", call, 200, {"content-type": "application/json"},
+                 b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}')
+    flow.request.headers["x-tenant"] = "acme-private"
+    with open(tmp_path / "flows", "wb") as f:
+        mitm_io.FlowWriter(f).add(flow)
+    if configured:
+        (tmp_path / ".mrtr-inspect.toml").write_text(
+            'redact_headers = ["X-Tenant"]\nredact_paths = ["params.arguments.version"]\n', encoding="utf-8")
+    monkeypatch.chdir(tmp_path)
+    r = run_cli("import", "flows", "--output", "r.jsonl")
+    assert r.exit_code == 0, r.stderr
+    req = next(f for f in read_frames(tmp_path / "r.jsonl") if type(f) is HttpRequest)
+    tenant, version = dict(req.headers)["x-tenant"], json.loads(req.body)["params"]["arguments"]["version"]
+    assert dict(req.headers)["authorization"].startswith("Bearer [redacted:")  # the defaults, either way
+    if configured:
+        assert tenant.startswith("[redacted:") and version.startswith("[redacted:")
+    else:
+        assert (tenant, version) == ("acme-private", "1.0.0")
