@@ -14,9 +14,12 @@ from ..core.events import Headers, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import HttpFramer
 from ..core.inspector import Inspector
+from ..core.messages import ERROR, Message
 from ..outputs.text import FindingPrinter
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .script import ReplayError
+
+OWN_REPLY = "mrtr-inspect replay: "  # how the replay's own error replies (misses, refusals) begin
 
 
 class LiveLog:
@@ -26,6 +29,8 @@ class LiveLog:
         self.insp = Inspector(config)
         self.printer = printer
         self.findings: list[Finding] = []
+        self.own: set[int] = set()  # the indexes of the replay's own error replies (misses)
+        self.left_out = 0  # findings about those replies, not reported
         self.lock = threading.Lock()
         redactor = redactor_for(config)
         self.redact = redactor.frame
@@ -46,7 +51,14 @@ class LiveLog:
 
     def _outs(self, outs: list) -> None:
         for o in outs:
-            if type(o) is Finding:
+            t = type(o)
+            if t is Message and o.kind == ERROR and o.direction == "s2c" and type(o.error) is dict \
+                    and str(o.error.get("message", "")).startswith(OWN_REPLY):
+                self.own.add(o.index)
+            elif t is Finding:
+                if self.own and not self.own.isdisjoint(o.messages):
+                    self.left_out += 1  # about the replay's own reply to a miss, not about the recording or the client
+                    continue
                 self.findings.append(o)
                 if self.printer is not None:
                     self.printer.finding(o)

@@ -29,7 +29,7 @@ from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..outputs.text import FindingPrinter
 from ..recording.files import open_private, unwritable
-from .live import LiveLog
+from .live import OWN_REPLY, LiveLog
 from .matching import Match, Matcher
 from .script import Exchange, ReplayError, Script
 from .wire import dumps, map_sse_data, set_member, sse_event
@@ -78,7 +78,7 @@ class Replayer:
         if live.kind != REQUEST:
             why = "a batch (not replayed)" if live.kind == "batch" else f"not a JSON-RPC request ({live.problem})"
             self.misses.append({"request": live.kind, "message": why})
-            return self._error(None, -32600, f"mrtr-inspect replay: {why}", None, 400)
+            return self._error(None, -32600, OWN_REPLY + why, None, 400)
         m = self.matcher.match(live, http_path)
         if m.exchange is not None:
             self.served += 1
@@ -88,7 +88,7 @@ class Replayer:
             return Answer([(0.0, dumps({"jsonrpc": "2.0", "id": live.id, "result": {}}).encode(), None)])
         text = m.explain(live)
         self.misses.append({"request": f"{live.method} id={format_id(live.id)}", "message": text, **m.to_json()})
-        return self._error(live.id, MISS_CODE, f"mrtr-inspect replay: {text}", m)
+        return self._error(live.id, MISS_CODE, OWN_REPLY + text, m)
 
     @staticmethod
     def _error(rid: Any, code: int, text: str, m: Match | None, status: int = 200) -> Answer:
