@@ -80,6 +80,19 @@ def test_the_summary_is_created_private(tmp_path):
     assert summary.stat().st_mode & 0o777 == 0o600
 
 
+def test_a_miss_is_told_in_one_inert_line(tmp_path):
+    """The exit summary quotes the live client's request: a method that carries terminal controls
+    and a newline stays on its line, escaped (near miss: the ordinary miss line is as before)."""
+    hostile = '{"jsonrpc":"2.0","id":7,"method":"tools/\\u001b]0;pwned\\u0007\\nmrtr-inspect: forged","params":{}}\n'
+    plain = '{"jsonrpc":"2.0","id":8,"method":"tools/nothing","params":{}}\n'
+    r = cli("replay", "serve", "--stdio", str(RECORDING), "--quiet", input=(hostile + plain).encode())
+    err = r.stderr.decode()
+    assert "\x1b" not in err and "\x07" not in err
+    assert not [line for line in err.splitlines() if not line.startswith("mrtr-inspect: ")]
+    assert "miss: tools/\\x1b]0;pwned\\x07\\nmrtr-inspect: forged id=7: " in err
+    assert "mrtr-inspect: miss: tools/nothing id=8: " in err
+
+
 # -- export ---------------------------------------------------------------------------------------
 
 
