@@ -73,10 +73,14 @@ def _remember_config(ctx: click.Context, _param, value: str | None) -> None:
         ctx.meta[CONFIG_META] = value
 
 
+def config_option(fn):
+    return click.option("--config", metavar="PATH", expose_value=False, callback=_remember_config,
+                        help="Settings file (.mrtr-inspect.toml or pyproject.toml) instead of the one found "
+                             "from the current directory.")(fn)
+
+
 def rule_options(fn):
-    fn = click.option("--config", metavar="PATH", expose_value=False, callback=_remember_config,
-                      help="Settings file (.mrtr-inspect.toml or pyproject.toml) instead of the one found "
-                           "from the current directory.")(fn)
+    fn = config_option(fn)
     fn = click.option("--disable", "disable", multiple=True, metavar="ID", help="Turn a rule off (repeatable).")(fn)
     fn = click.option("--severity", "severity", multiple=True, metavar="ID=LEVEL",
                       help="Change a rule's severity: error, warning or info (repeatable).")(fn)
@@ -343,7 +347,8 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
 @click.option("--only-chains", is_flag=True, help="fixture: drop the requests that belong to no chain (discovery…).")
 @click.option("--redact-path", multiple=True, metavar="PATH", help="fixture: redact the strings at this JSON path.")
 @click.option("--redact-header", multiple=True, metavar="NAME", help="fixture: redact this header too.")
-def export(path, to, output, chains, only_chains, redact_path, redact_header) -> None:
+@rule_options
+def export(path, to, output, chains, only_chains, redact_path, redact_header, severity, disable) -> None:
     """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
     machine details in its session headers, ready to commit and to replay. `har`, `html`, `mermaid`
     (Markdown when PATH ends in .md), `otlp`: see docs/formats.md."""
@@ -352,7 +357,7 @@ def export(path, to, output, chains, only_chains, redact_path, redact_header) ->
     if to != "fixture":
         from .outputs.exporters import export as export_to
 
-        config = build_config()
+        config = build_config(severity, disable)
         _replay_exit(lambda: _say(export_to(path, to, output, config)))
     _replay_exit(lambda: run.export(path, to, output, chains=chains, only_chains=only_chains,
                                     redact_paths=redact_path, redact_headers=redact_header))
@@ -368,6 +373,7 @@ def _say(lines: list[str]) -> int:
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False),
               help="The recording to write (an existing one gets new sessions appended).")
+@config_option
 def import_command(path, output) -> None:
     """A HAR file or a mitmproxy flow file (mitmdump -w) into a recording that check, show, export
     and replay read. Redacted like a live recording."""

@@ -294,3 +294,24 @@ def test_export_of_an_unreadable_file_says_why(tmp_path):
     bad.write_text("hello\n")
     r = run_cli("export", bad, "--to", "html", "--output", tmp_path / "x.html")
     assert r.exit_code == 2 and "not an mrtr-inspect recording" in r.stderr and r.stderr.count("\n") == 1
+
+
+def test_export_takes_the_rule_options_as_check_does(recording, tmp_path):
+    """`--disable` and `--severity` shape an export's findings as they shape `check`'s (near miss:
+    without them, the export has the finding)."""
+    def said(*options: str) -> str:
+        r = run_cli("export", recording, "--to", "otlp", "--output", tmp_path / "x.json", *options)
+        assert r.exit_code == 0, r.stderr
+        return (tmp_path / "x.json").read_text(encoding="utf-8")
+
+    assert "retry-reused-id" in said()
+    assert "retry-reused-id" not in said("--disable", "retry-reused-id")
+    def severity(text: str) -> str:
+        otlp = json.loads(text)
+        spans = [s for r in otlp["resourceSpans"] for ss in r["scopeSpans"] for s in ss["spans"]]
+        [event] = [e for s in spans for e in s.get("events", ()) if e["name"] == "retry-reused-id"]
+        return next(a["value"]["stringValue"] for a in event["attributes"] if a["key"] == "mrtr.severity")
+
+    assert severity(said()) == "error" and severity(said("--severity", "retry-reused-id=info")) == "info"
+    r = run_cli("export", recording, "--to", "otlp", "--output", tmp_path / "y.json", "--disable", "no-such-rule")
+    assert r.exit_code == 2 and "unknown rule id 'no-such-rule'" in r.stderr
