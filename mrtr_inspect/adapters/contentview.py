@@ -15,7 +15,8 @@ from mitmproxy.contentviews import Contentview, Metadata
 
 from ..core.chains import state_hash
 from ..core.framing import SseDecoder, media_type, parse_sse_event
-from ..core.messages import INVALID, decode_message
+from ..core.messages import INVALID, RESULT, decode_message
+from ..outputs.text import printable
 from .mitm_addon import NOTES_KEY
 
 
@@ -64,14 +65,18 @@ class McpJsonRpc(Contentview):
             line = f"# {head.get('label') or msg.label()}"
             if head.get("chain"):
                 line += f"  ·  chain {head['chain']}, {head.get('step', '')}"
-            out.append(line)
+            elif msg.kind == RESULT and type(msg.result) is dict and type(msg.result.get("resultType")) is str \
+                    and msg.result["resultType"] != "complete":  # not analysed yet (mitmdump prints at once): what the body says
+                line += f"  ·  {msg.result['resultType']}"
+            out.append(printable(line))
             if msg.kind == INVALID:
-                out.append(f"# not a JSON-RPC message: {msg.problem}")
-                out.append(payload.decode("utf-8", "replace"))
-            else:
-                out.append(json.dumps(_hide_states(msg.value), indent=2, ensure_ascii=False))
+                out.append(f"# not a JSON-RPC message: {printable(msg.problem)}")
+                out.append(printable(payload.decode("utf-8", "replace")))
+            else:  # the layout's newlines stay; what the strings hold that a terminal acts on is escaped
+                text = json.dumps(_hide_states(msg.value), indent=2, ensure_ascii=False)
+                out.extend(printable(part) for part in text.split("\n"))
         for f in findings:
-            out.append(f"# {f['severity']} {f['rule']}: {f['message']}")
+            out.append(printable(f"# {f['severity']} {f['rule']}: {f['message']}"))
         return "\n".join(out) + "\n"
 
     def render_priority(self, data: bytes, metadata: Metadata) -> float:

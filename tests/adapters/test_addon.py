@@ -190,6 +190,30 @@ def test_the_contentview_splits_an_event_stream_and_shows_what_is_not_json_rpc()
     assert McpJsonRpc().render_priority(b"<html>", Metadata(content_type="text/html")) < 0
 
 
+def test_before_the_analysis_a_response_is_headed_by_what_its_body_says():
+    """mitmdump prints a flow as its response ends, before the analysis noted it: an input_required
+    result says so from its body alone (near miss: a complete result is headed as before)."""
+    view = McpJsonRpc()
+    text = view.prettify(dumps(IRR), Metadata(content_type="application/json"))
+    assert text.splitlines()[0] == "# result id=2  ·  input_required"
+    done = {"jsonrpc": "2.0", "id": 3, "result": {"resultType": "complete", "content": []}}
+    assert view.prettify(dumps(done), Metadata(content_type="application/json")).splitlines()[0] == "# result id=3"
+
+
+def test_the_contentview_shows_what_a_terminal_would_act_on_escaped():
+    """mitmdump prints the view on the terminal: controls from the traffic are escaped, in the
+    headings, the body and what is not JSON-RPC; the body keeps its layout."""
+    hostile = {"jsonrpc": "2.0", "id": 1, "method": "tools/\x1b]0;pwned\x07",
+               "params": {"name": "a\u2028b\x9b2J", "arguments": {}}}
+    text = McpJsonRpc().prettify(dumps(hostile) + b"\n", Metadata(content_type="application/json"))
+    lines = text.split("\n")
+    assert not any(c in text for c in "\x1b\x07\x9b\u2028")
+    assert lines[0] == "# tools/\\x1b]0;pwned\\x07 id=1" and '"name": "a\\u2028b\\x9b2J",' in text
+    assert lines[1] == "{" and len(lines) > 5
+    raw = McpJsonRpc().prettify(b'data: {"x\x1b[2J\n\n', Metadata(content_type="text/event-stream"))
+    assert "\x1b" not in raw and "\\x1b[2J" in raw
+
+
 def test_small_bodies_of_known_length_are_taken_whole_and_the_rest_streamed():
     def msg(*headers) -> http.Response:
         r = http.Response.make(200)
