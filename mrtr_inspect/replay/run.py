@@ -73,7 +73,7 @@ def serve(path: str, *, listen: str | None = None, stdio: bool = False, options=
         result = serve_stdio(session)
     for line in summary_lines(result):
         err.write(f"mrtr-inspect: {printable(line)}\n")
-    return 1 if result["misses"] or _over(result["findings"], fail_on) else 0
+    return 1 if result["misses"] or _over(result["findings"], fail_on) or session.summary_failed else 0
 
 
 def verify(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), options=None,

@@ -14,6 +14,7 @@ fields that differ, and counted. The live traffic goes through an Inspector too 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import os
 import sys
@@ -27,8 +28,8 @@ from ..config import Config
 from ..core.events import Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
-from ..outputs.text import FindingPrinter
-from ..recording.files import open_private, unwritable
+from ..outputs.text import FindingPrinter, printable
+from ..recording.files import open_private, unwritable, why
 from .live import OWN_REPLY, LiveLog
 from .matching import Match, Matcher
 from .script import Exchange, ReplayError, Script
@@ -152,6 +153,7 @@ class ServeSession:
             raise ReplayError(reason)  # now, not once the client is done
         self.log = LiveLog(transport, info, config, record, printer)
         self.summary_path = summary_path
+        self.summary_failed: str | None = None  # why the last write of the summary failed
         self.lock = threading.Lock()
         self.closed = False
 
@@ -176,9 +178,19 @@ class ServeSession:
         if not self.summary_path:
             return
         tmp = f"{self.summary_path}.{os.getpid()}.{threading.get_ident()}.tmp"
-        with open_private(tmp) as f:
-            json.dump(self.summary(), f, indent=1)
-        os.replace(tmp, self.summary_path)
+        try:
+            with open_private(tmp) as f:
+                json.dump(self.summary(), f, indent=1)
+            os.replace(tmp, self.summary_path)
+        except OSError as e:  # the client is still served; the run's status tells (run.serve)
+            failed = f"cannot write summary {self.summary_path}: {why(e)}"
+            if failed != self.summary_failed:
+                sys.stderr.write(f"mrtr-inspect: {printable(failed)}\n")
+            self.summary_failed = failed
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+        else:
+            self.summary_failed = None
 
     def close(self) -> dict:
         if not self.closed:

@@ -155,3 +155,27 @@ def test_the_committed_fixtures_name_no_machine(tmp_path):
         text = path.read_text()
         for needle in ("/work/", "/tmp/", "/root/", "/home/", '"pid"'):
             assert needle not in text, f"{path} mentions {needle}"
+
+
+def test_a_summary_that_cannot_be_written_any_more_does_not_stop_the_replay(tmp_path, capsys):
+    """The summary's folder goes away while the client is served: the client is still answered, the
+    failure is said once, and the run's status is 1 (near miss: while it can be written, nothing is
+    said and it holds the count)."""
+    from mrtr_inspect.replay.serve import ServeSession
+
+    folder = tmp_path / "out"
+    folder.mkdir()
+    summary = folder / "s.json"
+    session = ServeSession(load_script(str(RECORDING)), summary_path=str(summary))
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}'
+    assert session.answer(ping) is not None and session.summary_failed is None
+    assert json.loads(summary.read_text())["synthesized"] == 1 and capsys.readouterr().err == ""
+    summary.unlink()
+    folder.rmdir()
+    for n in (2, 3):
+        assert session.answer(ping.replace(b'"id":1', b'"id":%d' % n)) is not None
+    assert session.summary_failed and "cannot write summary" in session.summary_failed
+    err = capsys.readouterr().err
+    assert err.count("cannot write summary") == 1 and err.count("\n") == 1
+    session.close()
+    assert not folder.exists()
