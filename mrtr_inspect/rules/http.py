@@ -763,8 +763,19 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
                  f"{sid!r}; this revision has no sessions", messages=[req.index] if req else [])
 
 
+def _legacy_served(x: HttpExchange, ctx) -> bool:
+    """A GET or DELETE that the server's own answers show to be legacy traffic it serves: its
+    Mcp-Session-Id was minted by the server's answer to initialize, or it names a legacy version in
+    MCP-Protocol-Version on an endpoint whose server answered initialize (a server minting no session)."""
+    if ctx.inspector.era.legacy_session(header(x.headers, "mcp-session-id")):
+        return True
+    hv = header(x.headers, "mcp-protocol-version")
+    return hv is not None and hv.strip(OWS) in LEGACY_VERSIONS and ("initialize", x.session, x.path) in ctx.mem
+
+
 @rule(
-    "http-get-delete-modern", WARNING, on=(Answered, ExchangeDone), kinds=["result"], methods=["server/discover"],
+    "http-get-delete-modern", WARNING, on=(Answered, ExchangeDone), kinds=["result"],
+    methods=["server/discover", "initialize"],
     transports=["http"], section="4.6", spec=spec.HTTP_EARLIER_REVISIONS,
     quote="HTTP GET or DELETE to the MCP endpoint: respond with 405 Method Not Allowed.",
     summary="A modern-only server answers GET or DELETE on the MCP endpoint with something other than 405.",
@@ -774,11 +785,20 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
 def http_get_delete_modern(obs, ctx) -> None:
     """A GET or DELETE answered with a status other than 405 on an HTTP path whose latest
     `server/discover` result lists only modern versions (heuristic: the discover result speaks for
-    the endpoint it was served on)."""
+    the endpoint it was served on). Each GET or DELETE is judged by its own era (RULES.md §2): one
+    that carries an `Mcp-Session-Id` the server minted answering `initialize`, or a legacy
+    `MCP-Protocol-Version` header on an endpoint whose server answered `initialize` successfully, is
+    legacy traffic of a server that serves the legacy era too (dual-era), which may answer it. A
+    legacy header alone is the client's claim, not the server's: a legacy client probing a
+    modern-only server is what this rule is for."""
     x = obs.exchange
     if x is None:
         return
-    if type(obs) is Answered:  # remember what the endpoint said it supports
+    if type(obs) is Answered:  # remember what the endpoint said it supports, and that it answered initialize
+        if obs.request is not None and obs.request.method == "initialize":
+            if len(ctx.mem) < 1000:
+                ctx.mem[("initialize", x.session, x.path)] = True
+            return
         r = obs.response.result
         versions = r.get("supportedVersions") if type(r) is dict else None
         if type(versions) is list and versions and len(ctx.mem) < 1000:
@@ -788,7 +808,7 @@ def http_get_delete_modern(obs, ctx) -> None:
     if (x.method != "GET" and x.method != "DELETE") or x.status is None or x.status == 405:
         return
     versions = ctx.mem.get((x.session, x.path))
-    if versions:
+    if versions and not _legacy_served(x, ctx):
         ctx.emit(f"{x.method} {x.path} (exchange {x.number}) was answered with {x.status}; this endpoint supports "
                  f"only {', '.join(versions)} (server/discover) and should answer 405 Method Not Allowed")
 

@@ -456,6 +456,56 @@ def test_get_delete_modern_only_on_the_mcp_endpoint():
     assert not t.run().of("http-get-delete-modern")
 
 
+LEGACY_INIT = {"protocolVersion": "2025-11-25", "capabilities": {}, "clientInfo": {"name": "legacy", "version": "1"}}
+
+
+def legacy_client(t: Traffic, session_id: str | None = "sid-1", status: int = 200, init_ok: bool = True) -> None:
+    """A 2025-11-25 client as the SDKs run it: initialize (the server mints `session_id`; or rejects it
+    with 400 when not `init_ok`), then a GET stream and a DELETE carrying MCP-Protocol-Version
+    2025-11-25 and the session id, both answered with `status`."""
+    x, i = post(t, "initialize", LEGACY_INIT, with_meta=False)
+    minted = (("mcp-session-id", session_id),) if session_id and init_ok else ()
+    answer = ({"result": {"protocolVersion": "2025-11-25", "capabilities": {}, "serverInfo": {"name": "s", "version": "1"}}}
+              if init_ok else {"error": {"code": -32602, "message": "missing _meta protocolVersion"}})
+    t.respond_json(x, {"jsonrpc": "2.0", "id": i, **answer}, status=200 if init_ok else 400,
+                   headers=(("content-type", "application/json"),) + minted)
+    h = (("mcp-protocol-version", "2025-11-25"),) + ((("mcp-session-id", session_id),) if session_id else ())
+    t.respond(t.post(b"", method="GET", headers=(("accept", "text/event-stream"),) + h), status, b"",
+              headers=(("content-type", "text/event-stream"),))
+    t.respond(t.post(b"", method="DELETE", headers=h), status, b"")
+
+
+def test_get_delete_modern_judges_each_request_by_its_era():
+    """A dual-era server whose discover lists only the modern version: a legacy client's GET and DELETE
+    in the session the server minted answering initialize are legacy traffic it serves, whether a
+    modern client came first or not (the audit's order dependence)."""
+    modern_first = discover_then([VERSION], 405)
+    legacy_client(modern_first)
+    assert not modern_first.run().of("http-get-delete-modern")
+    legacy_first = Traffic("http")
+    legacy_client(legacy_first)
+    x, i = post(legacy_first, "server/discover")
+    ok(legacy_first, x, i, {"supportedVersions": [VERSION], "capabilities": {}})
+    assert not legacy_first.run().of("http-get-delete-modern")
+    # a server that mints no session id: the legacy header on an endpoint that answered initialize
+    stateless = discover_then([VERSION], 405)
+    legacy_client(stateless, session_id=None)
+    assert not stateless.run().of("http-get-delete-modern")
+
+
+def test_get_delete_modern_without_legacy_evidence_still_warns():
+    """Near misses: a legacy client whose initialize the modern-only server rejected, GETting and
+    DELETEing with the legacy header and a session id the server never minted; and a legacy header on
+    an endpoint that never answered initialize (the header is the client's claim, not the server's)."""
+    t = discover_then([VERSION], 405)
+    legacy_client(t, init_ok=False)
+    f = t.run().of("http-get-delete-modern")
+    assert [m.message.split(" (")[0] for m in f] == ["GET /mcp", "DELETE /mcp"]
+    t = discover_then([VERSION], 200)  # its GET carries no header, no session
+    t.respond(t.post(b"", method="DELETE", headers=(("mcp-protocol-version", "2025-11-25"),)), 200, b"")
+    assert [m.message.split(" (")[0] for m in t.run().of("http-get-delete-modern")] == ["GET /mcp", "DELETE /mcp"]
+
+
 def sse_event(msg: dict | None, event_id: str | None = None) -> bytes:
     from tests.traffic import dumps
     head = f"id: {event_id}\r\n".encode() if event_id is not None else b""
