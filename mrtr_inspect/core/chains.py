@@ -220,7 +220,17 @@ class Chain:
 
     @property
     def duration_ms(self) -> float:
+        """From the first request to the end: the final response, the disconnect of a cancelled
+        chain, or for a chain still waiting (`open`, `abandoned`) the moment it was given up on: the
+        end of the capture or of its session, or the abandon timeout."""
         return round((self.end - self.start) * 1000.0, 3)
+
+    @property
+    def unanswered_round(self) -> Round | None:
+        """The abandoned chain's last round, when no retry ever answered it (it waited until `end`)."""
+        if self.outcome == "abandoned" and self.rounds and not self.rounds[-1].retries:
+            return self.rounds[-1]
+        return None
 
     def summary(self) -> dict:
         """The chain as the JSON report shows it (CONTRACTS.md), with its timeline."""
@@ -250,6 +260,10 @@ class Chain:
                 "asked": rd.asked,
                 "request_state": rd.state_hash[:16] if rd.state_hash else None,
             })
+        if self.outcome == "abandoned":
+            rd = self.unanswered_round
+            if rd is not None:  # the wait no retry ended: up to the abandonment
+                rounds[-1]["unanswered_ms"] = round((self.end - rd.irr_time) * 1000.0, 3)
         return {
             "id": self.id,
             "method": self.method,
@@ -878,19 +892,27 @@ class Stitcher:
             rd = chain.open_round
             if rd is not None and rd.irr_time < limit and not chain.in_flight:
                 rd.expired = True
+                gave_up = rd.irr_time + self.abandon_after  # when it was abandoned, however late this check runs
+                if gave_up > chain.end:
+                    chain.end = gave_up
                 self._close(chain, "abandoned", obs)
         return obs
 
     def close_all(self, now: float, session: str | None = None) -> list:
-        """End of capture (or of one session): open rounds are abandoned, requests in flight open."""
+        """End of capture (or of one session): open rounds are abandoned, requests in flight open.
+        Both were still waiting until `now`: their duration runs to it."""
         obs: list = []
         for chain in list(self._open_chains.values()):
             if session is not None and chain.session != session:
                 continue
             if chain.in_flight:
+                if now > chain.end:
+                    chain.end = now
                 self._close(chain, "open", obs)
             elif chain.outcome is not None:
                 self._close(chain, chain.outcome, obs)
             else:
+                if now > chain.end:
+                    chain.end = now
                 self._close(chain, "abandoned", obs)
         return obs

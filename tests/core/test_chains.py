@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from mrtr_inspect.config import Config
@@ -192,15 +194,122 @@ def test_the_weakest_evidence_names_the_link():
 
 
 def test_abandoned_at_the_end_of_the_capture():
+    """The round waited unanswered until the capture ended: the duration and the wait run to it."""
     t = Traffic()
     a = t.tool("deploy", PROD)
     t.irr(a, {"confirm": ELICIT}, state="s1")
+    irr_time = t.t
     t.tick(100.0)
+    t.end()
     r = t.run()
     c = r.chain("c1")
     assert shape(c) == ([a], 1, "abandoned", None)
-    assert c["duration_ms"] == pytest.approx(1.0)  # from the request to the input_required, not to the end
-    assert "chain-abandoned" in r.rules()
+    assert c["end"] == t.t  # the session's end
+    assert c["duration_ms"] == pytest.approx((t.t - c["start"]) * 1000.0)
+    assert c["round_details"][-1]["unanswered_ms"] == pytest.approx((t.t - irr_time) * 1000.0)
+    assert c["round_details"][-1]["unanswered_ms"] > 100_000
+    f = r.of("chain-abandoned")
+    assert len(f) == 1 and f[0].time == t.t  # known at the end of the capture
+
+
+def test_abandoned_when_the_capture_stops_at_the_input_required():
+    """No frame after the input_required: the capture ended there, nothing was waited."""
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    c = t.run().chain("c1")
+    assert c["duration_ms"] == pytest.approx(1.0)
+    assert c["round_details"][-1]["unanswered_ms"] == 0.0
+
+
+def test_abandoned_by_the_timeout_runs_to_the_timeout():
+    """abandon_after: the chain was given up on `abandon_after` after its input_required, whenever the
+    check came (here with traffic 30 s later) and however long the capture went on."""
+    t = Traffic()
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    irr_time = t.t
+    t.tick(30.0)
+    t.result(t.call("tools/list"), {"tools": []})
+    t.tick(100.0)
+    t.end()
+    c = t.run(Config(abandon_after=10.0)).chain("c1")
+    assert c["outcome"] == "abandoned"
+    assert c["end"] == pytest.approx(irr_time + 10.0)
+    assert c["round_details"][-1]["unanswered_ms"] == pytest.approx(10_000.0)
+
+
+def test_abandoned_after_a_retry_with_no_response_has_no_unanswered_wait():
+    """Near miss: the last round was answered (its retry's stream ended empty): the chain ends with
+    that stream, and its wait is the retry's, not an open one."""
+    t = Traffic("http")
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    t.tick(2.0)
+    b = retry(t, {"confirm": ACCEPT}, "s1")
+    t.respond_sse(t._x_of_id.pop(json.dumps(b)), [])
+    stream_end = t.t
+    t.tick(50.0)
+    t.end()
+    c = t.run().chain("c1")
+    assert c["outcome"] == "abandoned"
+    assert c["end"] == stream_end
+    assert "unanswered_ms" not in c["round_details"][-1]
+    assert c["timeline"][1]["wait_ms"] == pytest.approx(2000.0, abs=5.0)
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_open_at_the_end_runs_to_the_end_of_the_capture(transport):
+    """A request still in flight when the capture ended (a proxy stopped while a tool streams
+    progress): it had been waiting until then."""
+    t = Traffic(transport)
+    a = t.tool("slow", {})
+    start = t.t
+    progress = [{"jsonrpc": "2.0", "method": "notifications/progress",
+                 "params": {"progressToken": 1, "progress": n}} for n in range(5)]
+    if transport == "http":
+        t.tick(0.8)
+        t.respond_sse(t._x_of_id.pop(json.dumps(a)), progress, end_error="capture-ended")
+    else:
+        for p in progress:
+            t.tick(0.16)
+            t.server(p)
+    t.end()
+    c = t.run().chain("c1")
+    assert (c["outcome"], c["rounds"]) == ("open", 0)
+    assert c["end"] == t.t
+    assert c["duration_ms"] == pytest.approx((t.t - start) * 1000.0)
+    assert c["duration_ms"] > 800
+    assert "unanswered_ms" not in str(c)
+
+
+def test_open_at_the_close_of_a_capture_without_its_end():
+    """A torn recording (no session end): the capture ended with its last frame."""
+    t = Traffic()
+    t.tool("slow", {})
+    t.tick(3.0)
+    t.result(t.call("tools/list"), {"tools": []})
+    c = t.run().chain("c1")
+    assert c["outcome"] == "open" and c["end"] == t.t and c["duration_ms"] > 3000
+
+
+def test_ended_chains_keep_their_duration_when_the_capture_goes_on():
+    """Near misses: complete, error and cancelled chains end with their last message, not the capture."""
+    t, a, b = asked_and_retried()
+    t.result(b, {"content": []})
+    done = t.t
+    e = t.tool("broken", {})
+    t.error(e, -32603)
+    failed = t.t
+    g = t.tool("gone", {})
+    t.notify("notifications/cancelled", {"requestId": g})
+    cancelled = t.t
+    t.tick(60.0)
+    t.end()
+    r = t.run()
+    assert [(c["outcome"], c["end"]) for c in r.chains] == [
+        ("complete", done), ("error", failed), ("cancelled", cancelled)]
+    assert all("unanswered_ms" not in rd for c in r.chains for rd in c["round_details"])
 
 
 def test_open_at_the_end_when_a_request_is_in_flight():

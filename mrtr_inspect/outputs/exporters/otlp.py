@@ -111,7 +111,7 @@ def _chain_spans(cap: Capture, c: dict, session: str, findings: list[dict]) -> l
         retry = retried.get(n)
         asked = [f"{k}: {a.get('method')}" for k, a in (rd.get("asked") or {}).items()]
         attrs = {**common, "mrtr.round": n, "mrtr.asked": asked, "mrtr.answered": retry is not None,
-                 "mrtr.wait_ms": retry.get("wait_ms") if retry else None}
+                 "mrtr.wait_ms": retry.get("wait_ms") if retry else rd.get("unanswered_ms")}
         spans.append({"traceId": tid, "spanId": span_id(tid, f"waiting {n}"), "parentSpanId": root,
                       "name": f"waiting for input (round {n})", "kind": INTERNAL,
                       "startTimeUnixNano": nanos(rd["time"]), "endTimeUnixNano": nanos(retry["time"] if retry else end),
