@@ -337,11 +337,24 @@ def _request_id(msg: Message, st: _State, ctx) -> None:
 def request_id_in_flight_reuse(obs: InFlightReuse, ctx) -> None:
     """A client request whose id (type and value) equals that of an earlier request of the same
     sender (the stdio pipe, the HTTP peer) that has not been answered yet. Legacy-era requests are
-    judged by `legacy-request-id-reused-in-session`, which forbids any reuse in the session."""
+    judged by `legacy-request-id-reused-in-session`, which forbids any reuse in the session.
+
+    On HTTP the sender is the peer of RULES.md §10.4, which only a configured `peer_header` tells
+    apart process by process: two client processes on one machine (a parallel test run) share an
+    address and a `clientInfo`, and often a token, and each counts its ids from 1. There, unless
+    `peer_header` names the sender, the finding is a warning that says so (a documented downgrade):
+    the same ids from two processes are no fault, and the traffic cannot tell which it is."""
     msg, prior = obs.msg, obs.prior
-    if msg.era != LEGACY:
-        ctx.emit(f"{at(msg)} reuses the id of {at(prior)}, which is still waiting for its response; the sender MUST "
-                 "NOT reuse the ID of a request it has not received a response for", messages=[prior.index, msg.index])
+    if msg.era == LEGACY:
+        return
+    text = (f"{at(msg)} reuses the id of {at(prior)}, which is still waiting for its response; the sender MUST NOT "
+            "reuse the ID of a request it has not received a response for")
+    if msg.transport == "http" and not ctx.config.peer_header:
+        ctx.emit(text + " (if both came from one client: on HTTP, two client processes on one machine look alike; "
+                        "name the header that tells them apart as peer_header, docs/http-proxy.md)",
+                 messages=[prior.index, msg.index], severity=WARNING)
+    else:
+        ctx.emit(text, messages=[prior.index, msg.index])
 
 
 declare(

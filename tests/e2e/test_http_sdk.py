@@ -14,6 +14,7 @@ straight to the server gives the SSE timing without the proxy.
 from __future__ import annotations
 
 import base64
+import contextlib
 import json
 import signal
 import statistics
@@ -191,17 +192,15 @@ def gaps(times: list[float]) -> list[float]:
 # -- one run -----------------------------------------------------------------------------------------
 
 
-@pytest.fixture(scope="module")
-def run(tmp_path_factory):
-    tmp = tmp_path_factory.mktemp("http-sdk")
-    capture, record, rep = tmp / "server.jsonl", tmp / "session.jsonl", tmp / "report.json"
+@contextlib.contextmanager
+def proxied_server(capture, *proxy_args: str):
+    """The SDK server, and the proxy in front of it, ready; both stopped after (the proxy by a
+    signal, and asked to exit 0)."""
     server, port = start_server(capture)
-    proxy = ProxyRun(f"http://127.0.0.1:{port}/mcp", "--record", str(record), "--report", str(rep))
+    proxy = ProxyRun(f"http://127.0.0.1:{port}/mcp", *proxy_args)
     try:
         proxy.ready()
-        said, client_log = anyio.run(run_client, proxy.url)
-        n_proxied = len(client_log)
-        _, direct_log = anyio.run(run_client, f"http://127.0.0.1:{port}/mcp", ("slow_deploy",))
+        yield proxy, port
         assert proxy.stop() == 0
         server.send_signal(signal.SIGTERM)
         server.wait(WAIT)
@@ -210,6 +209,16 @@ def run(tmp_path_factory):
         if server.poll() is None:
             server.kill()
             server.wait()
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory):
+    tmp = tmp_path_factory.mktemp("http-sdk")
+    capture, record, rep = tmp / "server.jsonl", tmp / "session.jsonl", tmp / "report.json"
+    with proxied_server(capture, "--record", str(record), "--report", str(rep)) as (proxy, port):
+        said, client_log = anyio.run(run_client, proxy.url)
+        n_proxied = len(client_log)
+        _, direct_log = anyio.run(run_client, f"http://127.0.0.1:{port}/mcp", ("slow_deploy",))
     served = server_exchanges(capture)
     return {"said": said, "client": client_log, "direct": direct_log, "server": served[:n_proxied],
             "server_direct": served[n_proxied:], "record": record, "report": json.loads(rep.read_text()),

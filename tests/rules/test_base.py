@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from mrtr_inspect.config import Config
 from mrtr_inspect.core.events import HttpResponse, SseEvent, HttpEnd
 from mrtr_inspect.rules.registry import REGISTRY
 from tests.traffic import CLIENT_INFO, Traffic, dumps
@@ -107,6 +108,33 @@ def test_request_id_in_flight_reuse():
     t.call("tools/list", id=3)
     f = one(t.run(), "request-id-in-flight-reuse")
     assert f.messages == [0, 1] and "still waiting" in f.message
+
+
+def _two_in_flight_over_http(users: tuple[str, str] | None = None) -> Traffic:
+    """tools/call id 7 from two POSTs of one address and clientInfo, neither answered yet; `users`:
+    an X-User header on each."""
+    h = Traffic("http")
+    for n in range(2):
+        extra = (("x-user", users[n]),) if users else ()
+        h.call("tools/call", {"name": "deploy"}, id=7, headers=h.default_headers + extra)
+    return h
+
+
+def test_request_id_in_flight_reuse_over_http_is_a_warning_unless_the_sender_is_named():
+    """Two client processes on one machine look like one HTTP peer (RULES.md §10.4): without a
+    peer_header, the reuse is a warning that says so; with one naming the same sender, an error."""
+    f = one(_two_in_flight_over_http().run(), "request-id-in-flight-reuse")
+    assert f.severity == "warning" and "two client processes on one machine look alike" in f.message
+    assert f.messages == [0, 1]
+    named = Config(peer_header="X-User")
+    f = one(_two_in_flight_over_http(("ann", "ann")).run(named), "request-id-in-flight-reuse")
+    assert f.severity == "error" and "look alike" not in f.message
+    assert _two_in_flight_over_http(("ann", "ann")).run().of("request-id-in-flight-reuse")[0].severity == "warning"
+
+
+def test_near_miss_two_named_senders_may_use_the_same_id_over_http():
+    assert not _two_in_flight_over_http(("ann", "bob")).run(Config(peer_header="X-User")).of(
+        "request-id-in-flight-reuse")
 
 
 def test_request_id_reuse_after_the_answer_is_fine():
