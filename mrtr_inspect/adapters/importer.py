@@ -12,6 +12,11 @@ order, through the recording writer: redacted as a live recording is, appended a
 Bodies: a flow file keeps the wire bytes, decoded here as the proxy decodes them; a HAR holds them
 decoded already (HAR 1.2), which the frame's note says. A HAR's pages become sessions (an export of
 a recording with several sessions imports as those sessions); a HAR without pages is one session.
+
+A body mitmproxy streamed is not in its flow file unless it ran with `store_streamed_bodies=true`
+(the addon streams event streams and large bodies): such an exchange is left out, with a note, rather
+than analysed with an empty body (`unkept`). A flow saved while its response was still coming ends
+as `capture-ended`, as the proxy ends the exchanges open when it stops.
 """
 
 from __future__ import annotations
@@ -34,6 +39,7 @@ from ..replay.script import ReplayError
 
 CLIENT_DISCONNECTED = "client-disconnected"
 UPSTREAM_ERROR = "upstream-error: "
+CAPTURE_ENDED = "capture-ended"
 
 
 class ImportFailed(ReplayError):
@@ -60,14 +66,15 @@ class Exchange:
     response_note: str | None = None
     error: str | None = None
     url: str = ""
+    complete: bool = True  # the request body arrived whole
 
 
 def frames(session: str, x: int, ex: Exchange) -> list:
     """The frames the proxy records for this exchange."""
     t_head = max(ex.t_head, ex.t_request)  # a clock that went back must not put the response first
     t_end = max(ex.t_end, t_head)
-    out: list = [HttpRequest(ex.t_request, session, x, ex.method, ex.path, ex.headers, ex.body, ex.client, True,
-                             ex.body_note)]
+    out: list = [HttpRequest(ex.t_request, session, x, ex.method, ex.path, ex.headers, ex.body, ex.client,
+                             ex.complete, ex.body_note)]
     if ex.status is not None:
         out.append(HttpResponse(t_head, session, x, ex.status, ex.response_headers))
         note = ex.response_note
@@ -88,7 +95,7 @@ def _error(msg: str | None) -> str | None:
     """A capture tool's error text in the words of `HttpEnd.error`."""
     if not msg:
         return None
-    if msg == CLIENT_DISCONNECTED or msg.startswith(UPSTREAM_ERROR) or msg == "capture-ended":
+    if msg == CLIENT_DISCONNECTED or msg.startswith(UPSTREAM_ERROR) or msg == CAPTURE_ENDED:
         return msg  # written by mrtr-inspect (export --to har)
     return CLIENT_DISCONNECTED if "client disconnected" in msg.lower() else UPSTREAM_ERROR + msg
 
@@ -164,40 +171,70 @@ def har_exchanges(doc: Any) -> list[Exchange]:
 # -- mitmproxy flows ------------------------------------------------------------------------------
 
 
-def flow_exchanges(f) -> tuple[list[Exchange], int]:
-    """The HTTP flows of a flow file (and how many other flows were skipped)."""
+def unkept(flow) -> bool:
+    """Whether the flow lacks a body that went by whole: mitmproxy leaves `raw_content` None for a
+    body it streamed unless `store_streamed_bodies` is on (it is None too for a body that never
+    ended, which `timestamp_end` tells apart)."""
+    req, resp = flow.request, flow.response
+    return (req.raw_content is None and req.timestamp_end is not None) or (
+        resp is not None and resp.raw_content is None and resp.timestamp_end is not None)
+
+
+def unkept_note(n: int, done: str = "left out", source: str = "the flow file") -> str:
+    return (f"{done} {n} exchange(s) whose body {source} does not hold: mitmproxy keeps no body it streamed "
+            "(the mrtr-inspect addon streams event streams and large bodies) unless run with "
+            "--set store_streamed_bodies=true; analysed, such a body would count as empty")
+
+
+def flow_exchange(flow) -> Exchange | None:
+    """The exchange of one HTTP flow, or None when a body of it was not kept (`unkept`)."""
+    from .mitm_addon import _client, _headers
+
+    if unkept(flow):
+        return None
+    req, resp = flow.request, flow.response
+    headers = _headers(req.headers)
+    body, note = decode_body(req.raw_content or b"", header(headers, "content-encoding"))
+    t_request = req.timestamp_end or req.timestamp_start
+    t_end = (resp.timestamp_end or resp.timestamp_start) if resp is not None else None
+    if t_end is None:
+        t_end = flow.error.timestamp if flow.error is not None else t_request
+    ex = Exchange("", t_request, resp.timestamp_start if resp is not None else t_end, t_end, req.method,
+                  req.data.path.decode("latin-1"), headers, body, note, _client(flow),
+                  url=req.url.split("?")[0], complete=req.raw_content is not None)
+    if resp is not None:
+        ex.status = resp.status_code
+        ex.response_headers = _headers(resp.headers)
+        ex.response_body, ex.response_note = decode_body(
+            resp.raw_content or b"", header(ex.response_headers, "content-encoding"))
+    if flow.error is not None:
+        ex.error = _error(flow.error.msg)
+    elif resp is None or resp.timestamp_end is None:
+        ex.error = CAPTURE_ENDED  # saved while the exchange was under way (mitmdump -w at exit)
+    return ex
+
+
+def flow_exchanges(f) -> tuple[list[Exchange], int, int]:
+    """The HTTP flows of a flow file, how many other flows were skipped, and how many HTTP flows
+    were left out for a body the file does not hold."""
     from mitmproxy import http
     from mitmproxy.exceptions import FlowReadException
     from mitmproxy.io import FlowReader
 
-    from .mitm_addon import _client, _headers
-
-    out, skipped = [], 0
+    out, skipped, left_out = [], 0, 0
     try:
         for flow in FlowReader(f).stream():
             if not isinstance(flow, http.HTTPFlow) or flow.websocket is not None:
                 skipped += 1
                 continue
-            req, resp = flow.request, flow.response
-            headers = _headers(req.headers)
-            body, note = decode_body(req.raw_content or b"", header(headers, "content-encoding"))
-            t_request = req.timestamp_end or req.timestamp_start
-            t_end = (resp.timestamp_end or resp.timestamp_start) if resp is not None else None
-            if t_end is None:
-                t_end = flow.error.timestamp if flow.error is not None else t_request
-            ex = Exchange("", t_request, resp.timestamp_start if resp is not None else t_end, t_end, req.method,
-                          req.data.path.decode("latin-1"), headers, body, note, _client(flow),
-                          url=req.url.split("?")[0])
-            if resp is not None:
-                ex.status = resp.status_code
-                ex.response_headers = _headers(resp.headers)
-                ex.response_body, ex.response_note = decode_body(
-                    resp.raw_content or b"", header(ex.response_headers, "content-encoding"))
-            ex.error = _error(flow.error.msg) if flow.error is not None else None
-            out.append(ex)
+            ex = flow_exchange(flow)
+            if ex is None:
+                left_out += 1
+            else:
+                out.append(ex)
     except FlowReadException as e:
         raise ImportFailed(f"not a HAR file nor a mitmproxy flow file: {e}") from None
-    return out, skipped
+    return out, skipped, left_out
 
 
 # -- the command ----------------------------------------------------------------------------------
@@ -219,8 +256,10 @@ def read_exchanges(path: str) -> tuple[str, list[Exchange], list[str]]:
                     return "HAR", har_exchanges(_json(zlib.decompress(f.read()))), []
                 except zlib.error:
                     f.seek(0)
-            exchanges, skipped = flow_exchanges(f)
+            exchanges, skipped, left_out = flow_exchanges(f)
             notes = [f"skipped {skipped} flow(s) that are not HTTP request/response flows"] if skipped else []
+            if left_out:
+                notes.append(unkept_note(left_out))
             return "mitmproxy flows", exchanges, notes
     except OSError as e:
         raise ImportFailed(str(e.strerror or e)) from None
@@ -241,7 +280,7 @@ def import_file(path: str, output: str, config: Config | None = None) -> list[st
     except ImportFailed as e:
         raise ImportFailed(f"{path}: {e}") from None
     if not exchanges:
-        raise ImportFailed(f"{path}: no HTTP exchange to import")
+        raise ImportFailed(f"{path}: no HTTP exchange to import" + "".join(f" ({n})" for n in notes))
     groups: dict[str, list[Exchange]] = {}
     for ex in sorted(exchanges, key=lambda e: e.t_request):
         groups.setdefault(ex.group, []).append(ex)

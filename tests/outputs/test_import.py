@@ -255,3 +255,37 @@ def test_an_import_is_redacted_with_the_projects_settings(tmp_path, monkeypatch,
         assert tenant.startswith("[redacted:") and version.startswith("[redacted:")
     else:
         assert (tenant, version) == ("acme-private", "1.0.0")
+
+
+def test_a_body_the_flow_file_does_not_hold_is_left_out_not_taken_for_empty(tmp_path):
+    """mitmproxy keeps no body it streamed unless run with store_streamed_bodies (`raw_content` None,
+    the message over all the same): such an exchange is left out with a note that says the remedy, not
+    analysed as an empty body (a call with no answer, its retry unsolicited). Near misses: the same
+    stream kept is imported; a flow saved while its response was coming ends as the capture ending."""
+    call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+    sse = {"content-type": "text/event-stream"}
+    event = b'data: {"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}\n\n'
+    lost, kept, coming = (_flow(t, "/mcp", call, 200, sse, event) for t in (100.0, 101.0, 102.0))
+    lost.response.raw_content = None  # streamed, not stored: the response is over (timestamp_end)
+    coming.response.raw_content, coming.response.timestamp_end = None, None  # mitmdump -w at exit
+    flows = tmp_path / "flows"
+    with open(flows, "wb") as f:
+        w = mitm_io.FlowWriter(f)
+        for flow in (lost, kept, coming):
+            w.add(flow)
+    r = run_cli("import", flows, "--output", tmp_path / "r.jsonl")
+    assert r.exit_code == 0, r.stderr
+    assert "left out 1 exchange(s) whose body the flow file does not hold" in r.stderr
+    assert "--set store_streamed_bodies=true" in r.stderr and "2 exchanges from the mitmproxy flows" in r.stderr
+    frames = [f for f in read_frames(tmp_path / "r.jsonl") if type(f) in (HttpRequest, SseEvent, HttpEnd)]
+    assert [(type(f).__name__, f.time) for f in frames] == [
+        ("HttpRequest", 101.001), ("SseEvent", 101.5), ("HttpEnd", 101.5), ("HttpRequest", 102.001),
+        ("HttpEnd", 102.01)]
+    assert [f.error for f in frames if type(f) is HttpEnd] == [None, "capture-ended"]
+    assert [f for f in checked(tmp_path / "r.jsonl")["findings"] if f["severity"] == "error"] == []
+    only_lost = tmp_path / "lost"
+    with open(only_lost, "wb") as f:
+        mitm_io.FlowWriter(f).add(lost)
+    r = run_cli("import", only_lost, "--output", tmp_path / "none.jsonl")
+    assert r.exit_code == 2 and r.stderr.count("\n") == 1
+    assert "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
