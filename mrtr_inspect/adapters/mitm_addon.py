@@ -14,6 +14,10 @@ chunk is never dropped for the analysis' sake. Framing (content-encoding removed
 into events), recording and the rules run elsewhere: in a process of its own for the embedded proxy
 (adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`, options
 declared in `load()`). A JSON body is analysed whole once it is over.
+
+Flows read from a file (`mitmdump -r FILE`, mitmweb's open) go through the same hooks, but no body
+comes through a stream callback: each is analysed whole when its request headers are announced, from
+the bodies and times the file holds, as `import` reads them (adapters/importer.py).
 """
 
 from __future__ import annotations
@@ -52,12 +56,22 @@ CAPTURE_ENDED = "capture-ended"
 STREAM_ABOVE = 64 * 1024  # bytes: a body of known length up to this is taken whole by mitmproxy
 
 
+class _Framer(HttpFramer):
+    """The core's framer, and the frames of a whole exchange read from a flow file."""
+
+    def exchange(self, x: int, ex) -> list:
+        from .importer import frames
+
+        return frames(self.session, x, ex)
+
+
 class HttpAnalysis(TeeAnalysis):
     """The tee's pipeline (record, then inspect, then report) fed with HTTP steps.
 
     A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
-    `request_end`, `response_head`, `response_data`, `response_end`), called with `args`; its frames
-    are recorded, then analysed, and the outputs go to the report, the live view and the flow notes.
+    `request_end`, `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange
+    read from a file), called with `args`; its frames are recorded, then analysed, and the outputs go
+    to the report, the live view and the flow notes.
     It speaks the tee's analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the
     proxy is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py);
     in stock mitmproxy `ThreadedAnalysis` runs it on a thread.
@@ -66,7 +80,7 @@ class HttpAnalysis(TeeAnalysis):
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
                  notes: "FlowNotes | None" = None) -> None:
-        self.http = HttpFramer(start.session)
+        self.http = _Framer(start.session)
         self.view = view
         self.sinks = tuple(s for s in (view, notes) if s is not None)  # consumers besides the report
         super().__init__(start, config, writer, None, report, report_path)
@@ -267,6 +281,7 @@ class MrtrInspect:
         self.stopping = False  # errors from here on are the proxy closing, not the client leaving
         self._flows: dict[str, _Flow] = {}
         self._next = 0
+        self.unkept = 0  # flows read from a file without a body they had (not analysed)
 
     # -- mitmproxy lifecycle ----------------------------------------------------------------------
     def load(self, loader) -> None:
@@ -326,6 +341,15 @@ class MrtrInspect:
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
+        if self.unkept:
+            from .importer import unkept_note
+
+            note = unkept_note(self.unkept, "did not analyse", "the file read")
+            self.unkept = 0
+            logger.warning("mrtr-inspect: note: %s", note)
+            report = getattr(getattr(a, "analysis", None), "report", None)
+            if report is not None:  # the analysis thread reads the notes after finish()
+                report.notes.append(note)
         if a is not None:
             a.finish({"exchanges": self._next})
             self._flows.clear()
@@ -340,6 +364,9 @@ class MrtrInspect:
             a = self._session()
             if a is None:
                 return
+            if not flow.live:  # read from a file: the whole flow is here, its bodies come through no callback
+                self._read(a, flow)
+                return
             x = self._next = self._next + 1
             st = self._flows[flow.id] = _Flow(x)
             req = flow.request
@@ -352,6 +379,20 @@ class MrtrInspect:
                 self.notes.track(x, flow)
         except Exception as e:
             self._failed(e)
+
+    def _read(self, a, flow: http.HTTPFlow) -> None:
+        """A flow read from a file, analysed whole from what the file holds (as `import` does); the
+        later hooks find no state for it. One whose body the file does not hold is left out."""
+        from .importer import flow_exchange
+
+        ex = flow_exchange(flow)
+        if ex is None:
+            self.unkept += 1
+            return
+        x = self._next = self._next + 1
+        if self.notes is not None:
+            self.notes.track(x, flow)  # first: the analysis may note it at once
+        a.put(("exchange", (x, ex)))
 
     def request(self, flow: http.HTTPFlow) -> None:
         st = self._flows.get(flow.id)

@@ -226,6 +226,52 @@ def test_small_bodies_of_known_length_are_taken_whole_and_the_rest_streamed():
     assert _streamed(msg(("content-type", "text/event-stream; charset=utf-8"), ("content-length", "10")))
 
 
+# -- flows read from a file (mitmdump -r): the same hooks, no stream callback ---------------------------
+
+
+def _saved(t: float, body: bytes | None, content_type: bytes = b"text/event-stream") -> http.HTTPFlow:
+    """A flow as mitmdump -w saved it: whole, over, not live; `body` None when it was streamed and not kept."""
+    f = _flow()
+    f.request.data.content = dumps(CALL)
+    f.request.timestamp_start, f.request.timestamp_end = t, t + 0.001
+    f.response = http.Response.make(200)
+    f.response.headers = http.Headers([(b"content-type", content_type)])  # no length: live, it would stream
+    f.response.raw_content = body
+    f.response.timestamp_start, f.response.timestamp_end = t + 0.01, t + 0.5
+    f.live = False
+    return f
+
+
+def test_a_flow_read_from_a_file_is_analysed_from_the_bodies_it_holds(tmp_path):
+    """mitmproxy runs the hooks of a flow it reads (readfile → `master.load_flow`) but calls no stream
+    callback: the body the file holds is analysed, at the times the file gives, and the flow gets its
+    notes. Near miss: a flow whose body was streamed and not kept is left out, with a note saying the
+    remedy, not analysed as a call with an empty answer."""
+    event = b"event: message\r\ndata: " + dumps(IRR) + b"\r\n\r\n"
+    kept, lost = _saved(100.0, event), _saved(200.0, None)
+
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            await tctx.master.load_flow(kept)
+            await tctx.master.load_flow(lost)
+            addon.done()
+            await asyncio.sleep(0)
+
+    asyncio.run(main())
+    fs = [f for f in read_frames(tmp_path / "s.jsonl") if type(f) in (HttpRequest, HttpResponse, SseEvent, HttpEnd)]
+    assert [(type(f).__name__, f.time) for f in fs] == [
+        ("HttpRequest", 100.001), ("HttpResponse", 100.01), ("SseEvent", 100.5), ("HttpEnd", 100.5)]
+    assert fs[0].body == dumps(CALL) and fs[2].raw == event and fs[3].error is None
+    assert not kept.response.stream  # no callback left on a flow that will not stream
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["summary"]["messages"] == 2 and report["summary"]["errors"] == 0
+    assert [(c["target"], c["rounds"]) for c in report["chains"]] == [("deploy", 1)]
+    assert "did not analyse 1 exchange(s)" in report["notes"][0] and "store_streamed_bodies=true" in report["notes"][0]
+    assert [n["step"] for n in kept.metadata[NOTES_KEY]["messages"]] == ["first request", "round 1: input_required"]
+    assert NOTES_KEY not in lost.metadata
+
+
 # -- stock mitmproxy reads the project's settings, as the command line does --------------------------
 
 
