@@ -3,8 +3,8 @@
     mitmdump -s addons/mrtr_inspect.py --mode reverse:http://127.0.0.1:3000 \
         --set mrtr_record=session.jsonl --set mrtr_report=report.json
 
-Also adds the "MCP JSON-RPC" contentview (mitmweb: run with `--set store_streamed_bodies=true` so
-flows keep the bodies the addon streams). docs/http-proxy.md says more.
+Also adds the "MCP JSON-RPC" contentview. With mitmweb, or `-w FILE`, run with `--set
+store_streamed_bodies=true` so flows keep the bodies the addon streams. docs/http-proxy.md says more.
 """
 
 import sys
