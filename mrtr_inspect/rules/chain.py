@@ -3,6 +3,8 @@ reactions the first seed's gateway shows (RULES.md §10.5)."""
 
 from __future__ import annotations
 
+import re
+
 from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
@@ -322,6 +324,9 @@ def server_gave_up_after_rounds(obs: ChainClosed, ctx) -> None:
 
 
 _ABOUT_ANSWERS = ("inputresponses", "input response", "answer", "elicit", "confirm")
+# what an error that turns the state away says; or it is -32602, invalid params, the params being as before
+_ABOUT_STATE = ("state", "session", "expir", "signature", "tamper", "integrity", "verif", "principal", "replay",
+                "stale")
 
 
 @rule(
@@ -334,7 +339,11 @@ _ABOUT_ANSWERS = ("inputresponses", "input response", "answer", "elicit", "confi
 def server_rejected_own_state(obs: Answered, ctx) -> None:
     """The client echoed the previous round's requestState verbatim, from the same peer, on a retry
     that matches the chain, and the server answered with an error that does not concern the answers
-    (its message names no inputResponses key and no answer)."""
+    (its message names no inputResponses key, as a word, and no answer) but turns the request away:
+    its code is -32602 (invalid params, when the params are those of the round), or its message
+    speaks of the state, the session, expiry, a signature or integrity, the principal, a replay.
+    An error that is neither (a backend that failed after the answer: "upstream failed", -32603) is
+    no rejection of the state: `chain-ended-error` tells it."""
     link = obs.creq.link if obs.creq is not None else None
     if link is None or link.via != "state" or link.state not in ("echoed", "reencoded"):
         return
@@ -342,8 +351,10 @@ def server_rejected_own_state(obs: Answered, ctx) -> None:
         return
     err = obs.response.error if type(obs.response.error) is dict else {}
     text = f"{err.get('message', '')} {err.get('data', '')}".lower()
-    keys = [k.lower() for k in (link.round.input_requests or {})]
-    if any(w in text for w in _ABOUT_ANSWERS) or any(k and k in text for k in keys):
+    if err.get("code") != -32602 and not any(w in text for w in _ABOUT_STATE):
+        return
+    if any(w in text for w in _ABOUT_ANSWERS) or any(
+            k and re.search(rf"(?<![\w-]){re.escape(k.lower())}(?![\w-])", text) for k in (link.round.input_requests or {})):
         return
     ctx.emit(
         f"the server rejected {link.request.label()} of chain {link.chain.id} with error {err.get('code')} "
