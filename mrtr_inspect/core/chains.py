@@ -547,12 +547,15 @@ def summarize_responses(input_responses: Any) -> dict | None:
 def _by_state(rounds: list[Round], peer: str, key: tuple) -> tuple[Round, bool]:
     """The round a retry echoing their state ties to, among the rounds that issued it, and whether it
     is ambiguous. A server that issues the same state round after round is no ambiguity: only rounds
-    that tie with the chosen one on every rank but the chain order are."""
+    that tie with the chosen one on every rank but the chain order are. Before recency, a round still
+    open (no retry yet, not expired) outranks one already answered: a server that derives the state
+    from the request alone gives parallel identical calls the same state, and each of their retries
+    answers a round of its own, not the latest one again (which would be a fork)."""
     if len(rounds) == 1:
         return rounds[0], False
 
     def rank(r: Round) -> tuple:
-        return (r.peer == peer, r.key == key, r.key[:2] == key[:2], r.irr_time)
+        return (r.peer == peer, r.key == key, r.key[:2] == key[:2], not r.retries and not r.expired, r.irr_time)
 
     rd = max(rounds, key=lambda r: (*rank(r), -r.chain.seq))
     top = rank(rd)

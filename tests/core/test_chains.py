@@ -416,6 +416,23 @@ def test_replaying_a_state_whose_retry_failed_is_only_info():
     assert [f.severity for f in r.of("request-state-replayed")] == ["info"]
 
 
+def test_parallel_identical_calls_given_one_state_each_get_their_retry():
+    """A server that derives the state from the request alone gives three identical calls in flight
+    the same state: each retry answers a round still open, the latest first, and no chain forks."""
+    t = Traffic()
+    calls = [t.tool("deploy", PROD) for _ in range(3)]
+    for a in calls:
+        t.irr(a, {"confirm": ELICIT}, state="same-state")
+    retries = [retry(t, {"confirm": ACCEPT}, "same-state") for _ in calls]
+    for b in retries:
+        t.result(b, {"content": []})
+    r = t.run()
+    assert len(r.chains) == 3 and "chain-forked" not in r.rules() and "request-state-replayed" not in r.rules()
+    assert sorted(shape(r.chain(c))[1:] for c in ("c1", "c2", "c3")) == [(1, "complete", "state")] * 3
+    assert {r.chain(c)["requests"][1] for c in ("c1", "c2", "c3")} == set(retries)
+    assert r.chain("c3")["requests"] == [calls[2], retries[0]]  # most recent open round first
+
+
 def test_a_fork_two_retries_in_flight_for_one_round():
     t, a, b = asked_and_retried()
     c = retry(t, {"confirm": ACCEPT}, "s1")
