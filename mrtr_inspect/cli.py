@@ -17,9 +17,9 @@ EXIT_USAGE = 2
 def say(message: str) -> None:
     """One line on stderr, `mrtr-inspect: ` first; what it quotes of a file or the traffic cannot
     act on the terminal or start a line of its own (outputs.text.printable)."""
-    from .outputs.text import printable
+    from .outputs.text import tool_line
 
-    click.echo(f"mrtr-inspect: {printable(message)}", err=True)
+    click.echo(tool_line(message), err=True, nl=False)
 
 
 def fail(message: str, code: int = EXIT_USAGE) -> None:

@@ -41,6 +41,7 @@ from mitmproxy.master import Master
 
 from ..config import Config
 from ..outputs.live import LiveView
+from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .mitm_addon import HttpAnalysis, MrtrInspect, new_analysis
@@ -189,7 +190,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     config = config or Config()
 
     def say(text: str) -> None:
-        err.write(f"mrtr-inspect: {text}\n")
+        err.write(tool_line(text))
         err.flush()
 
     try:

@@ -49,7 +49,7 @@ from ..core.findings import Finding
 from ..core.framing import StdioFramer
 from ..core.inspector import ChainEvent, Inspector
 from ..outputs.report import ReportBuilder
-from ..outputs.text import FindingPrinter, chain_line, printable
+from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, unwritable, why
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
@@ -147,7 +147,7 @@ class TeeAnalysis:
             if self.printer is not None:
                 self.printer.line(text, style="red")
             else:
-                sys.stderr.write(f"mrtr-inspect: {printable(text)}\n")
+                sys.stderr.write(tool_line(text))
                 sys.stderr.flush()
         except Exception:
             pass
@@ -192,7 +192,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         if record:
             writer = RecordingWriter(record, "stdio", {"command": list(cmd)}, redactor_for(config), session=session)
     except RecordingError as e:
-        sys.stderr.write(f"mrtr-inspect: {printable(e)}\n")
+        sys.stderr.write(tool_line(e))
         return 2
     start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd)})
 
@@ -213,7 +213,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
                                  process_group=0)
     except (OSError, ValueError) as e:
         why = f"cannot start {cmd[0]!r}: {getattr(e, 'strerror', None) or e}"
-        sys.stderr.write(f"mrtr-inspect: {printable(why)}\n")
+        sys.stderr.write(tool_line(why))
         finish({"error": why})
         return 127
     assert child.stdin is not None and child.stdout is not None

@@ -31,6 +31,12 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape, str(text))
 
 
+def tool_line(text: object) -> str:
+    """One line of mrtr-inspect's own on stderr (a reason, a note, a summary): `mrtr-inspect: `, the
+    text made `printable` (it may quote a file name or the traffic), a newline."""
+    return f"mrtr-inspect: {printable(text)}\n"
+
+
 def _where(f: Finding | dict) -> str:
     chain = f.chain if isinstance(f, Finding) else f.get("chain")
     msgs = f.messages if isinstance(f, Finding) else f.get("messages") or []

@@ -9,7 +9,7 @@ from typing import IO
 
 from ..config import Config
 from ..core.findings import RANK
-from ..outputs.text import FindingPrinter, printable
+from ..outputs.text import FindingPrinter, tool_line
 from .script import ReplayError, Script, load_script
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
@@ -32,7 +32,7 @@ def parse_header(value: str) -> tuple[str, str]:
 def _load(path: str, err: IO[str]) -> Script:
     script = load_script(path)
     for line in script.note_lines():
-        err.write(f"mrtr-inspect: note: {printable(line)}\n")
+        err.write(tool_line(f"note: {line}"))
     return script
 
 
@@ -72,7 +72,7 @@ def serve(path: str, *, listen: str | None = None, stdio: bool = False, options=
     else:
         result = serve_stdio(session)
     for line in summary_lines(result):
-        err.write(f"mrtr-inspect: {printable(line)}\n")
+        err.write(tool_line(line))
     return 1 if result["misses"] or _over(result["findings"], fail_on) or session.summary_failed else 0
 
 
@@ -111,5 +111,5 @@ def export(path: str, to: str, output: str, err: IO[str] | None = None, **option
         raise ReplayError(f"export --to {to} is not available")
     done = export_fixture(path, output, **options)
     for line in done.lines():
-        err.write(f"mrtr-inspect: {printable(line)}\n")
+        err.write(tool_line(line))
     return 0

@@ -28,7 +28,7 @@ from ..config import Config
 from ..core.events import Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
-from ..outputs.text import FindingPrinter, printable
+from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import open_private, unwritable, why
 from .live import OWN_REPLY, LiveLog
 from .matching import Match, Matcher
@@ -185,7 +185,7 @@ class ServeSession:
         except OSError as e:  # the client is still served; the run's status tells (run.serve)
             failed = f"cannot write summary {self.summary_path}: {why(e)}"
             if failed != self.summary_failed:
-                sys.stderr.write(f"mrtr-inspect: {printable(failed)}\n")
+                sys.stderr.write(tool_line(failed))
             self.summary_failed = failed
             with contextlib.suppress(OSError):
                 os.unlink(tmp)
