@@ -14,8 +14,9 @@ decoded already (HAR 1.2), which the frame's note says. A HAR's pages become ses
 a recording with several sessions imports as those sessions); a HAR without pages is one session.
 
 A body mitmproxy streamed is not in its flow file unless it ran with `store_streamed_bodies=true`
-(the addon streams event streams and large bodies): such an exchange is left out, with a note, rather
-than analysed with an empty body (`unkept`). A flow saved while its response was still coming ends
+(the addon streams event streams and large bodies), and never when its stream broke off or was still
+coming: such an exchange is left out, with a note, rather than analysed with an empty body
+(`unkept`). A flow saved while its response was still coming, with no streamed body missing, ends
 as `capture-ended`, as the proxy ends the exchanges open when it stops.
 """
 
@@ -172,18 +173,24 @@ def har_exchanges(doc: Any) -> list[Exchange]:
 
 
 def unkept(flow) -> bool:
-    """Whether the flow lacks a body that went by whole: mitmproxy leaves `raw_content` None for a
-    body it streamed unless `store_streamed_bodies` is on (it is None too for a body that never
-    ended, which `timestamp_end` tells apart)."""
-    req, resp = flow.request, flow.response
-    return (req.raw_content is None and req.timestamp_end is not None) or (
-        resp is not None and resp.raw_content is None and resp.timestamp_end is not None)
+    """Whether the flow lacks a body that went by, whole or in part: mitmproxy leaves `raw_content`
+    None for a body it streamed unless `store_streamed_bodies` is on, and even then for a stream that
+    broke off (a client that closes an event stream on its last event races the server's end of it)
+    or was still coming when the file was saved. A body that never ended and was not streamed is
+    None too, but nothing of it went by: mitmproxy forwards such a body only whole."""
+    from .mitm_addon import _streamed
+
+    def lacks(m) -> bool:
+        return m.raw_content is None and (m.timestamp_end is not None or _streamed(m))
+
+    return lacks(flow.request) or (flow.response is not None and lacks(flow.response))
 
 
 def unkept_note(n: int, done: str = "left out", source: str = "the flow file") -> str:
     return (f"{done} {n} exchange(s) whose body {source} does not hold: mitmproxy keeps no body it streamed "
             "(the mrtr-inspect addon streams event streams and large bodies) unless run with "
-            "--set store_streamed_bodies=true; analysed, such a body would count as empty")
+            "--set store_streamed_bodies=true, and none of a stream that broke off or was still coming; "
+            "analysed, such a body would count as empty")
 
 
 def flow_exchange(flow) -> Exchange | None:

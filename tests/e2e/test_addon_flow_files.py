@@ -4,14 +4,19 @@ read again by `import` and by the addon itself (`mitmdump -n -r FILE -s addons/m
 The official SDK server and client on either side of a real mitmdump; the client asks for progress,
 so slow_deploy's calls are answered with event streams, which the addon streams. Without
 `store_streamed_bodies` mitmproxy keeps no streamed body: those exchanges are left out, with a note,
-and nothing else is mistaken; with it, both readings give the addon's live analysis."""
+and nothing else is mistaken; with it, both readings give the addon's live analysis, but for an event
+stream that broke off: mitmproxy keeps no body of one, even with the option (a raw server and client
+make that happen every time, where the SDK client does it now and then: it closes a stream on its
+last event, racing the server's end of the stream)."""
 
 from __future__ import annotations
 
 import json
 import signal
+import socket
 import subprocess
 import sys
+import threading
 from pathlib import Path
 
 import anyio
@@ -66,6 +71,17 @@ def _imported(tmp_path: Path, flows: Path) -> tuple[dict, str]:
     return json.loads(check.stdout), r.stderr
 
 
+def _broken_off(flows: Path) -> int:
+    """How many event streams in the file broke off: the SDK client closes an event stream once its
+    last event came, which can be before the server ends the stream (mitmproxy's "Client
+    disconnected."); mitmproxy keeps no body of such a stream, even with store_streamed_bodies."""
+    from mitmproxy.io import FlowReader
+
+    with open(flows, "rb") as f:
+        return sum(1 for fl in FlowReader(f).stream() if fl.error is not None and fl.response is not None
+                   and fl.response.headers.get("content-type", "").startswith("text/event-stream"))
+
+
 def chains(rep: dict) -> list[tuple]:
     return [tuple(c[k] for k in KEYS) for c in rep["chains"]]
 
@@ -79,11 +95,19 @@ def test_a_flow_file_of_the_addon_reads_back_as_the_live_analysis_or_says_what_i
     live, flows = _live(procs, tmp_path, *(["--set", "store_streamed_bodies=true"] if store else []))
     rep, said = _imported(tmp_path, flows)
     back = _reread(tmp_path, flows)
-    if store:  # every body is in the file: the live analysis, both ways
+    broke = _broken_off(flows)
+    if store and not broke:  # every body is in the file: the live analysis, both ways
         for got in (rep, back):
             assert chains(got) == chains(live) and findings(got) == findings(live)
             assert got["summary"] == live["summary"] and "notes" not in got
         assert "left out" not in said
+        return
+    if store:  # the client closed a stream on its last event before the server ended it: no body kept
+        assert f"left out {broke} exchange(s) whose body the flow file does not hold" in said
+        assert "broke off" in said and back["notes"][0].startswith(f"did not analyse {broke} exchange(s)")
+        for got in (rep, back):
+            assert [c for c in chains(got) if c[0] != STREAMED] == [c for c in chains(live) if c[0] != STREAMED]
+            assert got["summary"]["errors"] == 0
         return
     # the two slow_deploy exchanges are left out, said once with the remedy; nothing else is mistaken
     assert "left out 2 exchange(s) whose body the flow file does not hold" in said
@@ -94,3 +118,66 @@ def test_a_flow_file_of_the_addon_reads_back_as_the_live_analysis_or_says_what_i
     for got in (rep, back):
         assert chains(got) == kept
         assert got["summary"]["errors"] == got["summary"]["warnings"] == 0
+
+
+CALL = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
+EVENT = b'data: {"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}\n\n'
+
+
+def _stream_without_end(srv: socket.socket, gone: threading.Event) -> None:
+    """One exchange: reads the request, answers with an event stream of one event, and never ends it:
+    waits until the proxy closes the connection (the client went away)."""
+    c, _ = srv.accept()
+    with c:
+        data = b""
+        while b"\r\n\r\n" not in data:
+            data += c.recv(65536)
+        head, _, body = data.partition(b"\r\n\r\n")
+        n = next(int(line.split(b":")[1]) for line in head.split(b"\r\n") if line.lower().startswith(b"content-length:"))
+        while len(body) < n:
+            body += c.recv(65536)
+        c.sendall(b"HTTP/1.1 200 OK\r\ncontent-type: text/event-stream\r\ntransfer-encoding: chunked\r\n\r\n"
+                  + b"%x\r\n" % len(EVENT) + EVENT + b"\r\n")
+        while c.recv(65536):
+            pass
+        gone.set()
+
+
+def test_an_event_stream_the_client_closed_before_its_end_is_left_out_even_with_store_streamed_bodies(procs, tmp_path):
+    """The client takes its answer's event and closes the connection before the server ends the
+    stream: live, the addon saw the answer (a complete chain); the flow file holds the response head
+    and mitmproxy's "Client disconnected." but no body, store_streamed_bodies or not. `import` and
+    `mitmdump -r` leave it out and say why, rather than analyse a call that got no answer."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    gone = threading.Event()
+    server = threading.Thread(target=_stream_without_end, args=(srv, gone), daemon=True)
+    server.start()
+    flows, rep = tmp_path / "flows.mitm", tmp_path / "live.json"
+    dump = procs.start(_dump(tmp_path, "--mode", f"reverse:http://127.0.0.1:{srv.getsockname()[1]}",
+                             "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"mrtr_report={rep}",
+                             "--set", "store_streamed_bodies=true", "-w", str(flows)),
+                       stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
+    out = LineReader(dump.stdout)
+    assert (m := out.wait(r"listening at 127\.0\.0\.1:(\d+)")) is not None, out.rest()
+    with socket.create_connection(("127.0.0.1", int(m.group(1))), timeout=WAIT) as c:
+        c.sendall(b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+                  b"accept: application/json, text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(CALL) + CALL)
+        got = b""
+        while EVENT not in got:
+            chunk = c.recv(65536)
+            assert chunk, got
+            got += chunk
+    server.join(WAIT)
+    assert gone.is_set()
+    assert out.wait(r"Client disconnected") is not None, out.rest()
+    dump.send_signal(signal.SIGTERM)
+    assert dump.wait(WAIT) == 0
+    srv.close()
+    live = json.loads(rep.read_text())
+    assert [(c["target"], c["outcome"]) for c in live["chains"]] == [("x", "complete")]
+    assert _broken_off(flows) == 1
+    r = run_cli("import", flows, "--output", tmp_path / "imported.jsonl")
+    assert r.exit_code == 2 and "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
+    assert "broke off" in r.stderr
+    back = _reread(tmp_path, flows)
+    assert back["chains"] == [] and back["notes"][0].startswith("did not analyse 1 exchange(s)")

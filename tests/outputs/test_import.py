@@ -259,33 +259,43 @@ def test_an_import_is_redacted_with_the_projects_settings(tmp_path, monkeypatch,
 
 def test_a_body_the_flow_file_does_not_hold_is_left_out_not_taken_for_empty(tmp_path):
     """mitmproxy keeps no body it streamed unless run with store_streamed_bodies (`raw_content` None,
-    the message over all the same): such an exchange is left out with a note that says the remedy, not
-    analysed as an empty body (a call with no answer, its retry unsolicited). Near misses: the same
-    stream kept is imported; a flow saved while its response was coming ends as the capture ending."""
+    the message over all the same), and none of a stream that broke off (the SDK client closes an
+    event stream on its last event, racing the server's end of it: "Client disconnected.") or was
+    still coming when the file was saved: such an exchange is left out with a note that says the
+    remedy, not analysed as an empty body (a call with no answer, its retry unsolicited). Near
+    misses: the same stream kept is imported; a flow saved while a small JSON answer was coming
+    (mitmproxy forwards such a body only whole: nothing of it went by) ends as the capture ending."""
     call = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{}}}'
     sse = {"content-type": "text/event-stream"}
     event = b'data: {"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}\n\n'
-    lost, kept, coming = (_flow(t, "/mcp", call, 200, sse, event) for t in (100.0, 101.0, 102.0))
+    answer = b'{"jsonrpc":"2.0","id":1,"result":{"content":[],"resultType":"complete"}}'
+    lost, kept, broke, going = (_flow(t, "/mcp", call, 200, sse, event) for t in (100.0, 101.0, 103.0, 104.0))
+    broke.error = tflow.terr("Client disconnected.")
+    coming = _flow(102.0, "/mcp", call, 200, {"content-type": "application/json",
+                                                "content-length": str(len(answer))}, answer)
     lost.response.raw_content = None  # streamed, not stored: the response is over (timestamp_end)
-    coming.response.raw_content, coming.response.timestamp_end = None, None  # mitmdump -w at exit
+    for f in (broke, going, coming):  # broke off; mitmdump -w at exit, mid-stream; at exit, body not in
+        f.response.raw_content, f.response.timestamp_end = None, None
     flows = tmp_path / "flows"
     with open(flows, "wb") as f:
         w = mitm_io.FlowWriter(f)
-        for flow in (lost, kept, coming):
+        for flow in (lost, kept, coming, broke, going):
             w.add(flow)
     r = run_cli("import", flows, "--output", tmp_path / "r.jsonl")
     assert r.exit_code == 0, r.stderr
-    assert "left out 1 exchange(s) whose body the flow file does not hold" in r.stderr
-    assert "--set store_streamed_bodies=true" in r.stderr and "2 exchanges from the mitmproxy flows" in r.stderr
+    assert "left out 3 exchange(s) whose body the flow file does not hold" in r.stderr
+    assert "--set store_streamed_bodies=true" in r.stderr and "broke off" in r.stderr
+    assert "2 exchanges from the mitmproxy flows" in r.stderr
     frames = [f for f in read_frames(tmp_path / "r.jsonl") if type(f) in (HttpRequest, SseEvent, HttpEnd)]
     assert [(type(f).__name__, f.time) for f in frames] == [
         ("HttpRequest", 101.001), ("SseEvent", 101.5), ("HttpEnd", 101.5), ("HttpRequest", 102.001),
         ("HttpEnd", 102.01)]
     assert [f.error for f in frames if type(f) is HttpEnd] == [None, "capture-ended"]
     assert [f for f in checked(tmp_path / "r.jsonl")["findings"] if f["severity"] == "error"] == []
-    only_lost = tmp_path / "lost"
-    with open(only_lost, "wb") as f:
-        mitm_io.FlowWriter(f).add(lost)
-    r = run_cli("import", only_lost, "--output", tmp_path / "none.jsonl")
-    assert r.exit_code == 2 and r.stderr.count("\n") == 1
-    assert "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
+    for alone in (lost, broke):
+        only = tmp_path / "alone"
+        with open(only, "wb") as f:
+            mitm_io.FlowWriter(f).add(alone)
+        r = run_cli("import", only, "--output", tmp_path / "none.jsonl")
+        assert r.exit_code == 2 and r.stderr.count("\n") == 1
+        assert "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
