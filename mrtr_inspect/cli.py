@@ -286,7 +286,8 @@ def replay() -> None:
 @click.option("--allow-repeats", is_flag=True, help="Serve a recorded request again when no unused one matches.")
 @click.option("--pace", is_flag=True, help="Send replies (and stream events) at their recorded pace.")
 @click.option("--record", metavar="PATH", help="Record the live session to PATH.")
-@click.option("--summary", metavar="PATH", help="Keep a JSON summary there (rewritten after each request).")
+@click.option("--summary", metavar="PATH", help="Keep a JSON summary there (rewritten after each request); "
+              "{pid} in PATH is replaced by the process id.")
 @click.option("--quiet", is_flag=True, help="No findings on stderr (the exit summary stays).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="never",
               show_default=True, help="Exit 1 when the live session has findings at or above this severity.")

@@ -149,6 +149,8 @@ class ServeSession:
         self.options = self.replayer.options
         self.script = script
         info = {"replay": os.path.basename(script.path)}
+        if summary_path:
+            summary_path = summary_file(summary_path)
         if summary_path and (reason := unwritable(summary_path, "summary")):
             raise ReplayError(reason)  # now, not once the client is done
         self.log = LiveLog(transport, info, config, record, printer)
@@ -198,6 +200,17 @@ class ServeSession:
             self.log.close()
             self.publish()
         return self.summary()
+
+
+PID_FIELD = "{pid}"
+
+
+def summary_file(path: str) -> str:
+    """Where this process keeps its summary: `{pid}` in the path is replaced by the process id, so
+    several processes started from one command line (a client that starts its server command more
+    than once, as the pytest plugin's stdio command may be) each keep their own, none overwriting
+    another's."""
+    return path.replace(PID_FIELD, str(os.getpid()))
 
 
 def summary_lines(s: dict) -> list[str]:

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
 import sys
 
 import pytest
@@ -12,7 +14,7 @@ from mrtr_inspect.replay.export import export_fixture
 from mrtr_inspect.replay.script import ReplayError, load_script
 from tests.traffic import Traffic
 
-from .conftest import ROOT, SAMPLE, cli, save
+from .conftest import ROOT, SAMPLE, WAIT, cli, save
 from .sdk_client import EXPECTED, call
 from .test_sdk_stdio import RECORDING
 
@@ -78,6 +80,39 @@ def test_the_summary_is_created_private(tmp_path):
     assert r.returncode == 0, r.stderr
     assert json.loads(summary.read_text())["served"] == 0
     assert summary.stat().st_mode & 0o777 == 0o600
+
+
+def _serve_proc(*args: str, input: bytes):
+    """`mrtr-inspect replay serve ARGS` to its end: (its process id, its return code)."""
+    proc = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "replay", "serve", *args], cwd=ROOT,
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            env={**os.environ, "PYTHONPATH": str(ROOT)})
+    proc.communicate(input, timeout=WAIT)
+    return proc.pid, proc.returncode
+
+
+def test_a_summary_path_with_pid_gives_each_process_its_own(tmp_path):
+    """Two processes from one command line (as a client that starts its server command twice): with
+    `{pid}` each keeps its own summary, the first one's miss is not overwritten by the second's
+    clean run (near miss: a path without `{pid}` is used as it is, by the last process)."""
+    miss = b'{"jsonrpc":"2.0","id":8,"method":"tools/nothing","params":{}}\n'
+    ping = b'{"jsonrpc":"2.0","id":1,"method":"ping"}\n'
+    args = ("--stdio", str(RECORDING), "--quiet", "--summary")
+    first = _serve_proc(*args, str(tmp_path / "s-{pid}.json"), input=miss)
+    second = _serve_proc(*args, str(tmp_path / "s-{pid}.json"), input=ping)
+    assert (first[1], second[1]) == (1, 0)
+    one = json.loads((tmp_path / f"s-{first[0]}.json").read_text())
+    two = json.loads((tmp_path / f"s-{second[0]}.json").read_text())
+    assert [m["request"] for m in one["misses"]] == ["tools/nothing id=8"] and one["synthesized"] == 0
+    assert two["misses"] == [] and two["synthesized"] == 1
+    assert (tmp_path / f"s-{first[0]}.json").stat().st_mode & 0o777 == 0o600
+    assert not (tmp_path / "s-{pid}.json").exists()
+
+    plain = tmp_path / "plain.json"
+    for data in (miss, ping):
+        _serve_proc(*args, str(plain), input=data)
+    assert json.loads(plain.read_text())["misses"] == []  # the last one's
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith("plain")) == ["plain.json"]
 
 
 def test_a_miss_is_told_in_one_inert_line(tmp_path):
