@@ -290,6 +290,8 @@ class StdioPeer(Peer):
             raise VerifyError(f"cannot start {cmd[0]!r}: {e.strerror or e}") from None
         self.lock = threading.Lock()
         self.waiting: dict[tuple, Played] = {}
+        self.exit_status: int | None = None  # set when the process closed its output: nothing more is answered
+        self.answered_any = False
         # the recorded client's answers to server requests (the legacy era), by the request's method
         self.answers: dict[str, list[bytes]] = {}
         for s in steps:
@@ -308,8 +310,21 @@ class StdioPeer(Peer):
 
     def send(self, p: Played, data: bytes, side: HttpSide | None) -> None:
         with self.lock:
-            self.waiting[p.sent.idk] = p  # type: ignore[union-attr]
+            gone = self.exit_status is not None
+            if not gone:
+                self.waiting[p.sent.idk] = p  # type: ignore[union-attr]
+        if gone:  # nobody would answer it: it would wait out the timeout
+            self._fail(p)
+            return
         self._write(data)
+
+    def _fail(self, p: Played) -> None:
+        """A request the process will never answer, failed now with its exit status. When it answered
+        none before it went, it never served at all: the run counts that as a server that cannot be
+        started (exit 2), as a refused connection on HTTP."""
+        p.unreachable = not self.answered_any
+        p.fail(f"the server closed its output (exit status {self.exit_status}) before answering"
+               + ("" if self.answered_any else " any request"))
 
     def notify(self, data: bytes, side: HttpSide | None) -> None:
         self._write(data)
@@ -323,16 +338,18 @@ class StdioPeer(Peer):
                 self._message(decode_message(line))
         code = self.proc.wait()
         with self.lock:
+            self.exit_status = code
             left = list(self.waiting.values())
             self.waiting.clear()
         for p in left:
-            p.fail(f"the server closed its output (exit status {code}) before answering")
+            self._fail(p)
 
     def _message(self, m: Message) -> None:
         with self.lock:
             if m.kind in (RESULT, ERROR):
                 p = self.waiting.pop(m.idk, None) if m.idk is not None else None
                 if p is not None:
+                    self.answered_any = True
                     p.answered(m)
                 return
             pending = list(self.waiting.values())
