@@ -107,6 +107,13 @@ def _same(a: Any, b: Any) -> bool:
     return canonical_json(a) == canonical_json(b)
 
 
+def _same_value(a: Any, b: Any) -> bool:
+    """Equal, where ABSENT equals only itself."""
+    if a is ABSENT or b is ABSENT:
+        return a is b
+    return type(a) is type(b) and a == b
+
+
 def differences(recorded: Any, live: Any, path: tuple = ()) -> list[Diff]:
     """Where two JSON values differ, leaf by leaf (members by name, items by position)."""
     if type(recorded) is dict and type(live) is dict:
@@ -133,8 +140,8 @@ class Fields:
     target: str | None
     rest: Any  # params without the MRTR fields (and ignored paths)
     digest: str  # params_digest of `rest`
-    keys: tuple | None  # sorted inputResponses keys; None when absent
-    state: str | None
+    keys: Any  # sorted inputResponses keys (a tuple); ABSENT when absent (or ignored); the value if not an object
+    state: Any  # the requestState; ABSENT when absent (or ignored)
     path: str | None
 
 
@@ -143,11 +150,14 @@ def request_fields(msg: Message, ignore: list[tuple], http_path: str | None = No
     params = value.get("params") if type(value) is dict else None
     p = params if type(params) is dict else {}
     rest = {k: v for k, v in p.items() if k not in MRTR_FIELDS} if type(params) is dict else params
-    ir = p.get("inputResponses")
-    keys = tuple(sorted(ir)) if type(ir) is dict else None
-    st = p.get("requestState")
+    ir = p.get("inputResponses", ABSENT)
+    keys = tuple(sorted(ir)) if type(ir) is dict else ir
     return Fields(msg.method, target_of(msg.method, params), rest, params_digest(msg.method, rest), keys,
-                  st if type(st) is str else None, http_path)
+                  p.get("requestState", ABSENT), http_path)
+
+
+def _shown_keys(keys: Any) -> Any:
+    return list(keys) if type(keys) is tuple else keys
 
 
 def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
@@ -164,11 +174,11 @@ def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
             out += rest
         elif rec.target == live.target:  # equal once canonical, yet not the same digest
             out.append(Diff("params", rec.rest, live.rest))
-    if rec.keys != live.keys:
-        out.append(Diff("params.inputResponses (keys)", list(rec.keys) if rec.keys is not None else ABSENT,
-                        list(live.keys) if live.keys is not None else ABSENT))
-    if ex.echoed_state is not None and live.state != ex.echoed_state:
-        out.append(Diff("params.requestState", ex.echoed_state, live.state if live.state is not None else ABSENT))
+    if not _same_value(rec.keys, live.keys):
+        out.append(Diff("params.inputResponses (keys)", _shown_keys(rec.keys), _shown_keys(live.keys)))
+    # both sides as the ignore paths left them: an ignored requestState is not compared (nor said to be absent)
+    if ex.echoed_state is not None and rec.state is not ABSENT and not _same_value(rec.state, live.state):
+        out.append(Diff("params.requestState", rec.state, live.state))
     if rec.path is not None and live.path is not None and rec.path != live.path:
         out.append(Diff("path", rec.path, live.path))
     return out

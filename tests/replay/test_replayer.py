@@ -65,6 +65,50 @@ def test_a_retry_is_served_by_the_chain_whose_state_it_echoes(tmp_path):
     assert r.misses[0]["differences"][0]["field"] == "params.requestState"
 
 
+def test_an_ignored_request_state_is_not_compared(tmp_path):
+    """`--ignore params.requestState` leaves the state out on both sides: a retry that echoes the
+    served state, or one that alters it, is served (each was a miss that called the live state
+    absent). Near miss: ignoring another path still compares the state."""
+    t = Traffic()
+    deploy(t, "prod", "s1", "first")
+    deploy(t, "prod", "s2", "second")
+    retry = {"inputResponses": {"confirm": ACCEPT}}
+    r = replayer(tmp_path, t, ignore=("params.requestState",))
+    for state, text in (("s1", "first"), ("altered", "second")):
+        [ok] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState=state, **retry)))
+        assert ok["result"]["content"][0]["text"] == text, ok
+    assert r.misses == []
+    r = replayer(tmp_path, t, ignore=("params.arguments.nonce",))
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState="altered", **retry)))
+    assert 'differs in params.requestState: recorded "s1", live "altered"' in err["error"]["message"]
+
+
+@pytest.mark.parametrize("state, shown", [(42, "live 42"), (None, "live null"), ({"s": 1}, 'live {"s":1}')])
+def test_a_request_state_that_is_present_is_never_called_absent(tmp_path, state, shown):
+    """A live requestState that is not a string is shown as it is (it was `live absent`); near miss:
+    a retry without one is `live absent`."""
+    t = Traffic()
+    deploy(t, "prod", "s1", "first")
+    retry = {"inputResponses": {"confirm": ACCEPT}}
+    r = replayer(tmp_path, t)
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState=state, **retry)))
+    assert f'differs in params.requestState: recorded "s1", {shown}' in err["error"]["message"]
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, **retry)))
+    assert 'differs in params.requestState: recorded "s1", live absent' in err["error"]["message"]
+
+
+def test_input_responses_that_are_present_are_never_called_absent(tmp_path):
+    """inputResponses that are not an object are shown as they are (they were `live absent`); near
+    miss: the object with the same keys is served."""
+    t = Traffic()
+    deploy(t, "prod", "s1", "first")
+    r = replayer(tmp_path, t)
+    [err] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s1", inputResponses=["confirm"])))
+    assert 'params.inputResponses (keys): recorded ["confirm"], live ["confirm"]' in err["error"]["message"]
+    [ok] = sent(r.answer(tool("deploy", {"env": "prod"}, requestState="s1", inputResponses={"confirm": ACCEPT})))
+    assert ok["result"]["content"][0]["text"] == "first"
+
+
 def test_input_responses_match_by_their_keys_not_the_answers(tmp_path):
     t = Traffic()
     deploy(t, "prod", "s1", "done")

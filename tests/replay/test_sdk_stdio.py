@@ -114,3 +114,11 @@ def test_verify_fails_when_a_round_is_added():
     assert "the live server asks for a round the recording does not have (inputRequests: reason)" in out
     assert 'result.resultType: recorded "complete", live "input_required"' in out
     assert out.splitlines()[-1] == "13 same, 1 differ, 0 skipped, 0 failed"
+
+
+@pytest.mark.parametrize("ignore", [("--ignore", "params.requestState"), ("--ignore", "params.arguments.nonce"), ()])
+def test_the_real_client_completes_every_chain_whatever_is_ignored(ignore):
+    """`--ignore params.requestState` made every retry a miss (`live absent`, though the client
+    echoed it): the real client completes every chain with it, as without it (near misses)."""
+    command = [sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--stdio", *ignore, str(RECORDING)]
+    assert call(command, *EVERY_CHAIN) == [EXPECTED[t] for t in EVERY_CHAIN]
