@@ -38,6 +38,10 @@ from .wire import dumps, map_sse_data, set_member, sse_event
 # outside the JSON-RPC reserved range, as MCP asks of codes it does not define (basic/index.mdx#error-codes)
 MISS_CODE = -31404
 _DROP_HEADERS = frozenset({"content-length", "transfer-encoding", "connection", "keep-alive", "content-encoding", "date"})
+# an event stream the replay builds itself (its recording has none: a stdio one) is framed as the
+# specification asks of a server (`X-Accel-Buffering: no`, rule sse-x-accel-buffering), so the live
+# session's rules do not report the replay's own framing. A recorded stream keeps the recorded server's headers.
+BUILT_STREAM_HEADERS: Headers = (("x-accel-buffering", "no"),)
 
 
 @dataclass
@@ -112,8 +116,12 @@ class Replayer:
                 continue
             items.append((offset, fn(r.msg.raw), map_sse_data(r.event, fn) if r.event is not None else None))
         h = ex.http
-        stream = h.stream if h is not None else sum(1 for i in items if i[1] is not None) > 1
-        headers = tuple((k, v) for k, v in h.response_headers if k.lower() not in _DROP_HEADERS) if h else ()
+        if h is not None:
+            stream = h.stream
+            headers = tuple((k, v) for k, v in h.response_headers if k.lower() not in _DROP_HEADERS)
+        else:
+            stream = sum(1 for i in items if i[1] is not None) > 1
+            headers = BUILT_STREAM_HEADERS if stream else ()
         return Answer(items, ex, (h.status or 200) if h else 200, headers, stream)
 
     def summary(self) -> dict:

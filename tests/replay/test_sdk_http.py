@@ -20,10 +20,14 @@ from mrtr_inspect.core.framing import SseDecoder, parse_sse_event
 from mrtr_inspect.replay.script import load_script
 from mrtr_inspect.replay.serve import BackgroundHttpServer, ServeOptions, ServeSession
 
-from .conftest import FIXTURES, SAMPLE, cli, sdk_server
+from tests.traffic import Traffic
+
+from .conftest import FIXTURES, SAMPLE, cli, save, sdk_server
 from .sdk_client import EVERY_CHAIN, EXPECTED, call
+from .test_sdk_stdio import RECORDING as STDIO_RECORDING
 
 RECORDING = FIXTURES / "test_sdk_http" / "test_the_client_completes_every_chain.jsonl"
+EVERY_LINE = r"(?!)"  # a pattern no line matches: LineWaiter.wait reads to the end of the stream
 
 
 @pytest.mark.mrtr_replay(transport="http", server=[*SAMPLE, "--http", "--port", "{port}"])
@@ -121,3 +125,34 @@ def test_what_is_not_a_request_gets_no_recorded_answer():
     finally:
         summary = srv.stop()
     assert (summary["served"], summary["misses"]) == (0, [])
+
+
+def test_a_stream_the_replay_builds_is_not_reported_as_the_servers(running, tmp_path):
+    """A stdio recording served over HTTP: the replay builds the event stream of a reply with
+    progress, with `X-Accel-Buffering: no`, so `--fail-on warning` does not fail on the replay's own
+    framing (it did: sse-x-accel-buffering)."""
+    serve = running([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--listen", "127.0.0.1:0",
+                     "--fail-on", "warning", str(STDIO_RECORDING)], on="stderr")
+    assert call(serve.url, "slow_deploy") == [EXPECTED["slow_deploy"]]
+    assert serve.stop() == 0, serve.err.lines
+    assert serve.err.wait(EVERY_LINE) is None  # read to the end
+    assert [line for line in serve.err.lines if "replay of" in line] == [
+        f"mrtr-inspect: replay of {STDIO_RECORDING}: 4 requests served, 0 misses, 10 recorded requests not asked for"]
+    assert not [line for line in serve.err.lines if "sse-x-accel-buffering" in line]
+
+
+def test_a_recorded_stream_keeps_the_recorded_servers_headers(running, tmp_path):
+    """Near miss: a stream the recorded server sent without `X-Accel-Buffering: no` is replayed as
+    it was, and the live session reports it (the recorded server's framing, not the replay's)."""
+    t = Traffic("http")
+    a = t.tool("slow", {})
+    t.answer({"jsonrpc": "2.0", "id": a, "result": {"resultType": "complete", "content": []}}, sse=True,
+             headers=(("content-type", "text/event-stream"),))
+    rec = save(t.frames, tmp_path / "r.jsonl")
+    serve = running([sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--listen", "127.0.0.1:0",
+                     "--fail-on", "warning", str(rec)], on="stderr")
+    _, events = _post(serve.url, load_script(rec).exchanges[0].request.raw)
+    assert len(events) == 1
+    assert serve.stop() == 1
+    assert serve.err.wait(EVERY_LINE) is None  # read to the end
+    assert [line for line in serve.err.lines if "sse-x-accel-buffering" in line]
