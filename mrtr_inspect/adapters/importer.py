@@ -175,8 +175,9 @@ def har_exchanges(doc: Any) -> list[Exchange]:
 def unkept(flow) -> bool:
     """Whether the flow lacks a body that went by, whole or in part: mitmproxy leaves `raw_content`
     None for a body it streamed unless `store_streamed_bodies` is on, and even then for a stream that
-    broke off (a client that closes an event stream on its last event races the server's end of it)
-    or was still coming when the file was saved. A body that never ended and was not streamed is
+    broke off (a client that closes an event stream on its last event races the server's end of it;
+    the addon puts such a body back, mitmproxy alone does not) or was still coming when the file was
+    saved. A body that never ended and was not streamed is
     None too, but nothing of it went by: mitmproxy forwards such a body only whole."""
     from .mitm_addon import _streamed
 

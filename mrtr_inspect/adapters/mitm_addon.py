@@ -148,17 +148,20 @@ class ThreadedAnalysis:
 
 
 class _Forward:
-    """A stream callback: queues each chunk for the analysis, returns it unchanged."""
+    """A stream callback: queues each chunk for the analysis, returns it unchanged. With `keep` (a
+    response body under `store_streamed_bodies`) it also keeps what went by, for `error`."""
 
-    __slots__ = ("put", "step", "x")
+    __slots__ = ("put", "step", "x", "keep")
 
-    def __init__(self, put: Callable, step: str, x: int) -> None:
-        self.put, self.step, self.x = put, step, x
+    def __init__(self, put: Callable, step: str, x: int, keep: bytearray | None = None) -> None:
+        self.put, self.step, self.x, self.keep = put, step, x, keep
 
     def __call__(self, data: bytes) -> bytes:
         if data:  # b"" marks the end; the request/response hooks report that
             try:
                 self.put((self.step, (time.time(), self.x, data)))
+                if self.keep is not None:
+                    self.keep += data
             except BaseException:  # never drop a chunk for the analysis' sake
                 pass
         return data
@@ -231,12 +234,13 @@ def message_note(msg: Message) -> dict:
 
 
 class _Flow:
-    __slots__ = ("x", "request_done", "streamed")
+    __slots__ = ("x", "request_done", "streamed", "kept")
 
     def __init__(self, x: int) -> None:
         self.x = x
         self.request_done = False
         self.streamed = False  # the body in hand (request, then response) goes through a stream callback
+        self.kept: bytearray | None = None  # the streamed response body so far, under store_streamed_bodies
 
 
 def _streamed(m: http.Message) -> bool:
@@ -411,7 +415,9 @@ class MrtrInspect:
             a.put(("response_head", (time.time(), st.x, resp.status_code, _headers(resp.headers))))
             st.streamed = _streamed(resp)
             if st.streamed:
-                resp.stream = _Forward(a.put, "response_data", st.x)
+                if getattr(ctx.options, "store_streamed_bodies", False):  # an option of proxyserver
+                    st.kept = bytearray()
+                resp.stream = _Forward(a.put, "response_data", st.x, st.kept)
         except Exception as e:
             self._failed(e)
 
@@ -435,6 +441,20 @@ class MrtrInspect:
         if not st.request_done:  # the body never arrived whole
             a.put(("request_end", (t, st.x, False)))
         a.put(("response_end", (t, st.x, self._reason(flow))))
+        self._keep_broken_stream(st, flow)
+
+    @staticmethod
+    def _keep_broken_stream(st: _Flow, flow: http.HTTPFlow) -> None:
+        """Asked to store streamed bodies, mitmproxy drops one whose stream broke off (the official
+        SDK client closes an event stream on its answer, often before the server ends it): the body
+        that went by is put in the flow, for the flow file (`-w` saves after this hook) and mitmweb.
+        The response stays unfinished (no `timestamp_end`), the error stays."""
+        resp = flow.response
+        if st.kept is not None and resp is not None and resp.raw_content is None:
+            try:
+                resp.data.content = bytes(st.kept)
+            except Exception:  # pragma: no cover - the flow is mitmproxy's, its checks are its own
+                pass
 
     def _reason(self, flow: http.HTTPFlow) -> str:
         """Why an exchange broke off, in the words of `HttpEnd.error`."""

@@ -4,10 +4,10 @@ read again by `import` and by the addon itself (`mitmdump -n -r FILE -s addons/m
 The official SDK server and client on either side of a real mitmdump; the client asks for progress,
 so slow_deploy's calls are answered with event streams, which the addon streams. Without
 `store_streamed_bodies` mitmproxy keeps no streamed body: those exchanges are left out, with a note,
-and nothing else is mistaken; with it, both readings give the addon's live analysis, but for an event
-stream that broke off: mitmproxy keeps no body of one, even with the option (a raw server and client
-make that happen every time, where the SDK client does it now and then: it closes a stream on its
-last event, racing the server's end of the stream)."""
+and nothing else is mistaken; with it, both readings give the addon's live analysis, an event stream
+that broke off included: mitmproxy drops the body of one even with the option, and the addon puts
+back what went by (the SDK client closes a stream on its answer, racing the server's end of it; a
+raw server and client make that happen every time)."""
 
 from __future__ import annotations
 
@@ -71,15 +71,14 @@ def _imported(tmp_path: Path, flows: Path) -> tuple[dict, str]:
     return json.loads(check.stdout), r.stderr
 
 
-def _broken_off(flows: Path) -> int:
-    """How many event streams in the file broke off: the SDK client closes an event stream once its
-    last event came, which can be before the server ends the stream (mitmproxy's "Client
-    disconnected."); mitmproxy keeps no body of such a stream, even with store_streamed_bodies."""
+def _broken_off(flows: Path) -> list[bytes | None]:
+    """The bodies mitmproxy's flow file holds of the event streams that broke off (mitmproxy's
+    "Client disconnected.")."""
     from mitmproxy.io import FlowReader
 
     with open(flows, "rb") as f:
-        return sum(1 for fl in FlowReader(f).stream() if fl.error is not None and fl.response is not None
-                   and fl.response.headers.get("content-type", "").startswith("text/event-stream"))
+        return [fl.response.raw_content for fl in FlowReader(f).stream() if fl.error is not None
+                and fl.response is not None and fl.response.headers.get("content-type", "").startswith("text/event-stream")]
 
 
 def chains(rep: dict) -> list[tuple]:
@@ -95,19 +94,11 @@ def test_a_flow_file_of_the_addon_reads_back_as_the_live_analysis_or_says_what_i
     live, flows = _live(procs, tmp_path, *(["--set", "store_streamed_bodies=true"] if store else []))
     rep, said = _imported(tmp_path, flows)
     back = _reread(tmp_path, flows)
-    broke = _broken_off(flows)
-    if store and not broke:  # every body is in the file: the live analysis, both ways
+    if store:  # every body is in the file, a stream the client broke off too: the live analysis, both ways
         for got in (rep, back):
             assert chains(got) == chains(live) and findings(got) == findings(live)
             assert got["summary"] == live["summary"] and "notes" not in got
         assert "left out" not in said
-        return
-    if store:  # the client closed a stream on its last event before the server ended it: no body kept
-        assert f"left out {broke} exchange(s) whose body the flow file does not hold" in said
-        assert "broke off" in said and back["notes"][0].startswith(f"did not analyse {broke} exchange(s)")
-        for got in (rep, back):
-            assert [c for c in chains(got) if c[0] != STREAMED] == [c for c in chains(live) if c[0] != STREAMED]
-            assert got["summary"]["errors"] == 0
         return
     # the two slow_deploy exchanges are left out, said once with the remedy; nothing else is mistaken
     assert "left out 2 exchange(s) whose body the flow file does not hold" in said
@@ -143,11 +134,14 @@ def _stream_without_end(srv: socket.socket, gone: threading.Event) -> None:
         gone.set()
 
 
-def test_an_event_stream_the_client_closed_before_its_end_is_left_out_even_with_store_streamed_bodies(procs, tmp_path):
+@pytest.mark.parametrize("store", [False, True], ids=["streamed-bodies-not-kept", "store_streamed_bodies"])
+def test_an_event_stream_the_client_closed_before_its_end_is_kept_as_it_went_by_or_left_out(procs, tmp_path, store):
     """The client takes its answer's event and closes the connection before the server ends the
-    stream: live, the addon saw the answer (a complete chain); the flow file holds the response head
-    and mitmproxy's "Client disconnected." but no body, store_streamed_bodies or not. `import` and
-    `mitmdump -r` leave it out and say why, rather than analyse a call that got no answer."""
+    stream: live, the addon saw the answer (a complete chain); the flow file has the response head
+    and mitmproxy's "Client disconnected.". Asked to store streamed bodies, mitmproxy drops such a
+    body: the addon puts back what went by, so `import` and `mitmdump -r` give the live analysis.
+    Without the option no body is kept: both leave the exchange out and say why, rather than
+    analyse a call that got no answer."""
     srv = socket.create_server(("127.0.0.1", 0))
     gone = threading.Event()
     server = threading.Thread(target=_stream_without_end, args=(srv, gone), daemon=True)
@@ -155,7 +149,7 @@ def test_an_event_stream_the_client_closed_before_its_end_is_left_out_even_with_
     flows, rep = tmp_path / "flows.mitm", tmp_path / "live.json"
     dump = procs.start(_dump(tmp_path, "--mode", f"reverse:http://127.0.0.1:{srv.getsockname()[1]}",
                              "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"mrtr_report={rep}",
-                             "--set", "store_streamed_bodies=true", "-w", str(flows)),
+                             *(["--set", "store_streamed_bodies=true"] if store else []), "-w", str(flows)),
                        stdin=subprocess.DEVNULL, stderr=subprocess.STDOUT)
     out = LineReader(dump.stdout)
     assert (m := out.wait(r"listening at 127\.0\.0\.1:(\d+)")) is not None, out.rest()
@@ -175,9 +169,15 @@ def test_an_event_stream_the_client_closed_before_its_end_is_left_out_even_with_
     srv.close()
     live = json.loads(rep.read_text())
     assert [(c["target"], c["outcome"]) for c in live["chains"]] == [("x", "complete")]
-    assert _broken_off(flows) == 1
+    assert _broken_off(flows) == [EVENT if store else None]
     r = run_cli("import", flows, "--output", tmp_path / "imported.jsonl")
+    back = _reread(tmp_path, flows)
+    if store:
+        assert r.exit_code == 0, r.stderr
+        check = run_cli("check", tmp_path / "imported.jsonl", "--format", "json", "--fail-on", "never")
+        for got in (json.loads(check.stdout), back):
+            assert chains(got) == chains(live) and findings(got) == findings(live) and "notes" not in got
+        return
     assert r.exit_code == 2 and "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
     assert "broke off" in r.stderr
-    back = _reread(tmp_path, flows)
     assert back["chains"] == [] and back["notes"][0].startswith("did not analyse 1 exchange(s)")
