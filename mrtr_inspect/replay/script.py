@@ -34,7 +34,7 @@ from ..core.events import (
     StdioLine,
 )
 from ..core.inspector import Inspector
-from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, format_id, target_of
+from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, format_id, id_key, target_of
 from ..recording.reader import ReadNotes, UnreadableRecording, read_frames
 
 
@@ -81,6 +81,7 @@ class Exchange:
     round_of: "Exchange | None" = None  # the exchange whose input_required opened that round
     echo: str | None = None  # how the retry's requestState relates to its round's (core.observations.Linked)
     echoed_state: str | None = None  # the requestState it carries, when the recorded server issued it
+    cancelled: bool = False  # the recorded client cancelled it (notifications/cancelled)
 
     @property
     def time(self) -> float:
@@ -89,6 +90,13 @@ class Exchange:
     @property
     def response_time(self) -> float | None:
         return self.response.time if self.response is not None else None
+
+    @property
+    def unanswered(self) -> bool:
+        """The recorded server never answered it (no response, and on HTTP no response at all), and
+        the recorded client did not cancel it: the session ended first (a server that died). There is
+        nothing to replay for it, and a live client would wait for ever."""
+        return self.response is None and not self.cancelled and (self.http is None or self.http.status is None)
 
     @property
     def method(self) -> str | None:
@@ -161,7 +169,9 @@ class Script:
         return "/mcp"
 
     def note_lines(self) -> list[str]:
-        return self.notes.lines(self.path) + [f"{self.path}: {s}" for s in self.skipped]
+        unanswered = [f"{self.path}: {ex.label()} has no recorded response (the recorded server never answered it)"
+                      for ex in self.exchanges if ex.unanswered]
+        return self.notes.lines(self.path) + [f"{self.path}: {s}" for s in self.skipped] + unanswered
 
 
 def load_script(path: str | os.PathLike, keep_frames: bool = False) -> Script:
@@ -324,6 +334,15 @@ class _Loader:
     def script(self) -> Script:
         self.insp.close()
         issued = {s for ex in self.exchanges if (s := ex.issued_state) is not None}
+        sent: dict[tuple, Exchange] = {}  # (session, id) -> the latest request with that id
+        for step in self.steps:
+            if step.kind == "request" and step.exchange is not None:
+                sent[(step.session, step.msg.idk)] = step.exchange
+            elif step.kind == "notification" and step.msg.method == "notifications/cancelled":
+                p = step.msg.params if type(step.msg.params) is dict else {}
+                ex = sent.get((step.session, id_key(p.get("requestId"))))
+                if ex is not None:
+                    ex.cancelled = True
         for ex in self.exchanges:
             p = ex.request.params if type(ex.request.params) is dict else {}
             st = p.get("requestState")

@@ -85,6 +85,8 @@ class Replayer:
             self.misses.append({"request": live.kind, "message": why})
             return self._error(None, -32600, OWN_REPLY + why, None, 400)
         m = self.matcher.match(live, http_path)
+        if m.exchange is not None and m.exchange.unanswered:
+            return self._unanswered(m.exchange, live)
         if m.exchange is not None:
             self.served += 1
             return self._replay(m.exchange, live)
@@ -101,6 +103,22 @@ class Replayer:
         if m is not None:
             err["data"] = m.to_json()
         return Answer([(0.0, dumps({"jsonrpc": "2.0", "id": rid, "error": err}).encode(), None)], status=status)
+
+    def _unanswered(self, ex: Exchange, live: Message) -> Answer:
+        """A request the recorded server never answered: what it sent for it (progress…), then an
+        error of the replay's own, counted as a miss, rather than silence a client would wait on for
+        ever (or until its own timeout, and a fallback that misses for another reason)."""
+        text = f"the recording has no response to {ex.label()}: the recorded server never answered it"
+        m = Match(None, ex, [], "no recorded response")
+        self.misses.append({"request": f"{live.method} id={format_id(live.id)}", "message": text, **m.to_json()})
+        ans = self._replay(ex, live)
+        own = self._error(live.id, MISS_CODE, OWN_REPLY + text, m)
+        offset = max((o for o, _, _ in ans.items), default=0.0)
+        ans.items += [(offset, msg, None) for _, msg, _ in own.items]
+        # no response was recorded, so neither were its status and headers (HttpSide.status is None)
+        ans.stream = sum(1 for i in ans.items if i[1] is not None) > 1
+        ans.status, ans.headers = 200, BUILT_STREAM_HEADERS if ans.stream else ()
+        return ans
 
     def _replay(self, ex: Exchange, live: Message) -> Answer:
         meta = live.meta or {}

@@ -239,8 +239,8 @@ def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertoo
                     data = set_member(data, ("params", "requestId"), live)
             peer.notify(data, step.http)
     for p in order:
-        if p.exchange.response is None:
-            p.done.set()  # none was recorded (cancelled, abandoned): none is awaited
+        if p.exchange.response is None and not p.exchange.unanswered:
+            p.done.set()  # none was recorded (cancelled, or an HTTP response without one): none is awaited
         elif not p.done.wait(timeout):
             p.fail(f"no response within {timeout:g} s")
     return order
@@ -528,6 +528,8 @@ def render(result: VerifyResult, out: IO[str], against: str) -> None:
             out.write(f"           {p.skipped}\n")
         if p.error:
             out.write(f"           {p.error}\n")
+        if p.exchange.unanswered:
+            out.write("           the recording has no response: the recorded server never answered it\n")
         if p.diffs:
             more = _extra_round(p)
             if more:

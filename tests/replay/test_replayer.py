@@ -214,3 +214,33 @@ def test_http_status_and_headers_are_replayed_without_framing_ones(tmp_path):
 def test_paths(pattern, kept):
     value = {"result": {"a": 1, "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "s", "version": "1"}}}}
     assert strip_paths(value, parse_paths([pattern])) == kept
+
+
+def unanswered_recording() -> Traffic:
+    """`slow` was never answered (the server died; progress came first); `stuck` the client cancelled."""
+    t = Traffic()
+    a = t.call("tools/call", {"name": "stuck", "arguments": {}})
+    t.notify("notifications/cancelled", {"requestId": a})
+    t.call("tools/call", {"name": "slow", "arguments": {}}, progressToken=1)
+    t.notify("notifications/progress", {"progressToken": 1, "progress": 1}, direction="s2c")
+    t.close()
+    return t
+
+
+def test_a_request_the_recorded_server_never_answered_gets_the_replays_own_error(tmp_path):
+    """It was served by sending nothing (a client waited for ever, 0 misses): now what was recorded
+    for it, then an error of the replay's own, counted as a miss, and a note at load. Near miss: a
+    request the recorded client cancelled is served as recorded, with no response and no miss."""
+    r = replayer(tmp_path, unanswered_recording())
+    assert r.script.note_lines() == [f"{r.script.path}: tools/call slow id=2 (#2, chain c2) has no recorded response "
+                                     "(the recorded server never answered it)"]
+    ans = r.answer(request("tools/call", {"name": "slow", "arguments": {}}, id=7, progressToken="p"))
+    progress, err = sent(ans)
+    assert progress["params"]["progressToken"] == "p"
+    assert err["id"] == 7 and err["error"]["code"] == MISS_CODE
+    assert err["error"]["message"] == ("mrtr-inspect replay: the recording has no response to tools/call slow id=2 "
+                                       "(#2, chain c2): the recorded server never answered it")
+    assert ans.stream and ans.status == 200
+    assert [m["closest_message"] for m in r.misses] == [2] and r.served == 0
+    assert sent(r.answer(tool("stuck", {}, id=8))) == []
+    assert r.served == 1 and len(r.misses) == 1

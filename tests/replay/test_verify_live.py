@@ -3,9 +3,10 @@ and with which exit status (real processes)."""
 
 from __future__ import annotations
 
+import json
 import sys
 
-from .conftest import cli
+from .conftest import SAMPLE, cli
 from .test_sdk_stdio import RECORDING
 
 # a server that exits at once, without reading a line
@@ -37,3 +38,43 @@ def test_a_server_that_exits_after_one_answer_fails_the_rest_at_once():
     assert "the server closed its output (exit status 4) before answering\n" in out
     assert "before answering any request" not in out
     assert out.splitlines()[-1] == "0 same, 1 differ, 7 skipped, 6 failed"
+
+
+def died_at_start(tmp_path) -> tuple:
+    """A recording of a server that died at start: the real client's server/discover, never answered."""
+    header, discover = RECORDING.read_bytes().splitlines()[:2]
+    rec = tmp_path / "died.jsonl"
+    rec.write_bytes(header + b"\n" + discover + b"\n")
+    return rec, discover.split(b"\t", 1)[1]
+
+
+def test_a_request_never_answered_is_served_the_replays_error_and_a_miss(tmp_path):
+    """It was served by sending nothing: 0 misses, exit 0, a client waiting for ever. Now a note at
+    load, the replay's own error at once, a miss, exit 1."""
+    rec, discover = died_at_start(tmp_path)
+    r = cli("replay", "serve", "--stdio", str(rec), input=discover + b"\n")
+    assert r.returncode == 1
+    [reply] = r.stdout.decode().splitlines()
+    assert json.loads(reply)["error"]["message"] == (
+        "mrtr-inspect replay: the recording has no response to server/discover id=1 (#0): "
+        "the recorded server never answered it")
+    err = r.stderr.decode().splitlines()
+    assert err[0] == (f"mrtr-inspect: note: {rec}: server/discover id=1 (#0) has no recorded response "
+                      "(the recorded server never answered it)")
+    assert err[1] == f"mrtr-inspect: replay of {rec}: 0 requests served, 1 miss"
+
+
+def test_verify_never_calls_a_request_never_answered_the_same(tmp_path):
+    """verify said `same` (both answered nothing, as it did not wait for the live answer): the live
+    server's answer now differs from none (exit 1), and a live server that exits at once cannot be
+    started (exit 2)."""
+    rec, _ = died_at_start(tmp_path)
+    r = cli("replay", "verify", str(rec), "--quiet", "--", *SAMPLE)
+    out = r.stdout.decode()
+    assert r.returncode == 1, out
+    assert "  differs  server/discover id=1 (#0)\n" in out
+    assert "the recording has no response: the recorded server never answered it\n" in out
+    assert "response: recorded absent, live {" in out
+    assert out.splitlines()[-1] == "0 same, 1 differ, 0 skipped, 0 failed"
+    r = cli("replay", "verify", str(rec), "--timeout", "600", "--", *EXITS)
+    assert r.returncode == 2, r.stdout.decode()
