@@ -265,3 +265,16 @@ def test_missing_explicit_config_is_exit_2(recording):
     r = CliRunner().invoke(main, ["check", "rec.jsonl", "--config", "missing.toml"])
     assert r.exit_code == 2
     assert r.stderr.startswith("mrtr-inspect: missing.toml: cannot read it")
+
+
+def test_the_repositorys_own_settings_end_the_search_at_the_checkout(tmp_path):
+    """The tests run the CLI, the tee and the proxy inside the checkout: the settings that apply there
+    are the repository's own (none), whatever a folder above it holds. Near miss: a folder with no
+    settings of its own takes them from above."""
+    from tests.e2e import ROOT
+
+    found = discover(ROOT / "tests" / "e2e")
+    assert found is not None and found.path == ROOT / "pyproject.toml" and found.table == {}
+    (tmp_path / ".mrtr-inspect.toml").write_text('disable = ["request-state-unsolicited"]\n', encoding="utf-8")
+    (tmp_path / "below").mkdir()
+    assert discover(tmp_path / "below").path == tmp_path / ".mrtr-inspect.toml"
