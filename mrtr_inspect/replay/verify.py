@@ -21,6 +21,7 @@ import difflib
 import http.client
 import itertools
 import json
+import socket
 import subprocess
 import threading
 from dataclasses import dataclass, field
@@ -443,9 +444,11 @@ class HttpPeer(Peer):
         self.log.request(x, "POST", path, tuple(headers), data)
         conn = self._conn()
         error = None
+        reason = ""
         try:
             conn.request("POST", path, body=data, headers=dict(headers))
             resp = conn.getresponse()
+            reason = resp.reason
             rh: Headers = tuple(resp.getheaders())
             self.log.response_head(x, resp.status, rh)
             sid = resp.getheader("mcp-session-id")
@@ -457,7 +460,7 @@ class HttpPeer(Peer):
         except (OSError, http.client.HTTPException) as e:
             error = f"upstream-error: {e}"
             if p is not None:
-                p.unreachable = isinstance(e, ConnectionRefusedError)
+                p.unreachable = isinstance(e, (ConnectionRefusedError, socket.gaierror))
                 p.error = f"cannot reach {self.url}: {e}"
         finally:
             conn.close()
@@ -465,6 +468,11 @@ class HttpPeer(Peer):
             if p is not None:
                 if p.response is not None:
                     p.done.set()
+                elif p.error is None and p.status is not None and not 200 <= p.status < 300:
+                    # a 404 that is no JSON-RPC answer: no MCP endpoint there (a wrong path); when every
+                    # request gets one, the server counts as not reached (exit 2)
+                    p.unreachable = p.status == 404
+                    p.error = f"{self.url} answered HTTP {p.status} {reason}".rstrip() + " without a JSON-RPC response"
                 p.fail(p.error or "the response ended without a JSON-RPC response")
 
     def _body(self, p: Played | None, x: int, resp: http.client.HTTPResponse, stream: bool) -> None:

@@ -3,10 +3,13 @@ and with which exit status (real processes)."""
 
 from __future__ import annotations
 
+import http.server
 import json
 import sys
+import threading
 
-from .conftest import SAMPLE, cli
+from .conftest import SAMPLE, cli, sdk_server
+from .test_sdk_http import RECORDING as HTTP_RECORDING
 from .test_sdk_stdio import RECORDING
 
 # a server that exits at once, without reading a line
@@ -78,3 +81,53 @@ def test_verify_never_calls_a_request_never_answered_the_same(tmp_path):
     assert out.splitlines()[-1] == "0 same, 1 differ, 0 skipped, 0 failed"
     r = cli("replay", "verify", str(rec), "--timeout", "600", "--", *EXITS)
     assert r.returncode == 2, r.stdout.decode()
+
+
+class _OnlyDiscover(http.server.BaseHTTPRequestHandler):
+    """An HTTP server that answers server/discover, and 404 (text) to every other request."""
+
+    def do_POST(self) -> None:  # noqa: N802 - the stdlib's name
+        msg = json.loads(self.rfile.read(int(self.headers["content-length"])))
+        if msg.get("method") == "server/discover":
+            body, status, kind = json.dumps({"jsonrpc": "2.0", "id": msg["id"], "result": {}}).encode(), 200, "json"
+        else:
+            body, status, kind = b"nothing here", 404, "plain"
+        self.send_response(status)
+        self.send_header("content-type", f"application/{kind}" if kind == "json" else "text/plain")
+        self.send_header("content-length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args) -> None:
+        pass
+
+
+def test_verify_at_a_wrong_http_path_cannot_reach_the_server(running):
+    """Every request got 404 (`the response ended without a JSON-RPC response`, exit 1): no MCP
+    endpoint is there, the server is not reached: exit 2, with the status (near miss: the right path
+    passes, test_sdk_http.test_verify_passes_against_a_fresh_server)."""
+    server = running(sdk_server("--http"))
+    wrong = server.url.rsplit("/", 1)[0] + "/wrong"
+    r = cli("replay", "verify", str(HTTP_RECORDING), "--quiet", "--upstream", wrong)
+    assert r.returncode == 2, r.stdout.decode() + r.stderr.decode()
+    assert r.stderr.decode().splitlines() == [
+        f"mrtr-inspect: {wrong} answered HTTP 404 Not Found without a JSON-RPC response"]
+
+
+def test_a_failure_shows_the_http_status(tmp_path):
+    """A server reached that answers some requests 404: each failure shows the status, and the run
+    is a failed verify, not an unreachable server (exit 1)."""
+    httpd = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _OnlyDiscover)
+    threading.Thread(target=httpd.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{httpd.server_address[1]}/mcp"
+    try:
+        r = cli("replay", "verify", str(HTTP_RECORDING), "--quiet", "--upstream", url)
+    finally:
+        httpd.shutdown()
+        httpd.server_close()
+    out = r.stdout.decode()
+    assert r.returncode == 1, out + r.stderr.decode()
+    assert "  differs  server/discover id=1" in out
+    assert out.count(f"           {url} answered HTTP 404 Not Found without a JSON-RPC response\n") == 6
+    assert "the response ended without a JSON-RPC response" not in out
+    assert out.splitlines()[-1] == "0 same, 1 differ, 7 skipped, 6 failed"
