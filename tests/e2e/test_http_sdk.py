@@ -51,12 +51,14 @@ class CaptureASGI:
     the status, and each response body chunk as sent, with its time."""
 
     def __init__(self, app, out) -> None:
-        self.app, self.out = app, out
+        self.app, self.out, self.started = app, out, 0
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return await self.app(scope, receive, send)
-        ex = {"method": scope["method"], "path": scope["path"], "request": b"", "status": None, "chunks": []}
+        self.started += 1  # the order requests came in: an exchange's line is written when it ends
+        ex = {"n": self.started, "method": scope["method"], "path": scope["path"], "request": b"", "status": None,
+              "chunks": []}
 
         async def tap_receive():
             m = await receive()
@@ -108,13 +110,15 @@ def start_server(capture) -> tuple[subprocess.Popen, int]:
 
 
 def server_exchanges(capture) -> list[dict]:
+    """The server's exchanges in the order their requests came (the SDK client closes an event stream
+    on its answer and sends its next request, which can end first)."""
     out = []
     for line in capture.read_text().splitlines():
         ex = json.loads(line)
         ex["request"] = base64.b64decode(ex["request"])
         ex["chunks"] = [(t, base64.b64decode(b)) for t, b in ex["chunks"]]
         out.append(ex)
-    return out
+    return sorted(out, key=lambda ex: ex["n"])
 
 
 # -- the client, with its byte tap (runs in the test) ------------------------------------------------
@@ -287,8 +291,11 @@ def test_check_on_the_recording_gives_the_live_analysis(run):
 
 def test_sse_events_reach_the_client_spread_out_as_the_server_sent_them(run):
     """The server sends three progress events 50 ms apart; a buffering proxy would deliver them at once,
-    at the end. Each event must reach the client about as soon after the server sent it as without
-    the proxy."""
+    at the end. The first event must reach the client before the server sent the last (100 ms of
+    slack; the gaps between arrivals are not asserted: a test process late by 25 ms reads two events
+    at once through any proxy), and the events about as soon after the server sent them as without
+    the proxy (the median, 25 ms of slack; a buffering proxy's is 50 ms). That a proxied event
+    arrives while the server still holds the stream open is test_http_proxy's mid-stream test."""
     marker = b"notifications/progress"
 
     def streams(client_log, server_log):
@@ -300,7 +307,7 @@ def test_sse_events_reach_the_client_spread_out_as_the_server_sent_them(run):
     assert len(proxied) == len(direct) == 2, "slow_deploy answered without an event stream"
     for sent, got in proxied:
         assert len(sent) == len(got) == 3
-        assert min(gaps(got)) > PROGRESS_GAP / 2, (gaps(sent), gaps(got))
+        assert got[0] < sent[-1], (gaps(sent), gaps(got))
 
     def delay(pairs):
         return statistics.median(g - s for sent, got in pairs for s, g in zip(sent, got))
