@@ -265,9 +265,22 @@ class Matcher:
             return self._serve(fits[0][2])
         if fits:
             i = fits[0][2]
-            return Match(None, self.exchanges[i], [], "it was served already (allow repeats to serve it again)")
+            reason = "it was served already (allow repeats to serve it again)"
+            if live.method == "server/discover":
+                reason += ("; a second client session? Each one begins with server/discover: --allow-repeats "
+                           "(allow_repeats=True in the pytest plugin) serves it again, or record both sessions. "
+                           "A client given this error may fall back to initialize, a second miss")
+            return Match(None, self.exchanges[i], [], reason)
         best = min(scored, key=lambda s: (s[0], s[1], s[2]))
-        return Match(None, self.exchanges[best[2]], best[3])
+        reason = ""
+        if live.method == "initialize" and self._discover_only():
+            reason = ("the recorded client began with server/discover, not initialize: a client falls back to "
+                      "initialize when server/discover fails (see the miss before this one)")
+        return Match(None, self.exchanges[best[2]], best[3], reason)
+
+    def _discover_only(self) -> bool:
+        methods = {ex.method for ex in self.exchanges}
+        return "server/discover" in methods and "initialize" not in methods
 
     def _serve(self, i: int) -> Match:
         self.used[i] += 1

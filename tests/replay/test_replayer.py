@@ -244,3 +244,30 @@ def test_a_request_the_recorded_server_never_answered_gets_the_replays_own_error
     assert [m["closest_message"] for m in r.misses] == [2] and r.served == 0
     assert sent(r.answer(tool("stuck", {}, id=8))) == []
     assert r.served == 1 and len(r.misses) == 1
+
+
+def test_a_second_server_discover_says_what_to_do(tmp_path):
+    """A second client session against a one-session recording: the miss on server/discover says
+    how to serve it again, and the initialize the client falls back to says why it came (both misses
+    read as two bugs). Near miss: any other request served already keeps the plain reason."""
+    t = Traffic()
+    d = t.call("server/discover", {})
+    t.result(d, {"supportedVersions": ["2026-07-28"]}, result_type=None)
+    a = t.tool("a", {})
+    t.result(a, {"content": []})
+    r = replayer(tmp_path, t)
+    assert "result" in sent(r.answer(request("server/discover", {}, id=1)))[0]
+    assert "result" in sent(r.answer(tool("a", {}, id=2)))[0]
+    [again] = sent(r.answer(request("server/discover", {}, id=3)))
+    assert again["error"]["message"].endswith(
+        "it was served already (allow repeats to serve it again); a second client session? Each one begins with "
+        "server/discover: --allow-repeats (allow_repeats=True in the pytest plugin) serves it again, or record "
+        "both sessions. A client given this error may fall back to initialize, a second miss")
+    [legacy] = sent(r.answer(request("initialize", {"protocolVersion": "2025-11-25"}, id=4)))
+    assert legacy["error"]["message"].endswith(
+        "the recorded client began with server/discover, not initialize: a client falls back to initialize when "
+        "server/discover fails (see the miss before this one)")
+    [tool_again] = sent(r.answer(tool("a", {}, id=5)))
+    assert tool_again["error"]["message"].endswith("it was served already (allow repeats to serve it again)")
+    [other] = sent(r.answer(tool("b", {}, id=6)))
+    assert "server/discover" not in other["error"]["message"]

@@ -156,3 +156,32 @@ def test_a_recorded_stream_keeps_the_recorded_servers_headers(running, tmp_path)
     assert serve.stop() == 1
     assert serve.err.wait(EVERY_LINE) is None  # read to the end
     assert [line for line in serve.err.lines if "sse-x-accel-buffering" in line]
+
+
+@pytest.mark.parametrize("repeats", [False, True])
+def test_a_second_client_session_is_told_how_to_be_served(repeats):
+    """The real client's second session against a one-session recording: server/discover was served
+    already, the client falls back to initialize; both misses say why, and how (near miss: with
+    repeats allowed, the second session is served)."""
+    srv = BackgroundHttpServer(ServeSession(load_script(RECORDING), ServeOptions(repeats=repeats), "http"))
+    url = srv.start()
+    try:
+        assert call(url, "deploy") == [EXPECTED["deploy"]]
+        if repeats:
+            assert call(url, "deploy") == [EXPECTED["deploy"]]
+        else:
+            with pytest.raises(Exception):
+                call(url, "deploy")
+    finally:
+        summary = srv.stop()
+    misses = [m["message"] for m in summary["misses"]]
+    if repeats:
+        assert misses == []
+        return
+    assert len(misses) == 2
+    assert misses[0].startswith("no recorded request matches server/discover; closest: server/discover id=1 (#0); "
+                                "it was served already")
+    assert "--allow-repeats (allow_repeats=True in the pytest plugin) serves it again" in misses[0]
+    assert misses[1].startswith("no recorded request matches initialize; ")
+    assert misses[1].endswith("a client falls back to initialize when server/discover fails (see the miss before "
+                              "this one)")
