@@ -180,6 +180,18 @@ class _Interrupted(Exception):
     """A signal came after the child exited: stop waiting for the analysis."""
 
 
+def _exited(child: subprocess.Popen) -> bool:
+    """Whether the child has exited, its status taken or not: a signal handler runs in the main
+    thread, which may be inside `child.wait()` with the child already gone (`returncode` still None,
+    and `Popen.poll` cannot look while `wait` holds its lock); WNOWAIT leaves the status to `wait`."""
+    if child.returncode is not None:
+        return True
+    try:
+        return os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOHANG | os.WNOWAIT) is not None
+    except ChildProcessError:  # taken by wait() in the meantime
+        return True
+
+
 def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = None, quiet: bool = False,
             config: Config | None = None) -> int:
     """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
@@ -203,8 +215,11 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
 
     analysis_pid, spool = fork_analysis(make)
 
-    def finish(info: dict) -> None:
+    def finish(info: dict, wait: bool = True) -> None:
         spool.put(END, time.time(), json.dumps(info).encode())
+        if not wait:  # the analysis process finishes the recording and report on its own
+            spool.thread.join(1.0)
+            return
         spool.thread.join()
         os.waitpid(analysis_pid, 0)
 
@@ -235,7 +250,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
                             args=(child_out.fileno(), 1, S2C, spool, s2c_done))
 
     def on_signal(signum, frame) -> None:
-        if child.returncode is None:
+        if not _exited(child):
             child.send_signal(signum)
         else:
             raise _Interrupted
@@ -247,14 +262,18 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     try:
         up.start()
         down.start()
-        code = child.wait()
+        late = False
+        try:
+            code = child.wait()
+        except _Interrupted:  # the signal came with the child gone, before wait() took its status
+            late, code = True, child.wait()
         try:
             down.join(10.0)  # a grandchild may hold the pipe open: do not wait for it forever
         except _Interrupted:
-            pass
+            late = True
         try:
-            finish({"exit": code})
-        except _Interrupted:  # the analysis process finishes the recording and report on its own
+            finish({"exit": code}, wait=not late)
+        except _Interrupted:
             spool.thread.join(1.0)
     finally:
         for s, h in old.items():

@@ -222,3 +222,27 @@ def test_the_report_is_created_private_and_a_failed_write_is_the_exit_status(tmp
     a = tee.TeeAnalysis(start, Config(), None, FindingPrinter(said), ReportBuilder([]), str(gone))
     assert a.end({"exit": 0}, 1.0) == tee.REPORT_FAILED
     assert f"cannot write report {gone}: No such file or directory" in said.getvalue()
+
+
+def test_a_child_gone_but_not_yet_waited_for_counts_as_exited():
+    """The tee's signal handler runs in the main thread, which can be inside `child.wait()` with the
+    child already gone and `returncode` still None: such a signal is a late one (it ends the wait
+    for the analysis), not one to pass on to a dead child. Near miss: a running child is not
+    exited. WNOWAIT leaves the status to `wait()`."""
+    import subprocess
+    import sys
+
+    from mrtr_inspect.adapters.stdio_tee import _exited
+
+    child = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read(); sys.exit(3)"],
+                             stdin=subprocess.PIPE)
+    try:
+        assert not _exited(child)
+        child.stdin.close()
+        os.waitid(os.P_PID, child.pid, os.WEXITED | os.WNOWAIT)  # blocks until it is gone, takes nothing
+        assert child.returncode is None and _exited(child)
+        assert child.wait() == 3 and _exited(child)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
