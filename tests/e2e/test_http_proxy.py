@@ -145,7 +145,8 @@ class Upstream:
     """An HTTP/1.1 server on 127.0.0.1:0 in this process: `script(request, write)` answers each
     request by writing raw bytes; it may wait on events the test sets. Keeps what it received."""
 
-    def __init__(self, script: Callable[[Request, Callable[[bytes], None]], None], port: int = 0) -> None:
+    def __init__(self, script: Callable[[Request, Callable[[bytes], None]], None], port: int = 0,
+                 sock: socket.socket | None = None) -> None:
         self.script = script
         self.received: list[Request] = []
         outer = self
@@ -161,7 +162,13 @@ class Upstream:
                 self.wfile.flush()
 
         socketserver.ThreadingTCPServer.allow_reuse_address = True
-        self.server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Handler)
+        if sock is None:
+            self.server = socketserver.ThreadingTCPServer(("127.0.0.1", port), Handler)
+        else:  # a socket bound already (the port held since the test chose it): it only starts listening
+            self.server = socketserver.ThreadingTCPServer(sock.getsockname(), Handler, bind_and_activate=False)
+            self.server.socket.close()
+            self.server.socket = sock
+            self.server.server_activate()
         self.server.daemon_threads = True
         self.port = self.server.server_address[1]
         self.url = f"http://127.0.0.1:{self.port}/mcp"
@@ -384,23 +391,24 @@ def test_large_and_chunked_request_bodies_are_streamed_unchanged_and_recorded_wh
 # -- failures around the traffic --------------------------------------------------------------------
 
 
-def _free_port() -> int:
+def _held_port() -> socket.socket:
+    """A port bound and not listening: a connection to it is refused, and no other socket of the
+    machine can take it before the test's upstream listens on it."""
     s = socket.socket()
     s.bind(("127.0.0.1", 0))
-    port = s.getsockname()[1]
-    s.close()
-    return port
+    return s
 
 
 def test_an_upstream_that_is_down_gets_502_and_a_finding_and_the_proxy_goes_on(proxies, tmp_path):
-    port = _free_port()
+    held = _held_port()
+    port = held.getsockname()[1]
     rec, rep = tmp_path / "s.jsonl", tmp_path / "r.json"
     p = proxies(f"http://127.0.0.1:{port}/mcp", "--record", str(rec), "--report", str(rep)).ready()
     for _ in range(2):
         status, _, _ = post(p.url, CALL, MCP_HEADERS)
         assert status == 502
     assert p.err.wait("warning upstream-error") is not None  # the live view says so as it happens
-    up = Upstream(lambda req, write: write(json_response(DONE)), port)  # the upstream comes up: the same
+    up = Upstream(lambda req, write: write(json_response(DONE)), sock=held)  # the upstream comes up: the same
     try:                                                                   # proxy reaches it now
         assert post(p.url, CALL, MCP_HEADERS)[::2] == (200, DONE)
     finally:

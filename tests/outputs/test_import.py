@@ -10,10 +10,8 @@ import base64
 import gzip
 import json
 import signal
-import socket
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import pytest
@@ -24,6 +22,7 @@ from mitmproxy.test import tflow
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SessionStart, SseEvent
 from mrtr_inspect.recording.reader import read_frames
 from tests.e2e.test_http_proxy import WAIT, LineReader, ProxyRun, child_env
+from tests.e2e.test_http_sdk import start_server
 from tests.outputs.conftest import HTTP_FIXTURE, ROOT, run_cli
 
 MITMDUMP = Path(sys.executable).with_name("mitmdump")
@@ -52,34 +51,12 @@ def imported(src: Path, out: Path) -> dict:
     return checked(out)
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
-def _wait_for_port(port: int, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + WAIT
-    while time.monotonic() < deadline:
-        assert proc.poll() is None, "the sample server exited"
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=1).close()
-            return
-        except OSError:
-            time.sleep(0.1)
-    raise AssertionError(f"nothing listens on {port}")
-
-
 def test_mitmdumps_har_and_flows_give_the_chains_the_proxy_recorded(tmp_path):
     recorded, har, flows = tmp_path / "proxy.jsonl", tmp_path / "dump.har", tmp_path / "dump.flows"
-    port = _free_port()
     started: list[subprocess.Popen] = []
     try:
-        server = subprocess.Popen([sys.executable, "-m", "mrtr_inspect.samples.server", "--http", "--port", str(port)],
-                                  cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                  stderr=subprocess.DEVNULL)
+        server, port = start_server(tmp_path / "server.jsonl")  # the sample server on a port it chose
         started.append(server)
-        _wait_for_port(port, server)
         proxy = ProxyRun(f"http://127.0.0.1:{port}/mcp", "--record", str(recorded), "--quiet")
         started.append(proxy.proc)
         proxy.ready()
