@@ -13,20 +13,26 @@ path given to the marker). Record modes, as pytest-recording has them (`--mrtr-r
 
 * `none`: only replay; a missing recording fails the test (the default when `CI` is set);
 * `once`: replay when the recording exists, else record it (the default otherwise);
-* `all`: record every time, replacing the recording.
+* `all`: record again, replacing the recording: once per session for each recording, by the first test
+  that names a server to record it from; tests without one (and later tests sharing it) replay it.
 
 To record, the marker names the real server: `server=[...]` (a stdio command; with
 `transport="http"` an HTTP server whose `{port}` is filled in) or `upstream=URL`. The test then
 talks to the real server through `mrtr-inspect stdio --record` (or the HTTP proxy), and the session
-is exported as a fixture (`export --to fixture`: redacted, machine details out of its headers).
+is exported as a fixture (`export --to fixture`: redacted, machine details out of its headers),
+unless the test failed: a failing test leaves the fixture as it was (a warning says where its
+session is kept). Paths redacted when recording are left out of matching when replaying.
 
 In replay, a request that matches no recorded one is answered with a JSON-RPC error naming the
 closest recorded request; after the test body, misses fail the test unless `allow_misses=True`.
-The fixture also gives the summary: `mrtr_replay.misses`, `.findings` (the live client checked by
-the rules, e.g. `request-state-altered`), `.summary()`.
+Over stdio every process started from `mrtr_replay.command` replays the recording from its start
+(as a new server process would be new) and keeps a summary of its own; the test's verdict and
+`mrtr_replay.misses`, `.findings` (the live client checked by the rules, e.g.
+`request-state-altered`), `.summary()` count them all.
 
 `mrtr_config` (a fixture to override) gives defaults for every marker option, and the redaction
 hooks applied when recording: `redact_paths`, `redact_headers`, `before_record(frame) -> frame | None`.
+Options are checked before anything starts: a wrong one is a one-line error of the test.
 """
 
 from __future__ import annotations
@@ -50,6 +56,12 @@ import pytest
 MODES = ("none", "once", "all")
 OPTIONS = ("server", "upstream", "transport", "order", "ignore", "pace", "allow_repeats", "allow_misses",
            "redact_paths", "redact_headers", "before_record")
+MARKER = ("mrtr_replay(path=None, *, server=None, upstream=None, transport=None, order='any', ignore=(), "
+          "pace=False, allow_repeats=False, allow_misses=False, redact_paths=(), redact_headers=(), "
+          "before_record=None): serve a recording to the code under test, or record it from the real server "
+          "(fixture mrtr_replay; mrtr-inspect, docs/replay.md)")
+_DEFAULT_PATHS = pytest.StashKey[dict]()  # default recording path -> nodeids of the tests that use it
+_RECORDED = pytest.StashKey[set]()  # recordings made again in this session (record mode all)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -58,14 +70,14 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="none: only replay; once: record what has no recording yet; all: record again. "
                          "Default: none when CI is set, else once.")
     parser.addini("mrtr_fixtures_dir", "Where recordings named after tests live, from the rootdir.", default="fixtures")
+    parser.addini("mrtr_start_timeout", "Seconds a server to record (or the recording proxy) may take to listen.",
+                  default="60")
 
 
 def pytest_configure(config: pytest.Config) -> None:
-    config.addinivalue_line(
-        "markers",
-        "mrtr_replay(path=None, *, server=None, upstream=None, transport=None, order='any', ignore=(), pace=False, "
-        "allow_misses=False): serve a recording to the code under test (fixture mrtr_replay; mrtr-inspect)",
-    )
+    config.addinivalue_line("markers", MARKER)
+    config.stash[_DEFAULT_PATHS] = {}
+    config.stash[_RECORDED] = set()
 
 
 def record_mode(config: pytest.Config) -> str:
@@ -79,22 +91,70 @@ def mrtr_config() -> dict:
     return {}
 
 
+def _given_path(node: pytest.Item) -> Any:
+    """The path the marker gives (None: the default one)."""
+    marker = node.get_closest_marker("mrtr_replay")
+    if marker is None:
+        return None
+    if len(marker.args) > 1 or (marker.args and "path" in marker.kwargs):
+        _usage(f"mrtr_replay takes one path, not {len(marker.args) + ('path' in marker.kwargs)}")
+    given = marker.args[0] if marker.args else marker.kwargs.get("path")
+    if given is not None and not isinstance(given, (str, os.PathLike)):
+        _usage(f"mrtr_replay: the path is a str or a Path, not {_shown(given)}")
+    return given
+
+
+def _default_path(node: pytest.Item, config: pytest.Config) -> Path:
+    name = node.name
+    cls = getattr(node, "cls", None)
+    if cls is not None:
+        name = f"{cls.__name__}.{name}"
+    name = re.sub(r"[^\w.\[\]=-]+", "_", name)
+    return config.rootpath / config.getini("mrtr_fixtures_dir") / Path(str(node.path)).stem / f"{name}.jsonl"
+
+
+def _uses_default_path(item: pytest.Item) -> bool:
+    """The test replays (or records) the recording named after it: it uses the mrtr_replay fixture,
+    its marker gives no path, and the mrtr_recording_path fixture is this plugin's."""
+    if "mrtr_replay" not in getattr(item, "fixturenames", ()):
+        return False
+    marker = item.get_closest_marker("mrtr_replay")
+    if marker is not None and (marker.args or marker.kwargs.get("path")):
+        return False
+    defs = getattr(getattr(item, "_fixtureinfo", None), "name2fixturedefs", {}).get("mrtr_recording_path")
+    func = getattr(defs[-1], "func", None) if defs else None
+    return func is None or (getattr(func, "__module__", None) == __name__
+                            and getattr(func, "__name__", None) == "mrtr_recording_path")
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Which tests use which default recording, over everything collected (before -k or -m
+    deselect any): two tests named alike in modules of the same name, or with ids that differ only
+    in what the file name cannot hold (`[a/b]`, `[a_b]`), would share one recording unasked."""
+    paths: dict[Path, list[str]] = config.stash[_DEFAULT_PATHS]
+    for item in items:
+        if _uses_default_path(item):
+            paths.setdefault(_default_path(item, config), []).append(item.nodeid)
+
+
 @pytest.fixture
 def mrtr_recording_path(request: pytest.FixtureRequest) -> Path:
     """The recording the test replays (or records)."""
-    marker = request.node.get_closest_marker("mrtr_replay")
-    given = None
-    if marker is not None:
-        given = marker.args[0] if marker.args else marker.kwargs.get("path")
+    given = _given_path(request.node)
     root = request.config.rootpath
     if given:
         p = Path(given)
         return p if p.is_absolute() else root / p
-    name = request.node.name
-    if request.node.cls is not None:
-        name = f"{request.node.cls.__name__}.{name}"
-    name = re.sub(r"[^\w.\[\]=-]+", "_", name)
-    return root / request.config.getini("mrtr_fixtures_dir") / Path(str(request.node.path)).stem / f"{name}.jsonl"
+    path = _default_path(request.node, request.config)
+    users = request.config.stash[_DEFAULT_PATHS].get(path, [])
+    others = [n for n in users if n != request.node.nodeid]
+    if others:
+        shown = path.relative_to(root) if path.is_relative_to(root) else path
+        _usage(f"{request.node.nodeid} and {', '.join(others)} would share the recording {shown}: give each "
+               "its own path (@pytest.mark.mrtr_replay('fixtures/….jsonl'), or an mrtr_recording_path fixture in "
+               "a conftest.py), or give them the same path in the marker to share it on purpose")
+    return path
 
 
 class MrtrReplay:
@@ -107,18 +167,22 @@ class MrtrReplay:
         self.options = options
         self.command: list[str] | None = None  # stdio: the server command line to start
         self.url: str | None = None  # HTTP: the server's URL
-        self._summary_file: Path | None = None
+        self._summary_dir: Path | None = None  # stdio: where each replay process keeps its summary
         self._http: Any = None  # BackgroundHttpServer
         self._procs: list[subprocess.Popen] = []
         self._raw: Path | None = None
 
     def summary(self) -> dict | None:
-        """The replay so far: served, misses, unused, findings (None while recording)."""
+        """The replay so far: served, misses, unused, findings (None while recording, or before
+        the code under test started the stdio command). Over stdio, of every process started
+        from `command`: counts added, misses and findings of all, unused what none of them served;
+        `processes` says how many."""
         if self._http is not None:
             return self._http.session.summary()
-        if self._summary_file is not None and self._summary_file.exists():
-            return json.loads(self._summary_file.read_text(encoding="utf-8"))
-        return None
+        if self._summary_dir is None:
+            return None
+        files = sorted(self._summary_dir.glob("summary-*.json"), key=lambda f: (f.stat().st_mtime_ns, f.name))
+        return merge_summaries([json.loads(f.read_text(encoding="utf-8")) for f in files]) if files else None
 
     @property
     def misses(self) -> list[dict]:
@@ -131,38 +195,119 @@ class MrtrReplay:
         return s["findings"] if s else []
 
 
+def _usage(message: str) -> None:
+    """A wrong option: the test errors with one line, no traceback."""
+    pytest.fail(f"mrtr-inspect: {message}", pytrace=False)
+
+
+def _shown(value: Any) -> str:
+    return f"the {type(value).__name__} {value!r}"
+
+
+def _check(opts: dict, where: str) -> None:
+    """The option values, checked before anything starts: a typo must not be ignored silently (an
+    `order` other than 'strict' was 'any') nor take a meaning of its own (a str as `ignore` was a
+    tuple of its characters)."""
+    for key, value in opts.items():
+        if key in ("ignore", "redact_paths", "redact_headers"):
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                hint = f" (write {key}=[{value!r}])" if isinstance(value, str) else ""
+                _usage(f"{where} {key} is a list of strings, not {_shown(value)}{hint}")
+        elif key == "server":
+            if (value is not None and (not isinstance(value, (list, tuple)) or not value
+                                       or not all(isinstance(v, (str, os.PathLike, int)) for v in value))):
+                _usage(f"{where} server is a command line as a list of strings, not {_shown(value)}")
+        elif key == "upstream":
+            if value is not None and not isinstance(value, str):
+                _usage(f"{where} upstream is a URL (str), not {_shown(value)}")
+        elif key == "transport":
+            if value not in (None, "stdio", "http"):
+                _usage(f"{where} transport is 'stdio' or 'http', not {value!r}")
+        elif key == "order":
+            if value not in ("any", "strict"):
+                _usage(f"{where} order is 'any' or 'strict', not {value!r}")
+        elif key in ("pace", "allow_repeats", "allow_misses"):
+            if not isinstance(value, bool):
+                _usage(f"{where} {key} is True or False, not {_shown(value)}")
+        elif key == "before_record":
+            if value is not None and not callable(value):
+                _usage(f"{where} before_record is a function of a frame, not {_shown(value)}")
+
+
+def merge_summaries(parts: list[dict]) -> dict:
+    """One summary of several replay processes of one recording (each replayed it from its start)."""
+    out = dict(parts[0])
+    for key in ("served", "synthesized"):
+        out[key] = sum(p.get(key, 0) for p in parts)
+    out["misses"] = [m for p in parts for m in p["misses"]]
+    out["findings"] = [f for p in parts for f in p["findings"]]
+    out["unused"] = [u for u in parts[0]["unused"] if all(u in p["unused"] for p in parts[1:])]
+    out["processes"] = len(parts)
+    return out
+
+
 def _options(request: pytest.FixtureRequest, config: dict) -> dict:
+    if not isinstance(config, dict):
+        _usage(f"the mrtr_config fixture returns a dict, not {_shown(config)}")
+    unknown = set(config) - set(OPTIONS)
+    if unknown:
+        _usage(f"mrtr_config: unknown key {', '.join(sorted(map(str, unknown)))} (known: {', '.join(OPTIONS)})")
+    _check(config, "mrtr_config:")
+    opts = dict(config)
     marker = request.node.get_closest_marker("mrtr_replay")
-    opts = {k: v for k, v in config.items() if k in OPTIONS}
     if marker is not None:
         unknown = set(marker.kwargs) - set(OPTIONS) - {"path"}
         if unknown:
-            pytest.fail(f"mrtr_replay: unknown option {', '.join(sorted(unknown))}", pytrace=False)
-        opts.update({k: v for k, v in marker.kwargs.items() if k in OPTIONS})
+            _usage(f"mrtr_replay: unknown option {', '.join(sorted(unknown))} (known: {', '.join(OPTIONS)})")
+        given = {k: v for k, v in marker.kwargs.items() if k in OPTIONS}
+        _check(given, "mrtr_replay:")
+        opts.update(given)
     return opts
 
 
 @pytest.fixture
-def mrtr_replay(request: pytest.FixtureRequest, mrtr_config: dict, mrtr_recording_path: Path, tmp_path: Path):
+def mrtr_replay(request: pytest.FixtureRequest, mrtr_config: dict, mrtr_recording_path: Path,
+                tmp_path_factory: pytest.TempPathFactory):
     """The recording served to the test (or, in record mode, the real server, recorded)."""
     opts = _options(request, mrtr_config)
     mode = record_mode(request.config)
     path = mrtr_recording_path
+    work = tmp_path_factory.mktemp("mrtr-replay")  # not the test's tmp_path: its files are its own
     if mode == "none" and not path.exists():
         pytest.fail(f"mrtr-inspect: no recording at {path} (record mode none: run with --mrtr-record-mode=once "
                     "to record it from the real server)", pytrace=False)
-    if mode == "all" or not path.exists():
-        obj = _start_recording(path, opts, tmp_path)
+    if _records(request.config, mode, path, opts):
+        request.config.stash[_RECORDED].add(path.resolve())
+        obj = _start_recording(path, opts, work, _start_timeout(request.config))
     else:
-        obj = _start_replay(path, opts, tmp_path)
+        obj = _start_replay(path, opts, work)
     request.node._mrtr_replay = obj
     try:
         yield obj
     finally:
-        _finish(obj)
+        _finish(obj, getattr(request.node, "_mrtr_failed", False))
 
 
-def _start_replay(path: Path, opts: dict, tmp_path: Path) -> MrtrReplay:
+def _records(config: pytest.Config, mode: str, path: Path, opts: dict) -> bool:
+    """Whether the test records (else it replays). A missing recording is recorded (where it cannot
+    be, the test says why). In mode `all` an existing one is recorded again by the first test of the
+    session that names a server for it: a test without one replays it (there is nothing to record
+    from), and so do later tests sharing it, which would otherwise overwrite it each in turn."""
+    if not path.exists():
+        return True
+    return (mode == "all" and bool(opts.get("server") or opts.get("upstream"))
+            and path.resolve() not in config.stash[_RECORDED])
+
+
+def _start_timeout(config: pytest.Config) -> float:
+    raw = config.getini("mrtr_start_timeout")
+    try:
+        return float(raw)
+    except ValueError:
+        raise pytest.UsageError(f"mrtr-inspect: mrtr_start_timeout is a number of seconds, not {raw!r}") from None
+
+
+def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
     from .script import ScriptError, load_script
     from .serve import BackgroundHttpServer, ServeOptions, ServeSession
 
@@ -173,15 +318,18 @@ def _start_replay(path: Path, opts: dict, tmp_path: Path) -> MrtrReplay:
     transport = opts.get("transport") or script.transport
     obj = MrtrReplay(path, "replay", transport, opts)
     order = opts.get("order", "any")
-    ignore = tuple(opts.get("ignore", ()))
+    # what was redacted when recording holds a placeholder, never the live value: not compared
+    ignore = tuple(opts.get("ignore", ())) + tuple(opts.get("redact_paths", ()))
     if transport == "http":
         options = ServeOptions(order, ignore, bool(opts.get("allow_repeats")), bool(opts.get("pace")))
         obj._http = BackgroundHttpServer(ServeSession(script, options, "http"))
         obj.url = obj._http.start()
         return obj
-    obj._summary_file = tmp_path / "mrtr-replay-summary.json"
+    obj._summary_dir = work
+    # each process started from the command keeps its own summary (serve.summary_file); one file for
+    # all would hold only the last process's, hiding the misses of the others
     cmd = [sys.executable, "-m", "mrtr_inspect", "replay", "serve", "--stdio", "--quiet",
-           "--summary", str(obj._summary_file)]
+           "--summary", str(work / "summary-{pid}.json")]
     if order == "strict":
         cmd.append("--strict")
     for p in ignore:
@@ -191,31 +339,40 @@ def _start_replay(path: Path, opts: dict, tmp_path: Path) -> MrtrReplay:
     return obj
 
 
-def _start_recording(path: Path, opts: dict, tmp_path: Path) -> MrtrReplay:
+def _start_recording(path: Path, opts: dict, work: Path, timeout: float) -> MrtrReplay:
     server, upstream = opts.get("server"), opts.get("upstream")
     if not server and not upstream:
         pytest.fail(f"mrtr-inspect: nothing to record {path} from: give the mrtr_replay marker server=[...] "
                     "or upstream=URL", pytrace=False)
     transport = opts.get("transport") or ("http" if upstream else "stdio")
     obj = MrtrReplay(path, "record", transport, opts)
-    obj._raw = tmp_path / "mrtr-recorded.jsonl"
+    obj._raw = work / "mrtr-recorded.jsonl"
     if transport == "stdio":
         obj.command = [sys.executable, "-m", "mrtr_inspect", "stdio", "--quiet", "--record", str(obj._raw), "--",
                        *[str(a) for a in server]]
         return obj
+    try:
+        _start_http_recording(obj, server, upstream, timeout)
+    except BaseException:
+        # the fixture has not yielded: its teardown will not run, so what started stops here
+        _stop(obj)
+        raise
+    return obj
+
+
+def _start_http_recording(obj: MrtrReplay, server: list | None, upstream: str | None, timeout: float) -> None:
     port = _free_port()
     if server:
         obj._procs.append(subprocess.Popen([str(a).replace("{port}", str(port)) for a in server]))
-        _wait_port(port, obj._procs[-1])
+        _wait_port(port, obj._procs[-1], timeout)
     url = (upstream or "http://127.0.0.1:{port}/mcp").replace("{port}", str(port))
     proxy = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "--upstream", url, "--listen", "127.0.0.1:0",
                               "--record", str(obj._raw), "--quiet"], stderr=subprocess.PIPE, text=True)
     obj._procs.append(proxy)
-    obj.url = _listening(proxy)
+    obj.url = _listening(proxy, timeout)
     if obj.url is None:
-        _finish(obj)
+        _stop(obj)
         pytest.fail(f"mrtr-inspect: the recording proxy did not start (exit status {proxy.wait()})", pytrace=False)
-    return obj
 
 
 def _listening(proc: subprocess.Popen, timeout: float = 60.0) -> str | None:
@@ -243,7 +400,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
     """Until the server accepts connections (it says so no other way), or exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
@@ -252,10 +409,13 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float = 30.0) -> None
             return
         except OSError:
             time.sleep(0.05)
-    pytest.fail(f"mrtr-inspect: the server to record did not listen on port {port}", pytrace=False)
+    why = f"exited with status {proc.returncode}" if proc.poll() is not None else f"within {timeout:g} s"
+    pytest.fail(f"mrtr-inspect: the server to record did not listen on port {port} ({why}; ini option "
+                "mrtr_start_timeout)", pytrace=False)
 
 
-def _finish(obj: MrtrReplay) -> None:
+def _stop(obj: MrtrReplay) -> None:
+    """Stop what the fixture started: the replay server, the server to record and the proxy."""
     if obj._http is not None:
         obj._http.stop()
     for p in reversed(obj._procs):
@@ -267,18 +427,29 @@ def _finish(obj: MrtrReplay) -> None:
                 p.kill()
                 p.wait()
     obj._procs.clear()
+
+
+def _finish(obj: MrtrReplay, failed: bool) -> None:
+    _stop(obj)
     if obj.mode == "record" and obj._raw is not None:
-        _save(obj)
+        _save(obj, failed)
         obj._raw = None
 
 
-def _save(obj: MrtrReplay) -> None:
+def _save(obj: MrtrReplay, failed: bool) -> None:
     from .export import export_fixture
     from .script import ReplayError
 
     assert obj._raw is not None
     if not obj._raw.exists():
         warnings.warn(f"mrtr-inspect: nothing was recorded for {obj.path}", stacklevel=1)
+        return
+    if failed:
+        # a failing test's session (a server that crashed, an answer that changed) would be replayed
+        # as the truth from then on: the fixture stays as it was, and the next run records again
+        kept = "is left as it was" if obj.path.exists() else "is not written"
+        warnings.warn(f"mrtr-inspect: {obj.path} {kept}: the test failed while recording it; the "
+                      f"session recorded is at {obj._raw}", stacklevel=1)
         return
     o = obj.options
     try:
@@ -290,6 +461,15 @@ def _save(obj: MrtrReplay) -> None:
     for _, p in done.machine_paths[:1]:
         warnings.warn(f"mrtr-inspect: {obj.path} mentions the machine path {p!r}; redact it before committing",
                       stacklevel=1)
+
+
+@pytest.hookimpl(wrapper=True)
+def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
+    """The test's outcome, for the fixture's teardown: a failing test does not write its recording."""
+    report = yield
+    if report.when in ("setup", "call") and report.failed:
+        item._mrtr_failed = True
+    return report
 
 
 @pytest.hookimpl(wrapper=True)
