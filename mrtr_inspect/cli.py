@@ -268,6 +268,8 @@ def _replay_exit(run) -> None:
 
 _IGNORE_HELP = ("Leave this JSON path out (dotted, into the whole message: params.arguments.nonce, "
                 "result._meta; * is one member or index, ** any depth). Repeatable.")
+_VERIFY_IGNORE_HELP = _IGNORE_HELP + (" A notification method (notifications/progress) leaves those notifications "
+                                      "out; notifications.*.params.message that member of each.")
 
 
 @main.group()
@@ -309,7 +311,7 @@ def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, r
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
 @click.option("--upstream", metavar="URL", help="The live Streamable HTTP server (else: -- CMD [ARG...]).")
-@click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
+@click.option("--ignore", multiple=True, metavar="PATH", help=_VERIFY_IGNORE_HELP)
 @click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
               help="HTTP: set this header on every request (a real token for a redacted one). Repeatable.")
 @click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds to wait for one response.")

@@ -122,7 +122,15 @@ def _normalized(value: Any, ignore: list[tuple]) -> Any:
 
 
 def _notifications(msgs: list[Message], ignore: list[tuple]) -> list:
-    return [_normalized(m.value, ignore) for m in msgs if m.kind == NOTIFICATION]
+    """The notifications sent for a request, as compared: without those whose method an ignore
+    pattern names (`notifications/progress`: their number may vary from run to run), each without
+    the ignored paths, and the list without what a `notifications.…` pattern names (the paths a
+    difference is shown with: `notifications.*.params.message`, `notifications.2`)."""
+    methods = {p[0] for p in ignore if len(p) == 1 and "/" in p[0]}
+    out = [_normalized(m.value, ignore) for m in msgs
+           if m.kind == NOTIFICATION and not (methods and type(m.value) is dict and m.value.get("method") in methods)]
+    listed = [p[1:] for p in ignore if len(p) > 1 and p[0] == "notifications"]
+    return strip_paths(out, listed) if listed else out
 
 
 def compare(p: Played, ignore: list[tuple]) -> list[Diff]:

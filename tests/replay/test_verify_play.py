@@ -173,3 +173,43 @@ def test_a_server_request_of_the_legacy_era_gets_the_recorded_answer(tmp_path):
     r = cli("replay", "verify", str(save(t.frames, tmp_path / "r.jsonl")), "--", sys.executable, str(server))
     assert r.returncode == 0, r.stdout.decode() + r.stderr.decode()
     assert r.stdout.decode().splitlines()[-1] == "1 same, 0 differ, 0 skipped, 0 failed"
+
+
+def _progress_recording() -> Traffic:
+    t = Traffic()
+    a = t.tool("build", {}, _meta={"progressToken": "p"})
+    for i in range(3):
+        t.notify("notifications/progress", {"progressToken": "p", "progress": i + 1, "message": f"step {i}"}, "s2c")
+    t.result(a, {"content": []})
+    return t
+
+
+def _progress_server(n: int, word: str):
+    def server(msg, peer):
+        p = peer.waiting[json.dumps(msg["id"])]
+        for i in range(n):
+            note = {"jsonrpc": "2.0", "method": "notifications/progress",
+                    "params": {"progressToken": "p", "progress": i + 1, "message": f"{word} {i}"}}
+            p.messages.append(decode_message(json.dumps(note).encode()))
+        return {"resultType": "complete", "content": [],
+                "_meta": {"io.modelcontextprotocol/serverInfo": {"name": "test-server", "version": "1.0"}}}
+    return server
+
+
+def test_notifications_ignored_by_method_or_by_the_shown_path(tmp_path):
+    """A server whose progress is time-based sends as many notifications as it took steps: `--ignore
+    notifications/progress` leaves them out; `notifications.*.params.message` (the path a difference
+    is shown with, any index) leaves that member out of each. Near misses: with neither, both
+    differences count; the count still counts when only the message is ignored."""
+    t = _progress_recording()
+    assert play(tmp_path, t, _progress_server(3, "step"))[0].ok  # the recorded server again: same
+    fewer, reworded = _progress_server(1, "step"), _progress_server(3, "phase")
+    result, _, out = play(tmp_path, t, fewer)
+    assert result.counts["differs"] == 1 and "notifications (methods)" in out
+    assert play(tmp_path, t, fewer, ignore=("notifications/progress",))[0].ok
+    assert not play(tmp_path, t, fewer, ignore=("notifications.*.params.message",))[0].ok  # the count differs
+    result, _, out = play(tmp_path, t, reworded)
+    assert result.counts["differs"] == 1 and "notifications[0].params.message" in out
+    assert play(tmp_path, t, reworded, ignore=("notifications.*.params.message",))[0].ok
+    assert play(tmp_path, t, reworded, ignore=("params.message",))[0].ok  # each message's own path, as before
+    assert not play(tmp_path, t, reworded, ignore=("notifications/message",))[0].ok  # another method
