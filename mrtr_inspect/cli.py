@@ -301,8 +301,13 @@ def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, r
     from .replay import run
     from .replay.serve import ServeOptions
 
-    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace)
     config = build_config(severity, disable)
+    redact = None
+    if config.redact_paths:  # a recorded placeholder matches the live value it stands for (same key)
+        from .recording.writer import redactor_for
+
+        redact = redactor_for(config).redact_json
+    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redact)
     _replay_exit(lambda: run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record,
                                    summary=summary, quiet=quiet, fail_on=fail_on, config=config))
 

@@ -93,6 +93,10 @@ class Diff:
                 "absent": [s for s, v in (("recorded", self.recorded), ("live", self.live)) if v is ABSENT]}
 
 
+def _redacted(value: Any) -> bool:
+    return type(value) is str and value.startswith("[redacted:") and value.endswith("]")
+
+
 def show(value: Any, width: int = 70) -> str:
     if value is ABSENT:
         return "absent"
@@ -212,6 +216,9 @@ class Match:
         text = f"no recorded request matches {what}; closest: {self.closest.label()}"
         if self.diffs:
             text += "; differs in " + "; ".join(d.text() for d in self.diffs)
+            if any(_redacted(d.recorded) and not _redacted(d.live) for d in self.diffs):
+                text += ("; the recording holds a redacted value there: replay with the settings it was "
+                         "recorded with (redact_paths, and the same redaction key), or --ignore that path")
         if self.reason:
             text += f"; {self.reason}"
         return text

@@ -50,6 +50,9 @@ class ServeOptions:
     ignore: tuple[str, ...] = ()  # paths left out of matching
     repeats: bool = False  # serve a recorded exchange more than once
     pace: bool = False  # replies at their recorded pace
+    # the live request as the recording was redacted (the project's redact_paths, this machine's key),
+    # for matching only: a recorded placeholder then matches the same secret, and only it
+    redact: Callable[[bytes], bytes] | None = None
 
 
 @dataclass
@@ -84,7 +87,12 @@ class Replayer:
             why = "a batch (not replayed)" if live.kind == "batch" else f"not a JSON-RPC request ({live.problem})"
             self.misses.append({"request": live.kind, "message": why})
             return self._error(None, -32600, OWN_REPLY + why, None, 400)
-        m = self.matcher.match(live, http_path)
+        probe = live
+        if self.options.redact is not None:
+            redacted = self.options.redact(raw)
+            if redacted is not raw:
+                probe = decode_message(redacted)
+        m = self.matcher.match(probe, http_path)
         if m.exchange is not None and m.exchange.unanswered:
             return self._unanswered(m.exchange, live)
         if m.exchange is not None:
@@ -93,7 +101,7 @@ class Replayer:
         if live.method == "ping":
             self.synthesized += 1
             return Answer([(0.0, dumps({"jsonrpc": "2.0", "id": live.id, "result": {}}).encode(), None)])
-        text = m.explain(live)
+        text = m.explain(probe)  # never the secret: the live value as the recording would hold it
         self.misses.append({"request": f"{live.method} id={format_id(live.id)}", "message": text, **m.to_json()})
         return self._error(live.id, MISS_CODE, OWN_REPLY + text, m)
 

@@ -271,3 +271,26 @@ def test_a_second_server_discover_says_what_to_do(tmp_path):
     assert tool_again["error"]["message"].endswith("it was served already (allow repeats to serve it again)")
     [other] = sent(r.answer(tool("b", {}, id=6)))
     assert "server/discover" not in other["error"]["message"]
+
+
+def test_a_redacted_argument_matches_the_secret_it_stands_for_and_only_it(tmp_path):
+    """A recording made with `redact_paths` holds placeholders where the secrets were; serve redacts
+    the live request the same way (the same key) before matching, so the same secret matches and
+    another does not, and a miss never shows the live secret. Near miss: without the redaction,
+    the placeholder matches nothing (the bug: every such request was a miss)."""
+    from mrtr_inspect.recording.redaction import Redactor
+
+    redactor = Redactor(b"machine-key", paths=["params.arguments.token"])
+    t = Traffic()
+    a = t.tool("login", {"token": redactor.placeholder("s3cret")})
+    t.result(a, {"content": [{"type": "text", "text": "welcome"}]})
+    r = replayer(tmp_path, t, redact=redactor.redact_json)
+    assert sent(r.answer(tool("login", {"token": "s3cret"})))[0]["result"]["content"][0]["text"] == "welcome"
+    r = replayer(tmp_path, t, redact=redactor.redact_json)
+    wrong = sent(r.answer(tool("login", {"token": "guess"})))[0]
+    assert wrong["error"]["code"] == MISS_CODE and "guess" not in json.dumps(wrong)
+    assert redactor.placeholder("guess") in wrong["error"]["message"]
+    r = replayer(tmp_path, t)
+    miss = sent(r.answer(tool("login", {"token": "s3cret"})))[0]["error"]
+    assert miss["code"] == MISS_CODE and "the recording holds a redacted value there" in miss["message"]
+    assert "redacted value" not in wrong["error"]["message"]  # both redacted: a different secret, no hint
