@@ -733,10 +733,12 @@ class Stitcher:
         chain = rd.chain
         earlier = list(chain.requests)
         if chain.closed:
-            # a state replayed after its chain ended: the replay is a logical request of its own,
-            # tied to the round it replays by the link
+            # a state replayed after its chain ended: the replay is a logical request of its own (the
+            # ended chain is reported already), tied to the round it replays by the link, which its
+            # `link` says
             chain = self._new_chain(msg, peer, key[2])
             chain.tainted = True
+            chain.vias.append(via)
             creq = ChainRequest(chain, msg, None)
         else:
             creq = ChainRequest(chain, msg, rd)

@@ -84,7 +84,7 @@ def test_report_chains():
     assert (first["requests"], first["rounds"], first["outcome"], first["link"]) == ([1, 2], 1, "complete", "state")
     assert first["duration_ms"] >= 1500
     replay = next(c for c in d["chains"] if c["requests"] == [3])
-    assert (replay["target"], replay["rounds"], replay["outcome"], replay["link"]) == ("deploy", 0, "error", None)
+    assert (replay["target"], replay["rounds"], replay["outcome"], replay["link"]) == ("deploy", 0, "error", "state")
 
 
 def test_report_findings():
