@@ -247,9 +247,12 @@ def chain_ended_error(obs: ChainClosed, ctx) -> None:
     """The terminal response of the chain is a JSON-RPC error; the code is recorded."""
     c = obs.chain
     if c.outcome == "error":
-        ctx.emit(f"chain {c.id} ({c.method} {c.target}) ended in error {c.error_code} after {len(c.rounds)} round(s)",
-                 messages=[c.final_index] if c.final_index is not None else [], chain=c.id, time=c.end,
-                 details={"code": c.error_code})
+        how = (f"ended in error {c.error_code}" if c.error_code is not None else
+               "ended with no JSON-RPC response (its HTTP exchange ended without one: the upstream failed, or "
+               "the body held none)")
+        ctx.emit(f"chain {c.id} ({c.method} {c.target}) {how} after {len(c.rounds)} round(s)",
+                 messages=[c.final_index] if c.final_index is not None else [c.requests[-1].index],
+                 chain=c.id, time=c.end, details={"code": c.error_code})
 
 
 @rule(

@@ -44,3 +44,19 @@ def test_a_one_letter_key_does_not_hide_the_rejection():
 ])
 def test_near_miss_an_error_that_is_not_about_the_state(code, message):
     assert _retry_answered_with(code, message) == []
+
+
+def test_a_chain_whose_exchange_ended_without_a_response_says_so_not_error_none():
+    """On HTTP the upstream can fail before any JSON-RPC response (the proxy's 502): the chain ends
+    `error` with no code, and chain-ended-error says there was no response, naming the request (it
+    said "ended in error None", with no message). Near miss: a JSON-RPC error keeps its code."""
+    t = Traffic("http")
+    a = t.tool("deploy", {"env": "prod"})
+    t.respond(t._x_of_id.pop(str(a)), 502, b"Bad Gateway", (("content-type", "text/plain"),),
+              end_error="upstream-error: connection refused")
+    b = t.tool("deploy", {"env": "prod"})
+    t.error(b, -32602, "invalid params")
+    r = t.run()
+    first, second = r.of("chain-ended-error")
+    assert "no JSON-RPC response" in first.message and "None" not in first.message and first.messages == [0]
+    assert "ended in error -32602" in second.message and first.chain == "c1" and second.chain == "c2"
