@@ -125,7 +125,25 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, severity, 
     sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config))
 
 
-@main.command(context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
+class _TeeCommand(click.Command):
+    """`stdio`: its own options, then CMD, whose options pass as they are (after `--`, or after CMD's
+    first word). An option it does not know before CMD is a mistyped one of its own, not the server
+    to start (`--recrod s.jsonl -- server` ran `--recrod`, exit 127)."""
+
+    def parse_args(self, ctx: click.Context, args: list[str]) -> list[str]:
+        params = {name: p for p in self.get_params(ctx) for name in (*p.opts, *p.secondary_opts)}
+        i = 0
+        while i < len(args) and args[i] != "--" and args[i].startswith("-") and args[i] != "-":
+            name, eq, _ = args[i].partition("=")
+            p = params.get(name)
+            if p is None:
+                ctx.fail(f"no such option: {name} (the server command goes after --)")
+            takes_value = isinstance(p, click.Option) and not p.is_flag and not p.count
+            i += 2 if takes_value and not eq else 1
+        return super().parse_args(ctx, args)
+
+
+@main.command(cls=_TeeCommand, context_settings={"ignore_unknown_options": True, "allow_interspersed_args": False})
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH when the server exits.")
 @click.option("--quiet", is_flag=True, help="Nothing on stderr but the server's own output.")

@@ -49,3 +49,27 @@ def test_near_miss_an_ordinary_name_is_quoted_as_it_is(tmp_path):
     name = str(tmp_path / "séance 日本.jsonl")
     r = _run("check", name)
     assert r.exit_code == 2 and name in r.output
+
+
+@pytest.mark.parametrize("args, named", [
+    (("stdio", "--recrod", "s.jsonl", "--", "python", "server.py"), "--recrod"),
+    (("stdio", "--quiet", "--bogus", "--", "true"), "--bogus"),
+    (("stdio", "--record=s.jsonl", "--reprot", "r.json", "python"), "--reprot"),
+])
+def test_a_mistyped_tee_option_is_a_usage_error_not_the_server_command(args, named, tmp_path):
+    """It was taken as CMD: `cannot start '--recrod'`, exit 127, which a client's config shows as a
+    server crash."""
+    r = _run(*args)
+    assert r.exit_code == 2 and f"no such option: {named}" in r.output and "cannot start" not in r.output
+
+
+def test_near_miss_the_server_commands_own_options_pass(monkeypatch):
+    """After `--`, or after CMD's first word, options are CMD's; the tee's own, with values, come first."""
+    import mrtr_inspect.adapters.stdio_tee as tee
+
+    seen = []
+    monkeypatch.setattr(tee, "run_tee", lambda cmd, **kw: seen.append((cmd, kw["record"], kw["quiet"])) or 0)
+    for args in (("stdio", "--record", "s.jsonl", "--quiet", "--", "--weird-server", "-x"),
+                 ("stdio", "--record=s.jsonl", "--quiet", "python", "server.py", "--port", "3")):
+        assert _run(*args).exit_code == 0
+    assert seen == [(["--weird-server", "-x"], "s.jsonl", True), (["python", "server.py", "--port", "3"], "s.jsonl", True)]
