@@ -118,10 +118,12 @@ class Inspector:
         self._out: list = []
         self._last_expire = 0.0
         self._now = 0.0
+        self._seen: dict[str, float] = {}  # each session's last frame time
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
         """Analyse one frame. Never raises: a failure becomes an `inspector-error` finding."""
+        self._seen[frame.session] = frame.time
         return self._run(frame.time, type(frame).__name__, self._feed, frame)
 
     def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
@@ -130,6 +132,7 @@ class Inspector:
         out = self._out = []  # _run, inlined (every message of a recording comes this way)
         if time > self._now:
             self._now = time
+        self._seen[session] = time
         engine = self.engine
         engine.now = time
         try:
@@ -179,8 +182,8 @@ class Inspector:
             for key, x in list(self._http.items()):
                 self._end_exchange(x, HttpEnd(t, x.session, x.number, "capture-ended"))
             for s in list(self._sessions.values()):
-                if not s.ended:
-                    self._end_session(s, t, {})
+                if not s.ended:  # no session end recorded (a recorder killed, a file cut): its last frame
+                    self._end_session(s, self._seen.get(s.id, t) if time is None else t, {})
             self._obs_list(self.stitcher.close_all(t))
         except Exception as e:  # pragma: no cover - defensive
             self.engine.report(REGISTRY["inspector-error"], f"could not close the analysis: {type(e).__name__}: {e}",

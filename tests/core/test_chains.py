@@ -639,3 +639,22 @@ def test_two_chains_holding_the_same_state_at_the_same_instant_are_ambiguous():
     r = t.run(close=False)
     assert shape(r.chain("c1")) == ([a, x], 1, "complete", "state")
     assert [f.chain for f in r.of("chain-ambiguous-link")] == ["c1"]
+
+
+def test_a_session_without_its_end_ends_at_its_own_last_frame_not_at_later_traffic():
+    """A recorder killed (or a file cut) leaves a session without `session-end`; checked with a later
+    session (an appended one, or another input), its open and abandoned chains ran to the other's
+    last frame, a day later. Near miss: alone, the same session ends at its last frame as before."""
+    a = Traffic(session="a")
+    a.tool("deploy", PROD)  # never answered: open
+    asked = a.tool("release", {"version": "1"})
+    a.irr(asked, {"confirm": ELICIT}, state="s1")  # never answered: abandoned
+    a_last = a.t
+    b = Traffic(session="b", start=a_last + 86400.0)
+    b.result(b.tool("ping_tool", {}), {"content": []})
+    b.end()
+    both = Traffic(session="x", with_session_start=False)
+    both.frames = a.frames + b.frames
+    for r in (both.run(), a.run()):
+        ends = {c["target"]: (c["outcome"], c["end"]) for c in r.chains}
+        assert ends["deploy"] == ("open", a_last) and ends["release"] == ("abandoned", a_last), ends
