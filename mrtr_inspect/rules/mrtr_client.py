@@ -9,6 +9,7 @@ from urllib.parse import unquote
 from ..core.messages import MRTR_METHODS, REQUEST, format_id
 from ..core.observations import Decoded, Linked, NotLinked
 from . import spec
+from .base import chain_of
 from .registry import ERROR, INFO, WARNING, declare, rule
 
 
@@ -202,10 +203,11 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
     if obs.capture_incomplete:
         ctx.emit(
             f"{msg.label()} carries a requestState from a round this capture did not see (the capture of this peer "
-            "began with it)", messages=[msg.index], rule_id="capture-incomplete",
+            "began with it)", messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete",
         )
         return
-    ctx.emit(f"{msg.label()} carries a requestState that no input_required result issued", messages=[msg.index])
+    ctx.emit(f"{msg.label()} carries a requestState that no input_required result issued", messages=[msg.index],
+             chain=chain_of(msg))  # the chain it starts
 
 
 declare(
@@ -381,9 +383,10 @@ def input_responses_unsolicited(obs: NotLinked, ctx) -> None:
     msg = obs.request
     if obs.capture_incomplete:
         ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see (the capture of this peer "
-                 "began with it)", messages=[msg.index], rule_id="capture-incomplete")
+                 "began with it)", messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete")
         return
-    ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index])
+    ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index],
+             chain=chain_of(msg))  # the chain it starts
 
 
 @rule(

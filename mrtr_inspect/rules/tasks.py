@@ -90,7 +90,8 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
     if r is None or r.get("resultType") != "task" or _declares(obs.request):
         return
     ctx.emit(f"{_answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
-             "in its clientCapabilities", messages=[obs.request.index, obs.response.index])
+             "in its clientCapabilities", messages=[obs.request.index, obs.response.index],
+             chain=obs.creq.chain.id if obs.creq is not None else None)
 
 
 @rule(

@@ -53,7 +53,7 @@ def test_task_result_undeclared_client():
     create(t, caps=CAPS_ALL)
     create(t, "t2")
     f = t.run().of("task-result-undeclared-client")
-    assert msgs(f) == [[0, 1]] and TASKS in f[0].message
+    assert msgs(f) == [[0, 1]] and TASKS in f[0].message and f[0].chain == "c1"  # its chain, not null
 
 
 def test_task_result_unsupported_method():
