@@ -405,7 +405,8 @@ def test_replaying_a_consumed_state_after_the_chain_closed():
     assert shape(r.chain("c2")) == ([c], 0, "complete", "state")
     replayed = r.of("request-state-replayed")
     assert [(f.severity, f.chain) for f in replayed] == [("error", "c2")]
-    assert "server-accepted-altered-state" in r.rules()
+    # the replay echoes the state the server issued, verbatim: not an altered one (RULES.md §10.6)
+    assert "server-accepted-altered-state" not in r.rules()
 
 
 def test_replaying_a_state_whose_retry_failed_is_only_info():
