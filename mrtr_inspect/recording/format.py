@@ -172,6 +172,15 @@ def decode(line: bytes) -> Frame:
     raise FormatError(f"unknown record kind {rec.get('k')!r}")
 
 
+_HEADER_START = b'{"' + FORMAT.encode() + b'":"' + KIND.encode() + b'"'
+
+
+def is_torn_header(line: bytes) -> bool:
+    """Whether a line (without its end) is a session header cut short: the first line of a file
+    whose writer was stopped while writing it, so a recording with nothing in it yet."""
+    return line.startswith(_HEADER_START) or _HEADER_START.startswith(line)
+
+
 def is_header(line: bytes) -> bool:
     """Whether a line starts a session of this format (any version)."""
     head = line.split(b"\t", 1)[0]

@@ -68,6 +68,15 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_a
         first = f.readline()
         if not first:
             raise UnreadableRecording(f"{path}: empty file, not a recording")
+        if not first.endswith(b"\n") and fmt.is_torn_header(first):  # stopped while writing its first line
+            notes.torn_tail = True
+            return
+        n = 1
+        if first.endswith(fmt.TORN + b"\n") and fmt.is_torn_header(first[:-2]):  # ...then appended to
+            notes.skipped.append((1, "a session header cut short (the recorder stopped while writing it)"))
+            first, n = f.readline(), 2
+            if not first:
+                return
         if not fmt.is_header(first):
             raise UnreadableRecording(f"{path}: not an mrtr-inspect recording (no recording header on the first line)")
         try:
@@ -77,7 +86,6 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_a
         notes.sessions += 1
         notes.frames += 1
         yield frame
-        n = 1
         for line in f:
             n += 1
             if not line.endswith(b"\n"):  # the writer was stopped mid-line: even if it decodes, it is cut
@@ -113,7 +121,7 @@ def check_readable(path: str | os.PathLike) -> None:
     it = read_frames(path)
     try:
         next(it)
-    except StopIteration:  # pragma: no cover
+    except StopIteration:  # nothing in it yet (a torn header)
         pass
     finally:
         it.close()

@@ -100,7 +100,7 @@ class RecordingWriter:
             return False
         except OSError as e:
             raise RecordingError(f"cannot read {self.path}: {e.strerror}") from None
-        if first and not fmt.is_header(first):
+        if first and not fmt.is_header(first) and not (not first.endswith(b"\n") and fmt.is_torn_header(first)):
             raise RecordingError(f"{self.path} exists and is not an mrtr-inspect recording; not appending to it")
         return last not in (b"", b"\n")
 

@@ -264,3 +264,33 @@ def test_odd_line_records_read_as_format_decode_reads_them(tmp_path_factory, lin
     got, notes = _read_lines(tmp_path_factory, [line])
     assert repr(got) == repr(_slow_read([line]))
     assert len(notes.skipped) == 1 - len(got)
+
+
+@pytest.mark.parametrize("keep", [1, 12, 40])
+def test_a_recording_whose_only_line_is_a_torn_header_reads_as_empty_with_the_torn_note(tmp_path, keep):
+    """A recorder stopped while writing its first line leaves a cut header and nothing else: a
+    recording with nothing in it yet (the torn last line the contract lets a reader accept), not
+    'not a recording'. Near misses: another cut first line, and an empty file, are refused."""
+    path = tmp_path / "r.jsonl"
+    record(path, stdio())
+    first = path.read_bytes().split(b"\n", 1)[0]
+    path.write_bytes(first[:keep])
+    got, notes = read(path)
+    assert got == [] and notes.torn_tail
+    for not_ours in (b'{"log": {"version": "1.2"', b""):
+        path.write_bytes(not_ours)
+        with pytest.raises(UnreadableRecording):
+            read(path)
+
+
+def test_a_torn_header_is_appended_to_and_the_new_session_reads(tmp_path):
+    """The client starts the server again with the same --record: the new session is appended after
+    the cut header (ended, marked torn), and reads back whole; the cut line is skipped with a note."""
+    path = tmp_path / "r.jsonl"
+    record(path, stdio())
+    path.write_bytes(path.read_bytes().split(b"\n", 1)[0][:30])
+    record(path, stdio("s2"), session="s2", t=200.0)
+    got, notes = read(path)
+    assert [f.session for f in got if type(f) is SessionStart] == ["s2"]
+    assert [f for f in got if type(f) is StdioLine] == stdio("s2")[:3]
+    assert [n for n, _ in notes.skipped] == [1] and not notes.torn_tail
