@@ -87,7 +87,28 @@ def rule_options(fn):
     return fn
 
 
-@click.group(invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
+class _Cli(click.Group):
+    """The command line: a usage error is one line, the reason and where the help is (CONTRACTS.md:
+    exit 2 with a one-line reason), not click's usage block; everything else as click does it."""
+
+    def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
+        if not standalone_mode:
+            return super().main(args, prog_name, complete_var, standalone_mode, **extra)
+        try:
+            super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+        except click.UsageError as e:
+            where = e.ctx.command_path if e.ctx is not None else "mrtr-inspect"
+            fail(f"{e.format_message()} (see '{where} --help')", e.exit_code)
+        except click.ClickException as e:
+            e.show()
+            sys.exit(e.exit_code)
+        except click.Abort:
+            say("aborted")
+            sys.exit(1)
+        sys.exit(0)
+
+
+@click.group(cls=_Cli, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
 @click.option("--upstream", metavar="URL", help="The Streamable HTTP server to put the proxy in front of.")
 @click.option("--listen", metavar="HOST:PORT", default="127.0.0.1:8788", show_default=True,
               help="Where the proxy listens (port 0 picks a free one).")

@@ -73,3 +73,19 @@ def test_near_miss_the_server_commands_own_options_pass(monkeypatch):
                  ("stdio", "--record=s.jsonl", "--quiet", "python", "server.py", "--port", "3")):
         assert _run(*args).exit_code == 0
     assert seen == [(["--weird-server", "-x"], "s.jsonl", True), (["python", "server.py", "--port", "3"], "s.jsonl", True)]
+
+
+@pytest.mark.parametrize("args, reason", [
+    (("check",), "Missing argument 'PATHS...'"),
+    (("check", "x.jsonl", "--fail-on", "bogus"), "Invalid value for '--fail-on'"),
+    (("bogus",), "No such command 'bogus'"),
+    (("show", "--nope", "x.jsonl"), "No such option '--nope'"),
+])
+def test_every_usage_error_is_one_line_with_exit_2(args, reason):
+    """CONTRACTS.md: exit 2 with a one-line reason (click printed a four-line usage block); the line
+    says where the help is. Near miss: --help and --version still print and exit 0."""
+    r = _run(*args)
+    assert r.exit_code == 2 and r.output.count("\n") == 1 and reason in r.output and "--help'" in r.output
+    assert r.output.startswith("mrtr-inspect: ")
+    for ok in (("check", "--help"), ("--version",)):
+        assert _run(*ok).exit_code == 0
