@@ -88,7 +88,7 @@ def test_stdout_is_the_childs_and_findings_go_to_stderr_as_plain_lines(procs):
     assert SERVER_LOG in lines  # the child's stderr passes through
     ours = [line for line in lines if line != SERVER_LOG]
     assert all(line.startswith(b"mrtr-inspect: ") for line in ours)
-    assert any(line.startswith(b"mrtr-inspect: error request-state-unsolicited [#0] tools/call id=1") for line in ours)
+    assert any(line.startswith(b"mrtr-inspect: error request-state-unsolicited [c1 #0] tools/call id=1") for line in ours)
     assert b"\x1b[" not in teed.stderr
 
 
