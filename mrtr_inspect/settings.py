@@ -163,7 +163,26 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
     for key in FIELDS:
         if key in t:
             setattr(config, key, list(t[key]) if type(t[key]) is list else t[key])
+    half = _half_of_a_pair(config.redact_paths)
+    if half:
+        settings.notes.append(f"{where}redact_paths: {half}")
     return config
+
+
+def _half_of_a_pair(paths: list[str]) -> str | None:
+    """A state redacted on one side only: the server's issued `result.requestState` and the client's
+    echoed `params.requestState` then differ in every recording, so every retry reads as altered."""
+    def covers(target: tuple[str, ...]) -> bool:
+        return any(len(p) == len(target) and all(a in ("*", b) for a, b in zip(p, target))
+                   for p in (tuple(x.split(".")) for x in paths))
+
+    issued, echoed = covers(("result", "requestState")), covers(("params", "requestState"))
+    if issued == echoed:
+        return None
+    have, lack = ("result", "params") if issued else ("params", "result")
+    return (f"{have}.requestState is redacted but {lack}.requestState is not: the state the server issues and the "
+            "one the client echoes would differ in every recording (each retry read as request-state-altered); "
+            "redact both or neither")
 
 
 def load(rule_ids: Collection[str], explicit: str | Path | None = None, start: Path | None = None) -> tuple[Config, Settings | None]:

@@ -278,3 +278,21 @@ def test_the_repositorys_own_settings_end_the_search_at_the_checkout(tmp_path):
     (tmp_path / ".mrtr-inspect.toml").write_text('disable = ["request-state-unsolicited"]\n', encoding="utf-8")
     (tmp_path / "below").mkdir()
     assert discover(tmp_path / "below").path == tmp_path / ".mrtr-inspect.toml"
+
+
+@pytest.mark.parametrize("paths, noted", [
+    (["params.requestState"], True),
+    (["result.requestState", "params.arguments.token"], True),
+    (["params.requestState", "result.requestState"], False),
+    (["*.requestState"], False),  # both sides at once
+    (["params.arguments.token"], False),
+])
+def test_redacting_one_side_of_the_state_pair_is_noted(tmp_path, paths, noted):
+    """The audit's foot-gun: a state redacted where the client echoes it but not where the server
+    issued it (or the reverse) makes every retry of every recording read as altered."""
+    f = tmp_path / ".mrtr-inspect.toml"
+    f.write_text(f"redact_paths = {json.dumps(paths)}\n", encoding="utf-8")
+    load_rules()
+    _, found = load(REGISTRY, f)
+    said = [n for n in found.notes if "requestState" in n]
+    assert bool(said) == noted and all("redact both or neither" in n for n in said)
