@@ -56,9 +56,10 @@ def test_near_miss_an_ordinary_name_is_quoted_as_it_is(tmp_path):
     (("stdio", "--quiet", "--bogus", "--", "true"), "--bogus"),
     (("stdio", "--record=s.jsonl", "--reprot", "r.json", "python"), "--reprot"),
 ])
-def test_a_mistyped_tee_option_is_a_usage_error_not_the_server_command(args, named, tmp_path):
+def test_a_mistyped_tee_option_is_a_usage_error_not_the_server_command(args, named, tmp_path, monkeypatch):
     """It was taken as CMD: `cannot start '--recrod'`, exit 127, which a client's config shows as a
     server crash."""
+    monkeypatch.chdir(tmp_path)  # where a tee that ran after all would leave its files
     r = _run(*args)
     assert r.exit_code == 2 and f"no such option: {named}" in r.output and "cannot start" not in r.output
 

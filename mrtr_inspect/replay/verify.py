@@ -299,7 +299,8 @@ class StdioPeer(Peer):
             raise VerifyError(f"cannot start {cmd[0]!r}: {e.strerror or e}") from None
         self.lock = threading.Lock()
         self.waiting: dict[tuple, Played] = {}
-        self.exit_status: int | None = None  # set when the process closed its output: nothing more is answered
+        self.gone = False  # the process closed its output: nothing more is answered
+        self.exit_status: int | None = None  # its status, when it had exited by then
         self.answered_any = False
         # the recorded client's answers to server requests (the legacy era), by the request's method
         self.answers: dict[str, list[bytes]] = {}
@@ -319,7 +320,7 @@ class StdioPeer(Peer):
 
     def send(self, p: Played, data: bytes, side: HttpSide | None) -> None:
         with self.lock:
-            gone = self.exit_status is not None
+            gone = self.gone
             if not gone:
                 self.waiting[p.sent.idk] = p  # type: ignore[union-attr]
         if gone:  # nobody would answer it: it would wait out the timeout
@@ -332,7 +333,8 @@ class StdioPeer(Peer):
         none before it went, it never served at all: the run counts that as a server that cannot be
         started (exit 2), as a refused connection on HTTP."""
         p.unreachable = not self.answered_any
-        p.fail(f"the server closed its output (exit status {self.exit_status}) before answering"
+        status = f"exit status {self.exit_status}" if self.exit_status is not None else "still running"
+        p.fail(f"the server closed its output ({status}) before answering"
                + ("" if self.answered_any else " any request"))
 
     def notify(self, data: bytes, side: HttpSide | None) -> None:
@@ -345,9 +347,12 @@ class StdioPeer(Peer):
             if line.strip():
                 self.log.line("s2c", line)
                 self._message(decode_message(line))
-        code = self.proc.wait()
+        try:  # its output is closed: what waits fails now, with the status if it comes soon
+            code = self.proc.wait(timeout=2.0)
+        except subprocess.TimeoutExpired:  # a process that closed its stdout and runs on
+            code = None
         with self.lock:
-            self.exit_status = code
+            self.gone, self.exit_status = True, code
             left = list(self.waiting.values())
             self.waiting.clear()
         for p in left:

@@ -131,3 +131,18 @@ def test_a_failure_shows_the_http_status(tmp_path):
     assert out.count(f"           {url} answered HTTP 404 Not Found without a JSON-RPC response\n") == 6
     assert "the response ended without a JSON-RPC response" not in out
     assert out.splitlines()[-1] == "0 same, 1 differ, 7 skipped, 6 failed"
+
+
+# a server that closes its output at once and runs on (until verify stops it)
+CLOSES_AND_RUNS = [sys.executable, "-c", "import os, sys\nos.close(1)\nsys.stdin.buffer.read()\nimport time\n"
+                   "time.sleep(600)"]
+
+
+def test_a_server_that_closes_its_output_and_runs_on_fails_at_once():
+    """It closed its stdout without exiting: verify waited out --timeout for each request (600 s
+    here) on a process that would never answer. Now what waits fails once the output closed, the
+    status said as 'still running', and it counts as a server that cannot be started (exit 2)."""
+    r = cli("replay", "verify", str(RECORDING), "--timeout", "600", "--", *CLOSES_AND_RUNS)
+    assert r.returncode == 2, r.stdout.decode() + r.stderr.decode()
+    assert r.stderr.decode().splitlines() == [
+        "mrtr-inspect: the server closed its output (still running) before answering any request"]
