@@ -95,7 +95,7 @@ class _Cli(click.Group):
         if not standalone_mode:
             return super().main(args, prog_name, complete_var, standalone_mode, **extra)
         try:
-            super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
+            rv = super().main(args, prog_name, complete_var, standalone_mode=False, **extra)
         except click.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else "mrtr-inspect"
             fail(f"{e.format_message()} (see '{where} --help')", e.exit_code)
@@ -105,7 +105,7 @@ class _Cli(click.Group):
         except click.Abort:
             say("aborted")
             sys.exit(1)
-        sys.exit(0)
+        sys.exit(rv if type(rv) is int else 0)  # ctx.exit(code) comes back as its code
 
 
 @click.group(cls=_Cli, invoke_without_command=True, context_settings={"help_option_names": ["-h", "--help"]})
