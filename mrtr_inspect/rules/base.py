@@ -109,8 +109,12 @@ def params(msg: Message) -> dict:
 
 
 def error_code(msg: Message):
+    """`error.code` as written, for comparing and showing; None when there is none, or when it is an
+    array or object (no code to compare; error-code-not-integer reports it), which a set lookup of
+    the code would fail on."""
     err = msg.error
-    return err.get("code") if type(err) is dict else None
+    code = err.get("code") if type(err) is dict else None
+    return None if type(code) is list or type(code) is dict else code
 
 
 def meta_value(msg: Message, key: str):
@@ -675,7 +679,7 @@ def _response(msg: Message, x, st: _State, ctx) -> None:
         elif code == UNSUPPORTED_VERSION:
             _versions_served(msg, req, st, ctx, served=False)
         level = req.params["_meta"].get(LOG_LEVEL_KEY)
-        if level is not None and level not in LOG_LEVELS and code != INVALID_PARAMS:
+        if level is not None and not (type(level) is str and level in LOG_LEVELS) and code != INVALID_PARAMS:
             ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
                      f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
                      chain=chain_of(req), rule_id="log-level-invalid")

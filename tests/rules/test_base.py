@@ -791,3 +791,21 @@ def test_what_the_rules_remember_of_a_session_goes_when_it_ends():
             "legacy-request-id-reused-in-session", "stdio-framing", "stdio-era-probe"}
     kept = {rid: list(m) for rid, m in insp.engine.ctx._mem.items() if rid in ours and m}
     assert kept == {}, kept
+
+
+def test_an_error_code_or_log_level_that_is_an_array_is_reported_not_a_crash():
+    """Found by the inspector fuzz: `error.code` as an array (or object) made the per-message pass
+    fail on a set lookup (an inspector-error, the message's other checks lost), as did a logLevel
+    array. Now the code is reported by error-code-not-integer and the level by log-level-invalid.
+    Near miss: an integer code is no finding of those."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"}, _meta={"io.modelcontextprotocol/logLevel": ["debug"]})
+    t.answer({"jsonrpc": "2.0", "id": a, "error": {"code": [-32021], "message": "no"}})
+    b = t.tool("deploy", {"env": "qa"})
+    t.answer({"jsonrpc": "2.0", "id": b, "error": {"code": {"n": 1}, "message": "no"}})
+    c = t.tool("deploy", {"env": "dev"})
+    t.error(c, -32021, "missing capability")
+    r = t.run()
+    assert "inspector-error" not in r.rules(), [f.message for f in r.of("inspector-error")]
+    assert len(r.of("error-code-not-integer")) == 2 and len(r.of("log-level-invalid")) == 1
+    assert [c["outcome"] for c in r.chains] == ["error"] * 3
