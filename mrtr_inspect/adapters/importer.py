@@ -248,8 +248,8 @@ def flow_exchanges(f) -> tuple[list[Exchange], int, int]:
 # -- the command ----------------------------------------------------------------------------------
 
 
-def read_exchanges(path: str) -> tuple[str, list[Exchange], list[str]]:
-    """(what the file is, its exchanges, notes). Raises ImportFailed."""
+def read_exchanges(path: str) -> tuple[str, list[Exchange], list[str], int]:
+    """(what the file is, its exchanges, notes, how many exchanges were left out). Raises ImportFailed."""
     try:
         with open(path, "rb") as f:
             first = f.readline()
@@ -258,17 +258,17 @@ def read_exchanges(path: str) -> tuple[str, list[Exchange], list[str]]:
                 raise ImportFailed("this is an mrtr-inspect recording already (check, show and export read it)")
             head = first.lstrip(b"\xef\xbb\xbf \t\r\n")[:1]
             if head == b"{":
-                return "HAR", har_exchanges(_json(f.read())), []
+                return "HAR", har_exchanges(_json(f.read())), [], 0
             if head == b"\x78":  # mitmproxy's .zhar: zlib-compressed HAR
                 try:
-                    return "HAR", har_exchanges(_json(zlib.decompress(f.read()))), []
+                    return "HAR", har_exchanges(_json(zlib.decompress(f.read()))), [], 0
                 except zlib.error:
                     f.seek(0)
             exchanges, skipped, left_out = flow_exchanges(f)
             notes = [f"skipped {skipped} flow(s) that are not HTTP request/response flows"] if skipped else []
             if left_out:
                 notes.append(unkept_note(left_out))
-            return "mitmproxy flows", exchanges, notes
+            return "mitmproxy flows", exchanges, notes, left_out
     except OSError as e:
         raise ImportFailed(str(e.strerror or e)) from None
 
@@ -284,7 +284,7 @@ def import_file(path: str, output: str, config: Config | None = None) -> list[st
     """Write the exchanges of `path` to the recording `output`, redacted as a live recording is
     (`redactor_for(config)`); returns the lines to tell the user."""
     try:
-        kind, exchanges, notes = read_exchanges(path)
+        kind, exchanges, notes, left_out = read_exchanges(path)
     except ImportFailed as e:
         raise ImportFailed(f"{path}: {e}") from None
     if not exchanges:
@@ -295,6 +295,8 @@ def import_file(path: str, output: str, config: Config | None = None) -> list[st
     sessions = 0
     for group in groups.values():
         info = {"upstream": group[0].url, "imported": {"from": os.path.basename(path), "format": kind}}
+        if left_out:  # the capture has holes: the analysis must not take what fell in one for never sent
+            info["imported"]["left_out"] = left_out
         try:
             writer = RecordingWriter(output, "http", info, redactor_for(config), start_time=group[0].t_request)
         except RecordingError as e:

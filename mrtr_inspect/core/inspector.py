@@ -87,7 +87,7 @@ class Knowledge:
 
 
 class _Session:
-    __slots__ = ("id", "transport", "covered", "info", "ended")
+    __slots__ = ("id", "transport", "covered", "info", "ended", "holes")
 
     def __init__(self, sid: str, transport: str, covered: bool, info: dict | None = None) -> None:
         self.id = sid
@@ -95,6 +95,10 @@ class _Session:
         self.covered = covered
         self.info = info or {}
         self.ended = False
+        # exchanges an import left out (a body the flow file did not hold): what came in them is
+        # unknown, so nothing can be said never to have been sent (RULES.md §3: capture-incomplete)
+        imported = self.info.get("imported")
+        self.holes = bool(imported.get("left_out")) if type(imported) is dict else False
 
 
 def _sha(text: str) -> str:
@@ -435,7 +439,9 @@ class Inspector:
 
     def _client_request(self, msg: Message, context: str, peer: str, scope: str, headers, x) -> None:
         self.era.classify_request(msg, context, headers)
-        covered = peer in self._peers_seen or (x is None and self._sessions[msg.session].covered)
+        s = self._sessions.get(msg.session)
+        covered = (peer in self._peers_seen or (x is None and s is not None and s.covered)) and not (
+            s is not None and s.holes)
         self._peers_seen.add(peer)
         inflight = self.exchanges.client_scope(peer if x is not None else scope)
         prior = inflight.add(msg)

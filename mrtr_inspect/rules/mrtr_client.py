@@ -12,6 +12,9 @@ from . import spec
 from .base import chain_of
 from .registry import ERROR, INFO, WARNING, declare, rule
 
+# why a capture may not have seen a round: it began after it, or an import left out the exchange
+UNSEEN = "(the capture of this peer began with it, or left out the exchange the round came in)"
+
 
 def _ids(ids) -> str:
     return ", ".join(format_id(i) for i in ids)
@@ -202,8 +205,8 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
     msg = obs.request
     if obs.capture_incomplete:
         ctx.emit(
-            f"{msg.label()} carries a requestState from a round this capture did not see (the capture of this peer "
-            "began with it)", messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete",
+            f"{msg.label()} carries a requestState from a round this capture did not see {UNSEEN}",
+            messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete",
         )
         return
     ctx.emit(f"{msg.label()} carries a requestState that no input_required result issued", messages=[msg.index],
@@ -213,9 +216,11 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
 declare(
     "capture-incomplete", INFO, section="0", emitted_by="request-state-unsolicited",
     summary="A finding could not be confirmed because the capture began after the chain it concerns.",
-    doc="A retry whose earlier rounds happened before the capture began (RULES.md §0, tag C). Rules that "
-        "need the whole chain report this instead of an error.",
-    why="A passive observer only knows what it saw; this keeps a late start from producing false errors.",
+    doc="A retry whose earlier rounds happened before the capture began (RULES.md §0, tag C), or in an "
+        "exchange an import left out (a body the mitmproxy flow file did not hold). Rules that need the "
+        "whole chain report this instead of an error.",
+    why="A passive observer only knows what it saw; this keeps a late start, or a hole in an imported "
+        "capture, from producing false errors.",
 )
 
 
@@ -382,8 +387,8 @@ def input_responses_unsolicited(obs: NotLinked, ctx) -> None:
         return
     msg = obs.request
     if obs.capture_incomplete:
-        ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see (the capture of this peer "
-                 "began with it)", messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete")
+        ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see {UNSEEN}",
+                 messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete")
         return
     ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index],
              chain=chain_of(msg))  # the chain it starts

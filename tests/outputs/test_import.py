@@ -276,3 +276,39 @@ def test_a_body_the_flow_file_does_not_hold_is_left_out_not_taken_for_empty(tmp_
         r = run_cli("import", only, "--output", tmp_path / "none.jsonl")
         assert r.exit_code == 2 and r.stderr.count("\n") == 1
         assert "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
+
+
+def test_a_retry_whose_round_was_in_a_left_out_exchange_is_capture_incomplete_not_an_error(tmp_path):
+    """Round 0 answered as an event stream mitmproxy did not keep (left out), the retry answered as
+    JSON (kept): the retry's requestState came in the hole, so the capture did not see its round
+    (capture-incomplete, info), where it was request-state-unsolicited, an error. Near miss: the
+    same capture with nothing left out, the round simply never there: the error stays."""
+    from tests.traffic import meta
+
+    m = meta()
+    discover = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "server/discover", "params": {"_meta": m}}).encode()
+    call = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                       "params": {"name": "deploy", "arguments": {}, "_meta": m}}).encode()
+    retry = json.dumps({"jsonrpc": "2.0", "id": 3, "method": "tools/call", "params": {
+        "name": "deploy", "arguments": {}, "_meta": m, "requestState": "s1",
+        "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}}}}).encode()
+    js = {"content-type": "application/json"}
+    irr = b'data: {"jsonrpc":"2.0","id":2,"result":{"resultType":"input_required","requestState":"s1"}}\n\n'
+    done = b'{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[]}}'
+    first = _flow(100.0, "/mcp", discover, 200, js, b'{"jsonrpc":"2.0","id":1,"result":{}}')
+    lost = _flow(101.0, "/mcp", call, 200, {"content-type": "text/event-stream"}, irr)
+    lost.response.raw_content = None  # streamed, not stored
+    kept = _flow(102.0, "/mcp", retry, 200, js, done)
+    for name, flows in (("holed", (first, lost, kept)), ("whole", (first, kept))):
+        path = tmp_path / name
+        with open(path, "wb") as f:
+            w = mitm_io.FlowWriter(f)
+            for flow in flows:
+                w.add(flow)
+        r = run_cli("import", path, "--output", tmp_path / f"{name}.jsonl")
+        assert r.exit_code == 0, r.stderr
+        rules = {(f["rule"], f["severity"]) for f in checked(tmp_path / f"{name}.jsonl")["findings"]}
+        if name == "holed":
+            assert ("capture-incomplete", "info") in rules and ("request-state-unsolicited", "error") not in rules
+        else:
+            assert ("request-state-unsolicited", "error") in rules and ("capture-incomplete", "info") not in rules
