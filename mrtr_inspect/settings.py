@@ -172,11 +172,9 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
 def _half_of_a_pair(paths: list[str]) -> str | None:
     """A state redacted on one side only: the server's issued `result.requestState` and the client's
     echoed `params.requestState` then differ in every recording, so every retry reads as altered."""
-    def covers(target: tuple[str, ...]) -> bool:
-        return any(len(p) == len(target) and all(a in ("*", b) for a, b in zip(p, target))
-                   for p in (tuple(x.split(".")) for x in paths))
+    from .recording.redaction import redacts
 
-    issued, echoed = covers(("result", "requestState")), covers(("params", "requestState"))
+    issued, echoed = redacts(paths, ("result", "requestState")), redacts(paths, ("params", "requestState"))
     if issued == echoed:
         return None
     have, lack = ("result", "params") if issued else ("params", "result")

@@ -40,7 +40,7 @@ class Redactor:
 
     # -- values ---------------------------------------------------------------------------------
     def placeholder(self, secret: str) -> str:
-        if _PLACEHOLDER.fullmatch(secret):
+        if is_placeholder(secret):
             return secret  # already redacted
         digest = hmac.new(self.key, secret.encode("utf-8", "surrogatepass"), hashlib.sha256).hexdigest()
         return f"[redacted:{digest[:12]}]"
@@ -122,6 +122,16 @@ class Redactor:
 
 _TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
 _SSE_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n|\Z)")
+
+
+def is_placeholder(value: object) -> bool:
+    """Whether a value is a redaction placeholder (`[redacted:<12 hex>]`)."""
+    return type(value) is str and _PLACEHOLDER.fullmatch(value) is not None
+
+
+def redacts(paths: Iterable[str], path: tuple) -> bool:
+    """Whether the configured `redact_paths` cover the JSON path `path` (a tuple of names)."""
+    return _match(path, [tuple(p.split(".")) for p in paths if p])
 
 
 def _match(path: tuple, patterns: list[tuple]) -> bool:

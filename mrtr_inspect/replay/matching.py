@@ -24,6 +24,7 @@ from typing import Any, Iterable
 
 from ..core.chains import canonical_json, params_digest
 from ..core.messages import Message, target_of
+from ..recording.redaction import is_placeholder
 from .script import Exchange
 
 MRTR_FIELDS = ("_meta", "inputResponses", "requestState")
@@ -91,10 +92,6 @@ class Diff:
         return {"field": self.path, "recorded": None if self.recorded is ABSENT else self.recorded,
                 "live": None if self.live is ABSENT else self.live,
                 "absent": [s for s, v in (("recorded", self.recorded), ("live", self.live)) if v is ABSENT]}
-
-
-def _redacted(value: Any) -> bool:
-    return type(value) is str and value.startswith("[redacted:") and value.endswith("]")
 
 
 def show(value: Any, width: int = 70) -> str:
@@ -216,7 +213,7 @@ class Match:
         text = f"no recorded request matches {what}; closest: {self.closest.label()}"
         if self.diffs:
             text += "; differs in " + "; ".join(d.text() for d in self.diffs)
-            if any(_redacted(d.recorded) and not _redacted(d.live) for d in self.diffs):
+            if any(is_placeholder(d.recorded) and not is_placeholder(d.live) for d in self.diffs):
                 text += ("; the recording holds a redacted value there: replay with the settings it was "
                          "recorded with (redact_paths, and the same redaction key), or --ignore that path")
         if self.reason:

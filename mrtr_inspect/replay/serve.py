@@ -124,8 +124,8 @@ class Replayer:
         offset = max((o for o, _, _ in ans.items), default=0.0)
         ans.items += [(offset, msg, None) for _, msg, _ in own.items]
         # no response was recorded, so neither were its status and headers (HttpSide.status is None)
-        ans.stream = sum(1 for i in ans.items if i[1] is not None) > 1
-        ans.status, ans.headers = 200, BUILT_STREAM_HEADERS if ans.stream else ()
+        ans.stream, ans.headers = _built(ans.items)
+        ans.status = 200
         return ans
 
     def _replay(self, ex: Exchange, live: Message) -> Answer:
@@ -146,8 +146,7 @@ class Replayer:
             stream = h.stream
             headers = tuple((k, v) for k, v in h.response_headers if k.lower() not in _DROP_HEADERS)
         else:
-            stream = sum(1 for i in items if i[1] is not None) > 1
-            headers = BUILT_STREAM_HEADERS if stream else ()
+            stream, headers = _built(items)
         return Answer(items, ex, (h.status or 200) if h else 200, headers, stream)
 
     def summary(self) -> dict:
@@ -234,6 +233,13 @@ class ServeSession:
             self.log.close()
             self.publish()
         return self.summary()
+
+
+def _built(items: list) -> tuple[bool, Headers]:
+    """How the replay frames replies it has no recorded HTTP response for: a stream when there is more
+    than one message, with the headers of a stream it builds."""
+    stream = sum(1 for i in items if i[1] is not None) > 1
+    return stream, BUILT_STREAM_HEADERS if stream else ()
 
 
 PID_FIELD = "{pid}"

@@ -17,7 +17,7 @@ from ..core.jsontext import dumps_with
 from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
 from . import shapes, spec
-from .mrtr_server import MISSING_CAPABILITY, TASKS_EXTENSION, Ask, _answered, _caps, _modern_result, _undeclared
+from .mrtr_server import MISSING_CAPABILITY, TASKS_EXTENSION, Ask, _answered, _caps, _chain, _modern_result, _undeclared
 from .registry import ERROR, INFO, TASK, WARNING, declare, rule
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
@@ -90,8 +90,7 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
     if r is None or r.get("resultType") != "task" or _declares(obs.request):
         return
     ctx.emit(f"{_answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
-             "in its clientCapabilities", messages=[obs.request.index, obs.response.index],
-             chain=obs.creq.chain.id if obs.creq is not None else None)
+             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=_chain(obs))
 
 
 @rule(
