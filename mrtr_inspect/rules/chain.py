@@ -299,7 +299,7 @@ def possible_retry_state_dropped(obs: NotLinked, ctx) -> None:
 
 
 @rule(
-    "server-gave-up-after-rounds", WARNING, on=ChainClosed, section="10.5", spec=spec.MRTR_ERRORS,
+    "server-gave-up-after-rounds", WARNING, on=ChainClosed, section="4.4", spec=spec.MRTR_ERRORS,
     quote="the server SHOULD respond with a new InputRequiredResult requesting the missing information again, rather than returning an error.",
     summary="The server asked, was answered in every round, and then failed with an error.",
     why="A gateway that loses the answers (state bound to a session the client does not have) asks round "
@@ -330,7 +330,7 @@ _ABOUT_STATE = ("state", "session", "expir", "signature", "tamper", "integrity",
 
 
 @rule(
-    "server-rejected-own-state", WARNING, on=Answered, kinds=["error"], section="10.5", spec=spec.MRTR_SERVER,
+    "server-rejected-own-state", WARNING, on=Answered, kinds=["error"], section="4.4", spec=spec.MRTR_SERVER,
     summary="The server rejected a requestState it issued itself, echoed verbatim on the matching retry.",
     why="The state was bound to something the client does not carry in 2026-07-28, such as a session header: "
         "\"this requestState belongs to another session\".",

@@ -875,7 +875,7 @@ def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
 
 @rule(
     "tool-result-missing-structured-content", ERROR, **_OTHER, methods=["tools/call"],
-    section="10.5", spec=spec.TOOLS_OUTPUT_SCHEMA,
+    section="4.4", spec=spec.TOOLS_OUTPUT_SCHEMA,
     quote="Servers MUST provide structured results that conform to this schema.",
     summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",
     why="What a gateway that collapses every result to one text block shows on the wire: the client loses the "
