@@ -13,7 +13,7 @@ import json
 
 from mitmproxy.contentviews import Contentview, Metadata
 
-from ..core.chains import state_hash
+from ..core.canonical import state_hash
 from ..core.framing import SseDecoder, media_type, parse_sse_event
 from ..core.messages import INVALID, RESULT, decode_message
 from ..outputs.text import printable

@@ -19,87 +19,16 @@ garbage collector.
 
 from __future__ import annotations
 
-import functools
-import hashlib
-import json
 import marshal
-import re
 import sys
 import weakref
 from collections import OrderedDict, deque
 from typing import Any
 
+from .canonical import canonical_json, params_digest, state_hash
 from .jsontext import dumps_with
-from .messages import ERROR, MRTR_METHODS, RESULT, Message, target_of
+from .messages import ERROR, MRTR_METHODS, Message, target_of
 from .observations import ChainClosed, Linked, NotLinked, RoundOpened
-
-# -------------------------------------------------------------------------------------------------
-# keys
-
-
-def _canon_num(v: Any) -> Any:
-    if type(v) is float and v.is_integer() and abs(v) < 2**53:
-        return int(v)
-    if type(v) is dict:
-        return {k: _canon_num(x) for k, x in v.items()}
-    if type(v) is list:
-        return [_canon_num(x) for x in v]
-    return v
-
-
-_CANONICAL = dumps_with(sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False)
-
-
-def canonical_json(value: Any) -> str:
-    """Canonical JSON in the manner of RFC 8785: sorted members, no spaces, integral floats as integers."""
-    try:
-        return _CANONICAL(value)
-    except (TypeError, ValueError):
-        return json.dumps(_canon_num(value), sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-_EXCLUDED = ("_meta", "inputResponses", "requestState")
-_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
-
-
-def _may_have_float(text: str) -> bool:
-    """Whether JSON text has a "." or an exponent outside its strings (where a float would be)."""
-    bare = _STRING.sub("", text)
-    return "." in bare or "e+" in bare or "e-" in bare
-
-
-def _digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:32]
-
-
-@functools.lru_cache(maxsize=1024)  # a retry repeats the params of its chain: digested once
-def _float_free_digest(text: str) -> str | None:
-    """The digest of canonical text, None when the text may hold a float (to be made an integer first)."""
-    # a float is written with "." or an exponent: without them there is none to make an integer of
-    if ("." in text or "e+" in text or "e-" in text) and _may_have_float(text):
-        return None
-    return _digest(text)
-
-
-def params_digest(method: str | None, params: Any) -> str:
-    """digest(R): the canonical params without _meta, inputResponses and requestState
-    (an absent `arguments` counts as {})."""
-    if type(params) is not dict:
-        return _digest(canonical_json(params))
-    p = {k: v for k, v in params.items() if k not in _EXCLUDED}
-    if method != "resources/read" and "arguments" not in p:
-        p["arguments"] = {}
-    try:
-        digest = _float_free_digest(_CANONICAL(p))
-    except (TypeError, ValueError):
-        digest = None
-    return digest if digest is not None else _digest(canonical_json(_canon_num(p)))
-
-
-@functools.lru_cache(maxsize=1024)  # a retry echoes the state its round was issued: hashed once
-def state_hash(state: str) -> str:
-    return hashlib.sha256(state.encode("utf-8", "surrogatepass")).hexdigest()
-
 
 # -------------------------------------------------------------------------------------------------
 # model

@@ -4,7 +4,7 @@ A request is matched on what MCP makes it mean, not on its bytes:
 
 * `method`, and the target (`params.name`, or `params.uri` for resources/read);
 * the other parameters (the arguments) in canonical form, without `_meta`, `inputResponses` and
-  `requestState` (core.chains.params_digest, the digest chain stitching uses);
+  `requestState` (core.canonical.params_digest, the digest chain stitching uses);
 * the keys of `inputResponses` (which questions the retry answers, not what the user said);
 * the `requestState`, where the recorded server issued the one the recorded request echoes: a
   live client must echo the state it was served;
@@ -22,7 +22,7 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
-from ..core.chains import canonical_json, params_digest
+from ..core.canonical import canonical_json, params_digest
 from ..core.messages import Message, target_of
 from ..recording.redaction import is_placeholder
 from .script import Exchange

@@ -7,7 +7,6 @@ import json
 import pytest
 
 from mrtr_inspect.config import Config
-from mrtr_inspect.core.chains import params_digest
 from tests.traffic import ACCEPT, ELICIT, ROOTS, ROOTS_ANSWER, SAMPLE, SAMPLED, Traffic
 
 PROD = {"env": "prod"}
@@ -534,16 +533,6 @@ def test_a_retry_after_abandon_after_is_late_not_unsolicited(traffic_between):
     assert shape(r.chain("c1")) == ([a], 1, "abandoned", None)
     assert shape(r.chain("c2")) == ([b], 0, "complete", "state")  # tied to c1's round by the state
     assert not r.errors(), [f.message for f in r.errors()]  # the server did issue that state
-
-
-def test_params_digest_ignores_meta_and_mrtr_fields_and_absent_arguments():
-    base = params_digest("tools/call", {"name": "x"})
-    assert base == params_digest("tools/call", {"name": "x", "arguments": {}, "_meta": {"a": 1},
-                                                "inputResponses": {"k": {}}, "requestState": "s"})
-    assert params_digest("tools/call", {"name": "x", "arguments": {"n": 1}}) == params_digest(
-        "tools/call", {"arguments": {"n": 1.0}, "name": "x"})  # member order and integral floats
-    assert base != params_digest("tools/call", {"name": "x", "arguments": {"n": 1}})
-    assert params_digest("resources/read", {"uri": "u"}) != params_digest("resources/read", {"uri": "u", "arguments": {}})
 
 
 # ---------------------------------------------------------------------------------------------

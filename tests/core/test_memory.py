@@ -10,7 +10,8 @@ import types
 from collections.abc import Iterator
 
 from mrtr_inspect.config import Config
-from mrtr_inspect.core.chains import Chain, ChainRequest, RetiredChain, RetiredRound, Round, state_hash
+from mrtr_inspect.core.canonical import state_hash
+from mrtr_inspect.core.chains import Chain, ChainRequest, RetiredChain, RetiredRound, Round
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, StdioLine
 from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.core.inspector import ChainEvent, Inspector
