@@ -178,7 +178,9 @@ def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Dupl
 # ---------------------------------------------------------------------------------------------
 # raw tokens
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
+# one JSON token: a string (quotes and escapes as sent), a bracket, a colon or a comma, or a bare
+# scalar (recording.redaction walks bodies with it too)
+JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
 
 
 _SCALAR_AFTER_NAME = re.compile(r'\s*:\s*("[^"\\]*(?:\\.[^"\\]*)*"|[^\s\[\]{}:,"]+)', re.S)
@@ -225,7 +227,7 @@ def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:
     key = None
     expect_key = False
     found: tuple[int, int] | None = None
-    for m in _TOKEN.finditer(text):
+    for m in JSON_TOKEN.finditer(text):
         tok = m.group()
         c = tok[0]
         if c == "{" or c == "[":

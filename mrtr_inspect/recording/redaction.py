@@ -22,6 +22,7 @@ from dataclasses import replace
 from typing import Iterable
 
 from ..core.events import Frame, HttpBody, HttpRequest, HttpResponse, SseEvent, StdioLine
+from ..core.rawjson import JSON_TOKEN
 
 DEFAULT_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey",
@@ -120,7 +121,6 @@ class Redactor:
         return f
 
 
-_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
 _SSE_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n|\Z)")
 
 
@@ -148,7 +148,7 @@ def _string_spans(text: str, patterns: list[tuple]):
     counters: list[int] = []  # next array index, per open array
     key = None
     expect_key = False
-    for m in _TOKEN.finditer(text):
+    for m in JSON_TOKEN.finditer(text):
         tok = m.group()
         c = tok[0]
         if c == "{" or c == "[":
