@@ -26,9 +26,9 @@ from collections import OrderedDict, deque
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
-from .jsontext import dumps_with
 from .messages import ERROR, MRTR_METHODS, Message, target_of
 from .observations import ChainClosed, Linked, NotLinked, RoundOpened
+from .summary import chain_summary, summarize_requests, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
 # model
@@ -162,54 +162,8 @@ class Chain:
         return None
 
     def summary(self) -> dict:
-        """The chain as the JSON report shows it (CONTRACTS.md), with its timeline."""
-        timeline = []
-        for r in self.requests:
-            entry: dict[str, Any] = {"id": r.id, "message": r.index, "time": r.time}
-            if r.round is not None:
-                entry["retries_round"] = r.round.n
-                entry["wait_ms"] = round((r.time - r.round.irr_time) * 1000.0, 3)
-                if r.link is not None:
-                    entry["link"] = r.link.via
-                if r.answered_summary is not None:
-                    entry["answered"] = r.answered_summary
-            entry["response"] = r.response_kind if not r.cancelled else "cancelled"
-            if r.response_index is not None:
-                entry["response_message"] = r.response_index
-                entry["response_time"] = r.response_time
-            if r.error_code is not None:
-                entry["error_code"] = r.error_code
-            timeline.append(entry)
-        rounds = []
-        for rd in self.rounds:
-            rounds.append({
-                "round": rd.n,
-                "message": rd.irr_index,
-                "time": rd.irr_time,
-                "asked": rd.asked,
-                "request_state": rd.state_hash[:16] if rd.state_hash else None,
-            })
-        if self.outcome == "abandoned":
-            rd = self.unanswered_round
-            if rd is not None:  # the wait no retry ended: up to the abandonment
-                rounds[-1]["unanswered_ms"] = round((self.end - rd.irr_time) * 1000.0, 3)
-        return {
-            "id": self.id,
-            "method": self.method,
-            "target": self.target,
-            "rounds": len(self.rounds),
-            "requests": [r.id for r in self.requests],
-            "outcome": self.outcome or "open",
-            "link": self.link,
-            "duration_ms": self.duration_ms,
-            "era": self.era,
-            "peer": self.peer,
-            "start": self.start,
-            "end": self.end,
-            "error_code": self.error_code,
-            "timeline": timeline,
-            "round_details": rounds,
-        }
+        """The chain as the JSON report shows it (CONTRACTS.md), with its timeline (summary.py)."""
+        return chain_summary(self)
 
 
 # -------------------------------------------------------------------------------------------------
@@ -391,82 +345,6 @@ def _release(chain: Chain) -> None:
             o.clear()
         elif type(o) is ChainRequest:
             o.link = None
-
-
-# -------------------------------------------------------------------------------------------------
-# summaries for `show`
-
-
-_DUMPS = dumps_with(ensure_ascii=False, default=str)
-
-
-def _short(text: Any, n: int = 72) -> str:
-    s = text if isinstance(text, str) else _DUMPS(text)
-    s = " ".join(s.split())
-    return s if len(s) <= n else s[: n - 1] + "…"
-
-
-def summarize_requests(input_requests: dict | None) -> dict:
-    out: dict[str, Any] = {}
-    for key, req in (input_requests or {}).items():
-        if type(req) is not dict:
-            out[key] = {"method": None, "summary": _short(req)}
-            continue
-        method = req.get("method")
-        params = req.get("params") if type(req.get("params")) is dict else {}
-        s: dict[str, Any] = {"method": method}
-        if method == "elicitation/create":
-            s["mode"] = params.get("mode", "form")
-            s["summary"] = _short(params.get("message", ""))
-            schema = params.get("requestedSchema")
-            if type(schema) is dict and type(schema.get("properties")) is dict:
-                s["fields"] = list(schema["properties"])
-            if params.get("url"):
-                s["url"] = _short(params.get("url"))
-        elif method == "sampling/createMessage":
-            msgs = params.get("messages")
-            first = ""
-            if type(msgs) is list and msgs and type(msgs[0]) is dict:
-                c = msgs[0].get("content")
-                if type(c) is dict:
-                    first = c.get("text", c.get("type", ""))
-                elif type(c) is list and c and type(c[0]) is dict:
-                    first = c[0].get("text", c[0].get("type", ""))
-            s["summary"] = _short(first)
-            if "maxTokens" in params:
-                s["maxTokens"] = params.get("maxTokens")
-        elif method == "roots/list":
-            s["summary"] = "the client's roots"
-        else:
-            s["summary"] = _short(params)
-        out[key] = s
-    return out
-
-
-def summarize_responses(input_responses: Any) -> dict | None:
-    if type(input_responses) is not dict:
-        return None
-    out: dict[str, Any] = {}
-    for key, resp in input_responses.items():
-        if type(resp) is not dict:
-            out[key] = {"summary": _short(resp)}
-        elif "action" in resp:
-            s: dict[str, Any] = {"action": resp.get("action")}
-            if "content" in resp:
-                s["summary"] = _short(resp.get("content"))
-            out[key] = s
-        elif "roots" in resp:
-            roots = resp.get("roots")
-            n = len(roots) if type(roots) is list else 0
-            first = roots[0].get("uri") if n and type(roots[0]) is dict else None
-            out[key] = {"summary": f"{n} root{'s' if n != 1 else ''}" + (f": {first}" + (" …" if n > 1 else "") if first else "")}
-        elif "model" in resp or "role" in resp:
-            c = resp.get("content")
-            text = c.get("text", c.get("type")) if type(c) is dict else c
-            out[key] = {"model": resp.get("model"), "summary": _short(text)}
-        else:
-            out[key] = {"summary": _short(resp)}
-    return out
 
 
 # -------------------------------------------------------------------------------------------------

@@ -1,0 +1,140 @@
+"""Summaries: a chain as the JSON report shows it, and what a round asked or a retry answered in short.
+
+`chain_summary` is the chain object of the JSON report (CONTRACTS.md), with its timeline and its
+rounds; `Chain.summary()` gives it. `summarize_requests` (a round's `inputRequests`: method, mode,
+fields, a line of text) and `summarize_responses` (a retry's `inputResponses`) are taken when the
+round opens and the retry links, while the messages are still held: the report, `show`, the live
+view and the chain rules read them after the messages are gone.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Any
+
+from .jsontext import dumps_with
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chains import Chain
+
+
+def chain_summary(chain: "Chain") -> dict:
+    """The chain as the JSON report shows it (CONTRACTS.md), with its timeline."""
+    timeline = []
+    for r in chain.requests:
+        entry: dict[str, Any] = {"id": r.id, "message": r.index, "time": r.time}
+        if r.round is not None:
+            entry["retries_round"] = r.round.n
+            entry["wait_ms"] = round((r.time - r.round.irr_time) * 1000.0, 3)
+            if r.link is not None:
+                entry["link"] = r.link.via
+            if r.answered_summary is not None:
+                entry["answered"] = r.answered_summary
+        entry["response"] = r.response_kind if not r.cancelled else "cancelled"
+        if r.response_index is not None:
+            entry["response_message"] = r.response_index
+            entry["response_time"] = r.response_time
+        if r.error_code is not None:
+            entry["error_code"] = r.error_code
+        timeline.append(entry)
+    rounds = []
+    for rd in chain.rounds:
+        rounds.append({
+            "round": rd.n,
+            "message": rd.irr_index,
+            "time": rd.irr_time,
+            "asked": rd.asked,
+            "request_state": rd.state_hash[:16] if rd.state_hash else None,
+        })
+    if chain.outcome == "abandoned":
+        rd = chain.unanswered_round
+        if rd is not None:  # the wait no retry ended: up to the abandonment
+            rounds[-1]["unanswered_ms"] = round((chain.end - rd.irr_time) * 1000.0, 3)
+    return {
+        "id": chain.id,
+        "method": chain.method,
+        "target": chain.target,
+        "rounds": len(chain.rounds),
+        "requests": [r.id for r in chain.requests],
+        "outcome": chain.outcome or "open",
+        "link": chain.link,
+        "duration_ms": chain.duration_ms,
+        "era": chain.era,
+        "peer": chain.peer,
+        "start": chain.start,
+        "end": chain.end,
+        "error_code": chain.error_code,
+        "timeline": timeline,
+        "round_details": rounds,
+    }
+
+
+_DUMPS = dumps_with(ensure_ascii=False, default=str)
+
+
+def _short(text: Any, n: int = 72) -> str:
+    s = text if isinstance(text, str) else _DUMPS(text)
+    s = " ".join(s.split())
+    return s if len(s) <= n else s[: n - 1] + "…"
+
+
+def summarize_requests(input_requests: dict | None) -> dict:
+    out: dict[str, Any] = {}
+    for key, req in (input_requests or {}).items():
+        if type(req) is not dict:
+            out[key] = {"method": None, "summary": _short(req)}
+            continue
+        method = req.get("method")
+        params = req.get("params") if type(req.get("params")) is dict else {}
+        s: dict[str, Any] = {"method": method}
+        if method == "elicitation/create":
+            s["mode"] = params.get("mode", "form")
+            s["summary"] = _short(params.get("message", ""))
+            schema = params.get("requestedSchema")
+            if type(schema) is dict and type(schema.get("properties")) is dict:
+                s["fields"] = list(schema["properties"])
+            if params.get("url"):
+                s["url"] = _short(params.get("url"))
+        elif method == "sampling/createMessage":
+            msgs = params.get("messages")
+            first = ""
+            if type(msgs) is list and msgs and type(msgs[0]) is dict:
+                c = msgs[0].get("content")
+                if type(c) is dict:
+                    first = c.get("text", c.get("type", ""))
+                elif type(c) is list and c and type(c[0]) is dict:
+                    first = c[0].get("text", c[0].get("type", ""))
+            s["summary"] = _short(first)
+            if "maxTokens" in params:
+                s["maxTokens"] = params.get("maxTokens")
+        elif method == "roots/list":
+            s["summary"] = "the client's roots"
+        else:
+            s["summary"] = _short(params)
+        out[key] = s
+    return out
+
+
+def summarize_responses(input_responses: Any) -> dict | None:
+    if type(input_responses) is not dict:
+        return None
+    out: dict[str, Any] = {}
+    for key, resp in input_responses.items():
+        if type(resp) is not dict:
+            out[key] = {"summary": _short(resp)}
+        elif "action" in resp:
+            s: dict[str, Any] = {"action": resp.get("action")}
+            if "content" in resp:
+                s["summary"] = _short(resp.get("content"))
+            out[key] = s
+        elif "roots" in resp:
+            roots = resp.get("roots")
+            n = len(roots) if type(roots) is list else 0
+            first = roots[0].get("uri") if n and type(roots[0]) is dict else None
+            out[key] = {"summary": f"{n} root{'s' if n != 1 else ''}" + (f": {first}" + (" …" if n > 1 else "") if first else "")}
+        elif "model" in resp or "role" in resp:
+            c = resp.get("content")
+            text = c.get("text", c.get("type")) if type(c) is dict else c
+            out[key] = {"model": resp.get("model"), "summary": _short(text)}
+        else:
+            out[key] = {"summary": _short(resp)}
+    return out
