@@ -10,24 +10,18 @@ The stitcher decides links; it does not judge them. What it saw goes out as obse
 (`Linked`, `NotLinked`, `RoundOpened`, `ChainClosed`) for the rules to judge.
 
 Memory: a chain lives while it is open. Once closed it is handed out and forgotten, except for the
-states its rounds issued, kept in a bounded index so a replay of an old state is still recognised.
-What the index keeps of a closed chain is a `RetiredChain` with `RetiredRound`s: only what the
-stitcher and the rules read of a round whose chain has closed (no messages, summaries or links).
-A closed chain nothing holds any more is freed by reference counting (`_release`), not left to the
-garbage collector.
+states its rounds issued (retired.py). Digests: canonical.py; the report's summaries: summary.py.
 """
 
 from __future__ import annotations
 
-import marshal
-import sys
-import weakref
 from collections import OrderedDict, deque
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
 from .messages import ERROR, MRTR_METHODS, Message, target_of
 from .observations import ChainClosed, Linked, NotLinked, RoundOpened
+from .retired import RELEASE_AFTER, StateIndex, forget_messages, release
 from .summary import chain_summary, summarize_requests, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
@@ -167,187 +161,6 @@ class Chain:
 
 
 # -------------------------------------------------------------------------------------------------
-# what a closed chain keeps for replays of its states
-
-
-class KeptRequest:
-    """A request of a closed chain, answered or cancelled (so it changes no more): what a later
-    retry of one of its rounds reads of it (`Linked.earlier`, the round's `retries`)."""
-
-    __slots__ = ("id", "index", "response_kind", "cancelled")
-
-    def __init__(self, r: ChainRequest) -> None:
-        self.id = r.id
-        self.index = r.index
-        self.response_kind = r.response_kind
-        self.cancelled = r.cancelled
-
-    @property
-    def in_flight(self) -> bool:
-        return self.response_kind is None and not self.cancelled
-
-
-class RetiredChain:
-    """A closed chain as the state index keeps it: its names, its requests and its rounds.
-
-    Nothing here refers back to itself: a round holds its chain and the round before it, the chain
-    holds its rounds weakly. So what the index forgets is freed at once, by reference counting, not
-    by a full collection of the garbage collector much later (the retired rounds live long enough to
-    reach its oldest generation)."""
-
-    __slots__ = ("id", "seq", "method", "target", "outcome", "requests", "_rounds")
-    closed = True
-
-    def __init__(self, chain: Chain, requests: list) -> None:
-        self.id = chain.id
-        self.seq = chain.seq
-        self.method = chain.method
-        self.target = chain.target
-        self.outcome = chain.outcome
-        self.requests = requests
-        self._rounds: list[weakref.ref] = []
-
-    @property
-    def rounds(self) -> list[RetiredRound]:
-        """Its rounds from the first to the last one still held (by the index, or by a link to it):
-        a round keeps those before it, so whoever holds a round sees every round up to it."""
-        out = []
-        for ref in self._rounds:
-            rd = ref()
-            if rd is None:
-                break
-            out.append(rd)
-        return out
-
-
-_PLAIN = object()  # a state token spelled as the state itself between quotes (no escapes)
-
-
-class RetiredRound:
-    """A round of a closed chain, with the attributes of `Round` that are read once its chain has
-    closed (a late or replayed retry, a state on another request). Its `inputRequests` are kept
-    serialised (marshal: exact for JSON values) and decoded when read, which only such a retry does."""
-
-    __slots__ = ("chain", "n", "request", "irr_index", "irr_time", "_asked", "state", "state_hash", "_token",
-                 "retries", "peer", "key", "had_state", "expired", "_previous", "__weakref__")
-
-    def __init__(self, rd: Round, chain: RetiredChain, request: Any, retries: list,
-                 previous: RetiredRound | None) -> None:
-        self.chain = chain
-        self._previous = previous  # held: the chain's rounds up to this one stay readable
-        self.n = rd.n
-        self.request = request
-        self.irr_index = rd.irr_index
-        self.irr_time = rd.irr_time
-        ir = rd.input_requests
-        try:
-            self._asked: Any = marshal.dumps(ir) if ir is not None else None
-        except ValueError:  # nested too deep for marshal: kept as it is
-            self._asked = [ir]
-        self.state = rd.state
-        self.state_hash = rd.state_hash
-        tok = rd.state_token
-        self._token = _PLAIN if tok is not None and rd.state is not None and tok == f'"{rd.state}"' else tok
-        self.retries = retries
-        self.peer = rd.peer
-        self.key = rd.key
-        self.had_state = rd.had_state
-        self.expired = rd.expired
-
-    @property
-    def input_requests(self) -> dict | None:
-        a = self._asked
-        if a is None:
-            return None
-        return a[0] if type(a) is list else marshal.loads(a)
-
-    @property
-    def state_token(self) -> str | None:
-        return f'"{self.state}"' if self._token is _PLAIN else self._token
-
-    @property
-    def keys(self) -> frozenset:
-        ir = self.input_requests
-        return frozenset(ir) if ir else frozenset()
-
-    @property
-    def consumed(self) -> bool:
-        return bool(self.retries)
-
-
-def retire(chain: Chain) -> list[RetiredRound]:
-    """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
-    chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
-    answer may still reach it."""
-    # a round's request and retries are requests of its chain (a retry of a closed chain's round
-    # opens a chain of its own, but that round is retired already)
-    kept = {id(r): KeptRequest(r) for r in chain.requests if r.response_kind is not None or r.cancelled}
-    get = kept.get
-    rc = RetiredChain(chain, [get(id(r), r) for r in chain.requests])
-    rounds: list[RetiredRound] = []
-    for rd in chain.rounds:
-        rounds.append(RetiredRound(rd, rc, get(id(rd.request), rd.request), [get(id(r), r) for r in rd.retries],
-                                   rounds[-1] if rounds else None))
-    rc._rounds = [weakref.ref(r) for r in rounds]
-    return rounds
-
-
-def _parts(chain: Chain) -> tuple[list, list]:
-    """The objects of a chain that refer to one another (the chain, its requests, rounds and links,
-    and their lists), and the references they hold that may be to one of them."""
-    reqs, rounds = chain.requests, chain.rounds
-    objs: list = [chain, reqs, rounds]
-    refs: list = [reqs, rounds, *reqs, *rounds]
-    for r in reqs:
-        objs.append(r)
-        link = r.link
-        refs += (r.chain, r.round, link)
-        if link is not None:
-            objs += (link, link.earlier)
-            refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
-    for rd in rounds:
-        objs += (rd, rd.retries)
-        refs += (rd.chain, rd.request, rd.retries, *rd.retries)
-    return objs, refs
-
-
-_RELEASE_AFTER = 16  # closed chains between a chain's close and its release
-# reference counts tell whether anything else holds an object (not so without the GIL)
-_EXACT_COUNTS = getattr(sys, "_is_gil_enabled", lambda: True)()
-
-
-def _release(chain: Chain) -> None:
-    """Cut the references that make a closed chain a cycle (the chain and its requests and rounds
-    refer to each other, a request and its link too) when nothing else refers to any of them: the
-    chain is then freed by reference counting, at once, instead of by the garbage collector. A chain
-    still held anywhere (an output kept, a message's `creq`, a rule's memory) is left as it is.
-
-    Their references to one another are a part of each one's reference count (the part the garbage
-    collector subtracts); when those counted add up to the sum of the counts, there is no other
-    (leaving one out only keeps the chain). A list holding them adds to each count what it adds to a
-    new object put at its end. The counts are taken at once, in C; none of these objects can be
-    referred to weakly."""
-    objs, refs = _parts(chain)
-    del chain
-    ids = set(map(id, objs))
-    inner = sum(map(ids.__contains__, map(id, refs)))
-    del refs
-    if len(ids) != len(objs) or not _EXACT_COUNTS:
-        return
-    objs.append(object())
-    counts = list(map(sys.getrefcount, objs))
-    objs.pop()
-    base = counts.pop()
-    if sum(counts) - base * len(counts) != inner:
-        return
-    for o in objs:
-        if type(o) is list:
-            o.clear()
-        elif type(o) is ChainRequest:
-            o.link = None
-
-
-# -------------------------------------------------------------------------------------------------
 # the stitcher
 
 
@@ -379,15 +192,13 @@ class Stitcher:
 
     def __init__(self, abandon_after: float | None = None, retired_states: int = 100_000) -> None:
         self.abandon_after = abandon_after
-        self._retired_limit = retired_states
         self._seq = 0
-        self._state_index: dict[str, list[Round]] = {}
-        self._retired: OrderedDict[str, None] = OrderedDict()  # state hashes of closed chains, oldest first
+        self._states = StateIndex(retired_states)  # state hash -> the rounds that issued it
         self._open_by_peer: dict[str, list[Round]] = {}
         self._open_chains: dict[str, Chain] = {}  # chain id -> chain, insertion (start) order
         self._completed: OrderedDict[tuple, tuple[Chain, bool]] = OrderedDict()  # (peer,key) -> (chain, stray)
         self._stray_states: OrderedDict[str, Chain] = OrderedDict()  # state hashes on complete results
-        # the last chains closed, released (`_release`) once as many others have closed after them:
+        # the last chains closed, released (`release`) once as many others have closed after them:
         # by then the outputs and observations that carried them are long consumed
         self._closed: deque[Chain] = deque()
 
@@ -423,8 +234,8 @@ class Stitcher:
             if stitch and (has_st or "inputResponses" in params):
                 h = state_hash(st) if st is not None else None
                 related = None
-                if h is not None and self._state_index.get(h):
-                    related = self._state_index[h][-1]
+                if h is not None and self._states.rounds.get(h):
+                    related = self._states.rounds[h][-1]
                 elif ir_keys:
                     for rd in self._open_by_peer.get(peer, ()):
                         if not rd.consumed and rd.keys & ir_keys:
@@ -445,7 +256,7 @@ class Stitcher:
 
         if has_st and st is not None:
             h = state_hash(st)
-            rounds = self._state_index.get(h)  # an expired round too: a late retry is no stranger
+            rounds = self._states.rounds.get(h)  # an expired round too: a late retry is no stranger
             if rounds:
                 rd, ambiguous = _by_state(rounds, peer, key)
                 if rd.key[:2] != key[:2]:
@@ -592,8 +403,7 @@ class Stitcher:
             prev = chain.rounds[-1] if chain.rounds else None
             rd = Round(chain, len(chain.rounds) + 1, creq, resp)
             chain.rounds.append(rd)
-            if rd.state_hash is not None:
-                self._state_index.setdefault(rd.state_hash, []).append(rd)
+            self._states.add(rd)
             self._open_by_peer.setdefault(chain.peer, []).append(rd)
             obs.append(RoundOpened(chain, rd, prev))
             self._maybe_close(chain, obs)
@@ -615,7 +425,7 @@ class Stitcher:
     def _remember(self, od: OrderedDict, key: Any, value: Any) -> None:
         od[key] = value
         od.move_to_end(key)
-        while len(od) > self._retired_limit:
+        while len(od) > self._states.limit:
             od.popitem(last=False)
 
     def on_no_response(self, creq: ChainRequest, time: float) -> list:
@@ -660,38 +470,20 @@ class Stitcher:
         chain.closed = True
         self._open_chains.pop(chain.id, None)
         # the index keeps the retired form of the chain's rounds; the chain itself goes out whole
-        for rd, kept in zip(chain.rounds, retire(chain) if chain.rounds else ()):
+        for rd in chain.rounds:
             lst = self._open_by_peer.get(rd.peer)
             if lst is not None and rd in lst:
                 lst.remove(rd)
                 if not lst:
                     del self._open_by_peer[rd.peer]
-            if rd.state_hash is not None:
-                indexed = self._state_index.get(rd.state_hash)
-                if indexed is not None:
-                    self._state_index[rd.state_hash] = [kept if r is rd else r for r in indexed]
-                self._retired[rd.state_hash] = None
-                self._retired.move_to_end(rd.state_hash)
-        while len(self._retired) > self._retired_limit:
-            h, _ = self._retired.popitem(last=False)
-            self._state_index.pop(h, None)
-        for r in chain.requests:  # its messages go: what a closed chain keeps for replays is small (and
-            link = r.link         # a late duplicate answer to one of its requests finds no chain)
-            if link is None:
-                continue
-            if link.request is not None:
-                link.request.creq = None
-                link.request = None  # type: ignore[assignment]
-                link.earlier = []
-            rd = link.round
-            if rd.chain is not chain and (r.response_kind is not None or r.cancelled):
-                # a retry of a round of an earlier closed chain: that round keeps it in its retries
-                rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
+        if chain.rounds:
+            self._states.retire_chain(chain)
+        forget_messages(chain)
         obs.append(ChainClosed(chain))
         closed = self._closed
         closed.append(chain)
-        if len(closed) > _RELEASE_AFTER:
-            _release(closed.popleft())
+        if len(closed) > RELEASE_AFTER:
+            release(closed.popleft())
 
     # -- time and the end -----------------------------------------------------------------------
     def expire(self, now: float) -> list:

@@ -1,0 +1,248 @@
+"""What the stitcher keeps of a closed chain, and how it lets the rest go (RULES.md §3, docs/architecture.md).
+
+A closed chain is handed out whole and forgotten, except for the states its rounds issued: the
+`StateIndex` maps each state's hash to the rounds that issued it, open ones as `Round`s and those of
+closed chains as `RetiredRound`s (with a `RetiredChain` and `KeptRequest`s: only what the stitcher
+and the rules read of a round whose chain has closed, no messages, summaries or links), bounded by
+`remembered_states`, so a replay of an old state is still recognised. `forget_messages` drops a
+closing chain's messages; `release` frees a closed chain nothing holds any more by reference
+counting, not by the garbage collector.
+"""
+
+from __future__ import annotations
+
+import marshal
+import sys
+import weakref
+from collections import OrderedDict
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .chains import Chain, ChainRequest, Round
+
+
+class KeptRequest:
+    """A request of a closed chain, answered or cancelled (so it changes no more): what a later
+    retry of one of its rounds reads of it (`Linked.earlier`, the round's `retries`)."""
+
+    __slots__ = ("id", "index", "response_kind", "cancelled")
+
+    def __init__(self, r: ChainRequest) -> None:
+        self.id = r.id
+        self.index = r.index
+        self.response_kind = r.response_kind
+        self.cancelled = r.cancelled
+
+    @property
+    def in_flight(self) -> bool:
+        return self.response_kind is None and not self.cancelled
+
+
+class RetiredChain:
+    """A closed chain as the state index keeps it: its names, its requests and its rounds.
+
+    Nothing here refers back to itself: a round holds its chain and the round before it, the chain
+    holds its rounds weakly. So what the index forgets is freed at once, by reference counting, not
+    by a full collection of the garbage collector much later (the retired rounds live long enough to
+    reach its oldest generation)."""
+
+    __slots__ = ("id", "seq", "method", "target", "outcome", "requests", "_rounds")
+    closed = True
+
+    def __init__(self, chain: Chain, requests: list) -> None:
+        self.id = chain.id
+        self.seq = chain.seq
+        self.method = chain.method
+        self.target = chain.target
+        self.outcome = chain.outcome
+        self.requests = requests
+        self._rounds: list[weakref.ref] = []
+
+    @property
+    def rounds(self) -> list[RetiredRound]:
+        """Its rounds from the first to the last one still held (by the index, or by a link to it):
+        a round keeps those before it, so whoever holds a round sees every round up to it."""
+        out = []
+        for ref in self._rounds:
+            rd = ref()
+            if rd is None:
+                break
+            out.append(rd)
+        return out
+
+
+_PLAIN = object()  # a state token spelled as the state itself between quotes (no escapes)
+
+
+class RetiredRound:
+    """A round of a closed chain, with the attributes of `Round` that are read once its chain has
+    closed (a late or replayed retry, a state on another request). Its `inputRequests` are kept
+    serialised (marshal: exact for JSON values) and decoded when read, which only such a retry does."""
+
+    __slots__ = ("chain", "n", "request", "irr_index", "irr_time", "_asked", "state", "state_hash", "_token",
+                 "retries", "peer", "key", "had_state", "expired", "_previous", "__weakref__")
+
+    def __init__(self, rd: Round, chain: RetiredChain, request: Any, retries: list,
+                 previous: RetiredRound | None) -> None:
+        self.chain = chain
+        self._previous = previous  # held: the chain's rounds up to this one stay readable
+        self.n = rd.n
+        self.request = request
+        self.irr_index = rd.irr_index
+        self.irr_time = rd.irr_time
+        ir = rd.input_requests
+        try:
+            self._asked: Any = marshal.dumps(ir) if ir is not None else None
+        except ValueError:  # nested too deep for marshal: kept as it is
+            self._asked = [ir]
+        self.state = rd.state
+        self.state_hash = rd.state_hash
+        tok = rd.state_token
+        self._token = _PLAIN if tok is not None and rd.state is not None and tok == f'"{rd.state}"' else tok
+        self.retries = retries
+        self.peer = rd.peer
+        self.key = rd.key
+        self.had_state = rd.had_state
+        self.expired = rd.expired
+
+    @property
+    def input_requests(self) -> dict | None:
+        a = self._asked
+        if a is None:
+            return None
+        return a[0] if type(a) is list else marshal.loads(a)
+
+    @property
+    def state_token(self) -> str | None:
+        return f'"{self.state}"' if self._token is _PLAIN else self._token
+
+    @property
+    def keys(self) -> frozenset:
+        ir = self.input_requests
+        return frozenset(ir) if ir else frozenset()
+
+    @property
+    def consumed(self) -> bool:
+        return bool(self.retries)
+
+
+def retire(chain: Chain) -> list[RetiredRound]:
+    """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
+    chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
+    answer may still reach it."""
+    # a round's request and retries are requests of its chain (a retry of a closed chain's round
+    # opens a chain of its own, but that round is retired already)
+    kept = {id(r): KeptRequest(r) for r in chain.requests if r.response_kind is not None or r.cancelled}
+    get = kept.get
+    rc = RetiredChain(chain, [get(id(r), r) for r in chain.requests])
+    rounds: list[RetiredRound] = []
+    for rd in chain.rounds:
+        rounds.append(RetiredRound(rd, rc, get(id(rd.request), rd.request), [get(id(r), r) for r in rd.retries],
+                                   rounds[-1] if rounds else None))
+    rc._rounds = [weakref.ref(r) for r in rounds]
+    return rounds
+
+
+class StateIndex:
+    """The state index of RULES.md §3: the hash of each state a round issued -> the rounds that
+    issued it, in the order they did. A closed chain's rounds are kept in their retired form, and the
+    states of closed chains are remembered up to `limit`, the oldest forgotten first."""
+
+    __slots__ = ("rounds", "retired", "limit")
+
+    def __init__(self, limit: int) -> None:
+        self.rounds: dict[str, list] = {}  # Round while its chain is open, RetiredRound after
+        self.retired: OrderedDict[str, None] = OrderedDict()  # state hashes of closed chains, oldest first
+        self.limit = limit
+
+    def add(self, rd: Round) -> None:
+        """A round opened: the state it issued, if any, names it."""
+        if rd.state_hash is not None:
+            self.rounds.setdefault(rd.state_hash, []).append(rd)
+
+    def retire_chain(self, chain: Chain) -> None:
+        """The chain closed: its states name the retired form of its rounds from now on."""
+        rounds, retired = self.rounds, self.retired
+        for rd, kept in zip(chain.rounds, retire(chain)):
+            h = rd.state_hash
+            if h is not None:
+                indexed = rounds.get(h)
+                if indexed is not None:
+                    rounds[h] = [kept if r is rd else r for r in indexed]
+                retired[h] = None
+                retired.move_to_end(h)
+        while len(retired) > self.limit:
+            h, _ = retired.popitem(last=False)
+            rounds.pop(h, None)
+
+
+def forget_messages(chain: Chain) -> None:
+    """A closing chain's messages go: what a closed chain keeps for replays is small (and a late
+    duplicate answer to one of its requests finds no chain)."""
+    for r in chain.requests:
+        link = r.link
+        if link is None:
+            continue
+        if link.request is not None:
+            link.request.creq = None
+            link.request = None  # type: ignore[assignment]
+            link.earlier = []
+        rd = link.round
+        if rd.chain is not chain and (r.response_kind is not None or r.cancelled):
+            # a retry of a round of an earlier closed chain: that round keeps it in its retries
+            rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
+
+
+def _parts(chain: Chain) -> tuple[list, list]:
+    """The objects of a chain that refer to one another (the chain, its requests, rounds and links,
+    and their lists), and the references they hold that may be to one of them."""
+    reqs, rounds = chain.requests, chain.rounds
+    objs: list = [chain, reqs, rounds]
+    refs: list = [reqs, rounds, *reqs, *rounds]
+    for r in reqs:
+        objs.append(r)
+        link = r.link
+        refs += (r.chain, r.round, link)
+        if link is not None:
+            objs += (link, link.earlier)
+            refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
+    for rd in rounds:
+        objs += (rd, rd.retries)
+        refs += (rd.chain, rd.request, rd.retries, *rd.retries)
+    return objs, refs
+
+
+RELEASE_AFTER = 16  # closed chains between a chain's close and its release
+# reference counts tell whether anything else holds an object (not so without the GIL)
+_EXACT_COUNTS = getattr(sys, "_is_gil_enabled", lambda: True)()
+
+
+def release(chain: Chain) -> None:
+    """Cut the references that make a closed chain a cycle (the chain and its requests and rounds
+    refer to each other, a request and its link too) when nothing else refers to any of them: the
+    chain is then freed by reference counting, at once, instead of by the garbage collector. A chain
+    still held anywhere (an output kept, a message's `creq`, a rule's memory) is left as it is.
+
+    Their references to one another are a part of each one's reference count (the part the garbage
+    collector subtracts); when those counted add up to the sum of the counts, there is no other
+    (leaving one out only keeps the chain). A list holding them adds to each count what it adds to a
+    new object put at its end. The counts are taken at once, in C; none of these objects can be
+    referred to weakly."""
+    objs, refs = _parts(chain)
+    del chain
+    ids = set(map(id, objs))
+    inner = sum(map(ids.__contains__, map(id, refs)))
+    del refs
+    if len(ids) != len(objs) or not _EXACT_COUNTS:
+        return
+    objs.append(object())
+    counts = list(map(sys.getrefcount, objs))
+    objs.pop()
+    base = counts.pop()
+    if sum(counts) - base * len(counts) != inner:
+        return
+    for r in objs[1]:  # the chain's requests
+        r.link = None
+    for o in objs:
+        if type(o) is list:
+            o.clear()

@@ -1,0 +1,161 @@
+"""What a closed chain keeps for replays of its states, and how the rest is let go (core/retired.py):
+no message in what the state index keeps, nothing left for the garbage collector; counted, no timing."""
+
+from __future__ import annotations
+
+import gc
+import json
+import sys
+import types
+
+from mrtr_inspect.config import Config
+from mrtr_inspect.core.canonical import state_hash
+from mrtr_inspect.core.chains import Chain, ChainRequest, Round
+from mrtr_inspect.core.events import StdioLine
+from mrtr_inspect.core.findings import Finding
+from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.core.messages import Message
+from mrtr_inspect.core.observations import Linked
+from mrtr_inspect.core.retired import RetiredChain, RetiredRound
+from tests.core.completed_chains import ASK, REMEMBERED, Clock, chain_messages, feed_all, stdio_frames
+
+
+def _reachable(root) -> list:
+    """The objects reachable from `root` (classes, modules and functions left out)."""
+    seen, stack, out = set(), list(gc.get_referents(root)), []
+    while stack:
+        x = stack.pop()
+        if id(x) in seen or isinstance(x, (type, types.ModuleType, types.FunctionType)):
+            continue
+        seen.add(id(x))
+        out.append(x)
+        stack.extend(gc.get_referents(x))
+    return out
+
+
+def test_what_closed_chains_keep_for_replays_holds_no_message_and_no_parsed_input_requests():
+    insp = Inspector(Config(remembered_states=REMEMBERED))
+    clock = Clock()
+    feed_all(insp, stdio_frames(range(20), clock))
+    index = insp.stitcher._states.rounds
+    kept = [rd for rounds in index.values() for rd in rounds]
+    assert len(kept) == 20
+    held = _reachable(index)
+    # no message, link, live chain or round, and no parsed JSON (inputRequests, summaries): the
+    # retired rounds keep their inputRequests serialised
+    assert not [o for o in held if isinstance(o, (Message, Linked, Chain, Round, ChainRequest, dict))]
+    assert sum(sys.getsizeof(o) for o in held) / len(kept) < 2500  # whole rounds and chains took 4,400 B
+    rd = index[state_hash("state-3")][0]
+    assert rd.chain.closed and (rd.chain.id, rd.n) == ("c4", 1)
+    assert rd.input_requests == json.loads(ASK) and rd.keys == {"ok"}
+    assert rd.state == "state-3" and rd.state_token == '"state-3"'
+    assert [r.response_kind for r in rd.retries] == ["result"] and not rd.retries[0].in_flight
+
+    # what the checks read of it is there: a replay is recognised, its answers judged against what
+    # the round asked
+    _, retry = chain_messages(3)[2]
+    found = []
+    for n, raw in enumerate((
+        retry,
+        retry.replace(b'"content":{"ok":true}', b'"content":{"ok":"yes"}'),
+        retry.replace(b'"inputResponses":{"ok":{"action":"accept","content":{"ok":true}}},', b""),
+    )):
+        raw = raw.replace(b'"id":8,', f'"id":{1000 + n},'.encode())
+        found.append({o.rule for o in insp.feed(StdioLine(clock(), "s", "c2s", raw))  # type: ignore[arg-type]
+                      if type(o) is Finding and o.severity != "info"})
+    assert found == [{"request-state-replayed"}, {"request-state-replayed", "elicit-result-schema-mismatch"},
+                     {"request-state-replayed", "retry-without-input-responses"}]
+    assert [type(r).__name__ for r in rd.retries] == ["KeptRequest", "ChainRequest", "ChainRequest", "ChainRequest"]
+
+
+def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collector():
+    # retired rounds live long enough to reach the collector's oldest generation, collected rarely:
+    # the records of a forgotten state must hold no reference cycle
+    clock = Clock()
+    gc.collect()
+    gc.disable()
+    try:
+        insp = Inspector(Config(remembered_states=REMEMBERED))
+        for i in range(4 * REMEMBERED):
+            for d, raw in chain_messages(i, f"gone-{i}"):
+                insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
+        objects = gc.get_objects()
+        rounds = [o for o in objects if type(o) is RetiredRound and o.state.startswith("gone-")]
+        orphans = [o for o in objects if type(o) is RetiredChain and not o.rounds]
+    finally:
+        gc.enable()
+    assert len(insp.stitcher._states.rounds) == REMEMBERED
+    assert sorted(rd.state for rd in rounds) == sorted(f"gone-{i}" for i in range(3 * REMEMBERED, 4 * REMEMBERED))
+    assert orphans == []
+
+
+def _chain_objects() -> list:
+    return [o for o in gc.get_objects() if type(o) in (Chain, ChainRequest, Round, Linked)]
+
+
+def _chains_without_collector(n: int, keep) -> list:
+    """Feed n chains with the garbage collector off, `keep(i, output)` called on every output;
+    returns the chain objects (chains, requests, rounds, links) they left alive."""
+    clock = Clock()
+    gc.collect()
+    before = {id(o) for o in _chain_objects()}
+    gc.disable()
+    try:
+        insp = Inspector(Config(remembered_states=REMEMBERED))
+        for i in range(n):
+            for d, raw in chain_messages(i):
+                for o in insp.feed(StdioLine(clock(), "s", d, raw)):  # type: ignore[arg-type]
+                    keep(i, o)
+        return [o for o in _chain_objects() if id(o) not in before]
+    finally:
+        gc.enable()
+
+
+def test_closed_chains_nothing_holds_are_freed_by_reference_counting_not_by_the_garbage_collector():
+    # a chain, its requests, rounds and links refer to one another: once its outputs are consumed
+    # and nothing else holds any of them, the stitcher cuts those references, so they are freed at
+    # once (the collector would otherwise find some 35 objects per chain, a tenth of check's time)
+    closed = []
+    left = _chains_without_collector(200, lambda i, o: type(o) is ChainEvent and o.kind == "closed"
+                                     and closed.append(o.chain.id))
+    chains = [o for o in left if type(o) is Chain]
+    assert len(closed) == 200
+    # only the last few closed chains wait for their release (each 2 requests, a round, a link)
+    assert 0 < len(chains) <= 20 and len(left) == 5 * len(chains)
+
+
+def test_closed_chains_still_held_by_an_output_or_a_message_are_left_whole():
+    kept_chains, summaries, kept_requests = [], [], []
+
+    def keep(i: int, o) -> None:
+        if type(o) is ChainEvent and o.kind == "closed" and i % 2 == 0:
+            kept_chains.append(o.chain)
+            summaries.append(o.chain.summary())
+        elif type(o) is Message and o.creq is not None and o.creq.round is None and i % 2:
+            kept_requests.append(o)  # a first request keeps its place in its chain
+
+    left = _chains_without_collector(100, keep)
+    assert len(kept_chains) == len(kept_requests) == 50
+    assert len(left) == 100 * 5  # nothing was freed: the even chains are held, the odd ones by a message
+    assert [c.summary() for c in kept_chains] == summaries
+    for msg in kept_requests:
+        first = msg.creq
+        chain = first.chain
+        rd = chain.rounds[0]
+        retry = chain.requests[1]
+        assert chain.closed and chain.requests == [first, retry] and rd.request is first and rd.chain is chain
+        assert retry.chain is chain and retry.round is rd and rd.retries == [retry]
+        assert retry.link.creq is retry and retry.link.chain is chain and retry.link.round is rd
+
+
+def test_the_state_index_keeps_the_states_of_closed_chains_up_to_its_bound_the_oldest_forgotten_first():
+    insp = Inspector(Config(remembered_states=2))
+    clock = Clock()
+    feed_all(insp, stdio_frames(range(3), clock))
+    index = insp.stitcher._states
+    assert list(index.rounds) == list(index.retired) == [state_hash("state-1"), state_hash("state-2")]
+    assert [type(rd) for rds in index.rounds.values() for rd in rds] == [RetiredRound, RetiredRound]
+    # a round of an open chain is indexed as it is, and not counted against the bound
+    for d, raw in chain_messages(3, "open")[:2]:
+        insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
+    assert [type(rd) for rd in index.rounds[state_hash("open")]] == [Round] and len(index.retired) == 2
