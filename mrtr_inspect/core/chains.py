@@ -1,10 +1,11 @@
 """Chains: the logical request behind several `input_required` exchanges (RULES.md §3).
 
-A chain starts at a `tools/call`, `prompts/get` or `resources/read` and follows each retry: first by
-the `requestState` the retry echoes (keyed by SHA-256, so opaque state never appears in output),
-then by the `inputResponses` keys it answers, then by its parameters. How a retry was tied is kept
-as the link's evidence (`state`, `keys`, `params`). The stitcher is deterministic: the same
-messages always give the same chains.
+A chain starts at a `tools/call`, `prompts/get` or `resources/read` and follows each retry. The
+stitcher ties a retry to a round by linkers tried in the order RULES.md §3 gives: by the
+`requestState` the retry echoes (keyed by SHA-256, so opaque state never appears in output), then by
+the `inputResponses` keys it answers, then by its parameters. How a retry was tied is kept as the
+link's evidence (`state`, `keys`, `params`). The stitcher is deterministic: the same messages always
+give the same chains.
 
 The stitcher decides links; it does not judge them. What it saw goes out as observations
 (`Linked`, `NotLinked`, `RoundOpened`, `ChainClosed`) for the rules to judge.
@@ -164,7 +165,7 @@ class Chain:
 # the stitcher
 
 
-def _by_state(rounds: list[Round], peer: str, key: tuple) -> tuple[Round, bool]:
+def _issuing_round(rounds: list[Round], peer: str, key: tuple) -> tuple[Round, bool]:
     """The round a retry echoing their state ties to, among the rounds that issued it, and whether it
     is ambiguous. A server that issues the same state round after round is no ambiguity: only rounds
     that tie with the chosen one on every rank but the chain order are. Before recency, a round still
@@ -182,13 +183,40 @@ def _by_state(rounds: list[Round], peer: str, key: tuple) -> tuple[Round, bool]:
     return rd, sum(rank(r) == top for r in rounds) > 1
 
 
+def _recency(rd: Round) -> tuple:
+    """Most recent first: the later `input_required`, then the lower chain seq."""
+    return rd.irr_time, -rd.chain.seq
+
+
+def _most_recent(rounds: list[Round]) -> Round:
+    return max(rounds, key=_recency)
+
+
 def _tied(rounds: list[Round], chosen: Round) -> bool:
     """Whether recency did not decide: another round was opened at the same instant as the chosen one."""
     return sum(r.irr_time == chosen.irr_time for r in rounds) > 1
 
 
+def _state_relation(rd: Round, msg: Message, st_raw: Any) -> str:
+    """How a retry's requestState (present) relates to the state its round issued."""
+    if not rd.had_state:
+        return "fabricated"
+    if st_raw != rd.state or type(st_raw) is not str:
+        return "altered"
+    token = msg.raw_token("params", "requestState")
+    if rd.state_token is not None and token is not None and token != rd.state_token:
+        return "reencoded"
+    return "echoed"
+
+
 class Stitcher:
-    """MRTR stitching per RULES.md §3. One per inspector."""
+    """MRTR stitching per RULES.md §3. One per inspector.
+
+    A request of an MRTR method goes to the linkers in turn (`_LINKERS`: by state, by keys, by
+    params). Each is given the same facts and either links the request to a round (returning the
+    `Linked` it made), refuses it (returning the `NotLinked` that says why: the request starts a
+    chain of its own), or declines (None: the next one is asked). A request no linker links starts a
+    chain, in one place (`_open`)."""
 
     def __init__(self, abandon_after: float | None = None, retired_states: int = 100_000) -> None:
         self.abandon_after = abandon_after
@@ -207,11 +235,14 @@ class Stitcher:
     def open_chains(self) -> list[Chain]:
         return list(self._open_chains.values())
 
-    def _new_chain(self, msg: Message, peer: str, digest: str) -> Chain:
+    def _open(self, msg: Message, peer: str, digest: str) -> ChainRequest:
+        """A new chain, `msg` its first request."""
         self._seq += 1
-        c = Chain(self._seq, msg, peer, digest)
-        self._open_chains[c.id] = c
-        return c
+        chain = Chain(self._seq, msg, peer, digest)
+        self._open_chains[chain.id] = chain
+        creq = ChainRequest(chain, msg, None)
+        chain.requests.append(creq)
+        return creq
 
     def _open_rounds(self, peer: str, key: tuple) -> list[Round]:
         return [rd for rd in self._open_by_peer.get(peer, ()) if rd.key == key and not rd.consumed and not rd.expired]
@@ -220,152 +251,149 @@ class Stitcher:
     def on_request(self, msg: Message, peer: str, covered: bool) -> tuple[ChainRequest | None, list]:
         """A client request. Returns its place in a chain (None when it is not an MRTR request)
         and the observations made."""
-        obs: list = []
         params = msg.params if type(msg.params) is dict else {}
-        has_st = "requestState" in params
         st_raw = params.get("requestState")
-        st = st_raw if type(st_raw) is str else (canonical_json(st_raw) if has_st else None)
-        ir = params.get("inputResponses") if "inputResponses" in params else None
-        ir_keys = frozenset(ir) if type(ir) is dict else frozenset()
+        # the decoded state (None: absent), and the answers (None: absent or null)
+        st = (st_raw if type(st_raw) is str else canonical_json(st_raw)) if "requestState" in params else None
+        ir = params.get("inputResponses")
         m = msg.method
         stitch = msg.era in ("modern", "malformed")
 
         if m not in MRTR_METHODS:
-            if stitch and (has_st or "inputResponses" in params):
-                h = state_hash(st) if st is not None else None
-                related = None
-                if h is not None and self._states.rounds.get(h):
-                    related = self._states.rounds[h][-1]
-                elif ir_keys:
-                    for rd in self._open_by_peer.get(peer, ()):
-                        if not rd.consumed and rd.keys & ir_keys:
-                            related = rd
-                            break
-                reason = "parallel-misuse" if related is not None else "unsupported-method"
-                obs.append(NotLinked(msg, reason, related))
-            return None, obs
+            if stitch and (st is not None or "inputResponses" in params):
+                return None, [self._not_mrtr(msg, peer, st, ir)]
+            return None, []
 
         digest = params_digest(m, params)
-        key = (m, target_of(m, params), digest)
-
         if not stitch:
-            chain = self._new_chain(msg, peer, digest)
-            creq = ChainRequest(chain, msg, None)
-            chain.requests.append(creq)
-            return creq, obs
+            return self._open(msg, peer, digest), []
+        key = (m, target_of(m, params), digest)
+        rounds = self._states.rounds.get(state_hash(st)) if st is not None else None
+        cand = None if rounds else self._open_rounds(peer, key)  # the open rounds of its key, when no state ties it
+        for linker in _LINKERS:
+            o = linker(self, msg, peer, key, st, ir, rounds, cand)
+            if o is not None:
+                if type(o) is Linked:
+                    return o.creq, [o]
+                break
+        creq = self._open(msg, peer, digest)
+        if o is not None:  # refused: the fields of another chain
+            creq.chain.tainted = True
+        else:
+            o = self._unlinked(msg, peer, key, st, ir, cand, covered)
+        return creq, [o] if o is not None else []
 
-        if has_st and st is not None:
-            h = state_hash(st)
-            rounds = self._states.rounds.get(h)  # an expired round too: a late retry is no stranger
-            if rounds:
-                rd, ambiguous = _by_state(rounds, peer, key)
-                if rd.key[:2] != key[:2]:
-                    chain = self._new_chain(msg, peer, digest)
-                    chain.tainted = True
-                    creq = ChainRequest(chain, msg, None)
-                    chain.requests.append(creq)
-                    obs.append(NotLinked(msg, "parallel-misuse", rd))
-                    return creq, obs
-                replay = forked = None
-                if rd.consumed:
-                    answered = [r for r in rd.retries if r.response_kind is not None and r.response_kind != "none"]
-                    if answered:
-                        replay = "errored" if all(r.response_kind == "error" for r in answered) else "answered"
-                    elif any(r.in_flight for r in rd.retries):
-                        forked = True
-                    else:
-                        replay = "broken"
-                relation = self._state_relation(rd, msg, has_st, st_raw)
-                return self._link(msg, rd, "state", relation, peer, key, obs, replay=replay, forked=forked,
-                                  ambiguous=ambiguous)
-            cand = self._open_rounds(peer, key)
+    def _link_by_state(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
+                       cand: list | None) -> Linked | NotLinked | None:
+        """A state some round issued ties the retry to that round (an expired round too: a late retry
+        is no stranger), unless it is of another (method, target)."""
+        if not rounds:
+            return None
+        rd, ambiguous = _issuing_round(rounds, peer, key)
+        if rd.key[:2] != key[:2]:
+            return NotLinked(msg, "parallel-misuse", rd)
+        replay = forked = None
+        if rd.consumed:
+            answered = [r for r in rd.retries if r.response_kind is not None and r.response_kind != "none"]
+            if answered:
+                replay = "errored" if all(r.response_kind == "error" for r in answered) else "answered"
+            elif any(r.in_flight for r in rd.retries):
+                forked = True
+            else:
+                replay = "broken"
+        relation = _state_relation(rd, msg, msg.params.get("requestState"))
+        return self._link(msg, rd, "state", relation, peer, key, replay=replay, forked=forked, ambiguous=ambiguous)
+
+    def _link_by_keys(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
+                      cand: list | None) -> Linked | None:
+        """Without a state, answers tie the retry to the open round of its key that asked the most of
+        their keys (then the most recent); none when they answer no key of any."""
+        if st is not None or ir is None or not cand or type(ir) is not dict:
+            return None
+        ir_keys = frozenset(ir)
+        scores = [len(ir_keys & rd.keys) for rd in cand]
+        score = max(scores)
+        if not score:
+            return None
+        top = [rd for rd, s in zip(cand, scores) if s == score]
+        rd = _most_recent(top)
+        return self._link(msg, rd, "keys", "dropped" if rd.had_state else "none", peer, key,
+                          ambiguous=_tied(top, rd))
+
+    def _link_by_params(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
+                        cand: list | None) -> Linked | None:
+        """A retry its state or answers tied to no round goes to the most recent open round of its key
+        (a round that issued a state first, for a retry with one). A request with neither is a fresh
+        call, never a retry."""
+        if not cand:
+            return None
+        if st is not None:
             with_state = [rd for rd in cand if rd.had_state]
             if with_state:
-                rd = self._most_recent(with_state)
-                return self._link(msg, rd, "params", "altered", peer, key, obs, ambiguous=_tied(with_state, rd))
-            if cand:
-                rd = self._most_recent(cand)
-                return self._link(msg, rd, "params", "fabricated", peer, key, obs, ambiguous=_tied(cand, rd))
-            chain = self._new_chain(msg, peer, digest)
-            creq = ChainRequest(chain, msg, None)
-            chain.requests.append(creq)
-            stray = self._stray_states.get(h)
-            if stray is not None:
-                obs.append(NotLinked(msg, "after-complete", None, completed=stray))
-            else:
-                obs.append(NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered))
-            return creq, obs
-
-        cand = self._open_rounds(peer, key)
+                rd = _most_recent(with_state)
+                return self._link(msg, rd, "params", "altered", peer, key, ambiguous=_tied(with_state, rd))
+            rd = _most_recent(cand)
+            return self._link(msg, rd, "params", "fabricated", peer, key, ambiguous=_tied(cand, rd))
         if ir is not None:
-            if cand:
-                scored = sorted(cand, key=lambda r: (len(ir_keys & r.keys), r.irr_time, -r.chain.seq), reverse=True)
-                rd = scored[0]
-                score = len(ir_keys & rd.keys)
-                ties = [r for r in scored if len(ir_keys & r.keys) == score and r.irr_time == rd.irr_time]
-                if score > 0 or not rd.input_requests:
-                    relation = "dropped" if rd.had_state else "none"
-                    return self._link(msg, rd, "keys" if score > 0 else "params", relation, peer, key, obs,
-                                      ambiguous=len(ties) > 1)
-                rd = self._most_recent(cand)
-                relation = "dropped" if rd.had_state else "none"
-                return self._link(msg, rd, "params", relation, peer, key, obs, ambiguous=_tied(cand, rd))
-            chain = self._new_chain(msg, peer, digest)
-            creq = ChainRequest(chain, msg, None)
-            chain.requests.append(creq)
+            rd = _most_recent(cand)
+            return self._link(msg, rd, "params", "dropped" if rd.had_state else "none", peer, key,
+                              ambiguous=_tied(cand, rd))
+        return None
+
+    def _unlinked(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, cand: list | None,
+                  covered: bool) -> NotLinked | None:
+        """What is said of an MRTR request no linker linked (it starts a chain): its state or answers
+        tie it to no round; or, a fresh call, it may be a retry that dropped a round's only state."""
+        if st is not None:
+            stray = self._stray_states.get(state_hash(st))
+            if stray is not None:
+                return NotLinked(msg, "after-complete", None, completed=stray)
+            return NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered)
+        if ir is not None:
             done = self._completed.get((peer, key))
             if done is not None and done[1]:
-                obs.append(NotLinked(msg, "after-complete", None, completed=done[0]))
-            else:
-                obs.append(NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered))
-            return creq, obs
-
-        chain = self._new_chain(msg, peer, digest)
-        creq = ChainRequest(chain, msg, None)
-        chain.requests.append(creq)
-        for rd in cand:
+                return NotLinked(msg, "after-complete", None, completed=done[0])
+            return NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered)
+        for rd in cand or ():
             if rd.had_state and not rd.input_requests:
-                obs.append(NotLinked(msg, "possible-state-dropped", rd))
-                break
-        return creq, obs
+                return NotLinked(msg, "possible-state-dropped", rd)
+        return None
 
-    @staticmethod
-    def _most_recent(rounds: list[Round]) -> Round:
-        return max(rounds, key=lambda r: (r.irr_time, -r.chain.seq))
+    def _not_mrtr(self, msg: Message, peer: str, st: str | None, ir: Any) -> NotLinked:
+        """MRTR fields on a method that takes none: those of a chain (its state, or keys an open
+        round asked), or none known."""
+        related = None
+        rounds = self._states.rounds.get(state_hash(st)) if st is not None else None
+        if rounds:
+            related = rounds[-1]
+        elif type(ir) is dict and ir:
+            ir_keys = frozenset(ir)
+            for rd in self._open_by_peer.get(peer, ()):
+                if not rd.consumed and rd.keys & ir_keys:
+                    related = rd
+                    break
+        return NotLinked(msg, "parallel-misuse" if related is not None else "unsupported-method", related)
 
-    @staticmethod
-    def _state_relation(rd: Round, msg: Message, has_st: bool, st_raw: Any) -> str:
-        if not rd.had_state:
-            return "fabricated" if has_st else "none"
-        if not has_st:
-            return "dropped"
-        if st_raw != rd.state or type(st_raw) is not str:
-            return "altered"
-        token = msg.raw_token("params", "requestState")
-        if rd.state_token is not None and token is not None and token != rd.state_token:
-            return "reencoded"
-        return "echoed"
-
-    def _link(self, msg: Message, rd: Round, via: str, relation: str, peer: str, key: tuple, obs: list,
-              replay: str | None = None, forked: bool | None = None, ambiguous: bool = False):
+    def _link(self, msg: Message, rd: Round, via: str, relation: str, peer: str, key: tuple,
+              replay: str | None = None, forked: bool | None = None, ambiguous: bool = False) -> Linked:
         chain = rd.chain
         earlier = list(chain.requests)
         if chain.closed:
             # a state replayed after its chain ended: the replay is a logical request of its own (the
             # ended chain is reported already), tied to the round it replays by the link, which its
             # `link` says
-            chain = self._new_chain(msg, peer, key[2])
+            creq = self._open(msg, peer, key[2])
+            chain = creq.chain
             chain.tainted = True
             chain.vias.append(via)
-            creq = ChainRequest(chain, msg, None)
         else:
             creq = ChainRequest(chain, msg, rd)
             chain.vias.append(via)
             if msg.time > chain.end:  # max(chain.end, msg.time)
                 chain.end = msg.time
+            chain.requests.append(creq)
         params = msg.params if type(msg.params) is dict else {}
         creq.answered_summary = summarize_responses(params.get("inputResponses"))
-        chain.requests.append(creq)
         rd.retries.append(creq)
         link = Linked(
             chain=chain, round=rd, request=msg, creq=creq, via=via, state=relation, replay=replay,
@@ -373,8 +401,7 @@ class Stitcher:
             ambiguous=ambiguous, earlier=earlier,
         )
         creq.link = link
-        obs.append(link)
-        return creq, obs
+        return link
 
     # -- responses ------------------------------------------------------------------------------
     def on_response(self, creq: ChainRequest, resp: Message) -> list:
@@ -520,3 +547,6 @@ class Stitcher:
                     chain.end = now
                 self._close(chain, "abandoned", obs)
         return obs
+
+
+_LINKERS = (Stitcher._link_by_state, Stitcher._link_by_keys, Stitcher._link_by_params)  # in RULES.md §3's order

@@ -7,6 +7,10 @@ import json
 import pytest
 
 from mrtr_inspect.config import Config
+from mrtr_inspect.core.canonical import params_digest, state_hash
+from mrtr_inspect.core.chains import Stitcher
+from mrtr_inspect.core.messages import decode_message, target_of
+from mrtr_inspect.core.observations import Linked, NotLinked
 from tests.traffic import ACCEPT, ELICIT, ROOTS, ROOTS_ANSWER, SAMPLE, SAMPLED, Traffic
 
 PROD = {"env": "prod"}
@@ -533,6 +537,97 @@ def test_a_retry_after_abandon_after_is_late_not_unsolicited(traffic_between):
     assert shape(r.chain("c1")) == ([a], 1, "abandoned", None)
     assert shape(r.chain("c2")) == ([b], 0, "complete", "state")  # tied to c1's round by the state
     assert not r.errors(), [f.message for f in r.errors()]  # the server did issue that state
+
+
+# ---------------------------------------------------------------------------------------------
+# the linkers, each on its own: a retry is tied by state, then keys, then params (RULES.md §3)
+
+
+def message(index: int, body: dict):
+    msg = decode_message(json.dumps({"jsonrpc": "2.0", **body}).encode())
+    msg.index, msg.time, msg.era = index, 1000.0 + index, "modern"
+    return msg
+
+
+def call(index: int, name: str = "deploy", **extra):
+    return message(index, {"id": index, "method": "tools/call", "params": {"name": name, "arguments": PROD, **extra}})
+
+
+def one_round(state: str | None = "s1") -> tuple[Stitcher, object]:
+    """A stitcher with one open round: a deploy call answered input_required (asking `confirm`)."""
+    s = Stitcher()
+    first, _ = s.on_request(call(0), "p", True)
+    result = {"resultType": "input_required", "inputRequests": {"confirm": ELICIT}}
+    if state is not None:
+        result["requestState"] = state
+    s.on_response(first, message(1, {"id": 0, "result": result}))
+    return s, first.chain.rounds[0]
+
+
+def ask(s: Stitcher, linker, msg, peer: str = "p"):
+    """What one linker says of `msg`, given what on_request gives each linker."""
+    p = msg.params
+    st = p.get("requestState")  # the states here are strings
+    key = (msg.method, target_of(msg.method, p), params_digest(msg.method, p))
+    rounds = s._states.rounds.get(state_hash(st)) if st is not None else None
+    cand = None if rounds else s._open_rounds(peer, key)
+    return linker(s, msg, peer, key, st, p.get("inputResponses"), rounds, cand)
+
+
+def untouched(rd) -> bool:
+    return rd.retries == [] and len(rd.chain.requests) == 1 and rd.chain.vias == []
+
+
+def test_the_state_linker_ties_a_retry_to_the_round_that_issued_its_state():
+    s, rd = one_round()
+    o = ask(s, Stitcher._link_by_state, call(2, inputResponses={"other": ACCEPT}, requestState="s1"))
+    assert type(o) is Linked and o.round is rd and (o.via, o.state, o.ambiguous) == ("state", "echoed", False)
+    assert rd.retries == [o.creq] and o.creq.chain is rd.chain and o.creq.link is o  # keys need not match
+
+
+def test_the_state_linker_declines_a_state_no_round_issued():
+    s, rd = one_round()
+    assert ask(s, Stitcher._link_by_state, call(2, inputResponses={"confirm": ACCEPT}, requestState="s2")) is None
+    assert untouched(rd)
+
+
+def test_the_state_linker_refuses_a_state_of_another_tool():
+    s, rd = one_round()
+    o = ask(s, Stitcher._link_by_state, call(2, name="other", requestState="s1"))
+    assert type(o) is NotLinked and (o.reason, o.round) == ("parallel-misuse", rd)
+    assert untouched(rd)
+
+
+def test_the_keys_linker_ties_answers_to_the_round_that_asked_their_keys():
+    s, rd = one_round(state=None)
+    o = ask(s, Stitcher._link_by_keys, call(2, inputResponses={"confirm": ACCEPT}))
+    assert type(o) is Linked and o.round is rd and (o.via, o.state) == ("keys", "none")
+    assert rd.retries == [o.creq]
+
+
+def test_the_keys_linker_declines_answers_to_no_asked_key_and_a_retry_with_a_state():
+    s, rd = one_round(state=None)
+    assert ask(s, Stitcher._link_by_keys, call(2, inputResponses={"other": ACCEPT})) is None
+    assert ask(s, Stitcher._link_by_keys, call(3, inputResponses={"confirm": ACCEPT}, requestState="x")) is None
+    assert untouched(rd)
+
+
+def test_the_params_linker_ties_a_retry_to_the_most_recent_round_of_its_key():
+    s, rd = one_round(state=None)
+    o = ask(s, Stitcher._link_by_params, call(2, inputResponses={"other": ACCEPT}))
+    assert type(o) is Linked and o.round is rd and (o.via, o.state) == ("params", "none")
+    s, rd = one_round()
+    o = ask(s, Stitcher._link_by_params, call(2, inputResponses={"confirm": ACCEPT}, requestState="x"))
+    assert type(o) is Linked and o.round is rd and (o.via, o.state) == ("params", "altered")
+
+
+def test_the_params_linker_declines_a_fresh_call_and_another_arguments_retry():
+    s, rd = one_round(state=None)
+    assert ask(s, Stitcher._link_by_params, call(2)) is None  # neither state nor answers: not a retry
+    other = message(3, {"id": 3, "method": "tools/call", "params": {
+        "name": "deploy", "arguments": {"env": "dev"}, "inputResponses": {"confirm": ACCEPT}}})
+    assert ask(s, Stitcher._link_by_params, other) is None
+    assert untouched(rd)
 
 
 # ---------------------------------------------------------------------------------------------
