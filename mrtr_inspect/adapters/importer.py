@@ -32,15 +32,12 @@ from typing import Any, Iterable
 from urllib.parse import urlsplit
 
 from ..config import Config
-from ..core.events import Headers, HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, header
+from ..core.events import (CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers, HttpBody, HttpEnd, HttpRequest,
+                           HttpResponse, SseEvent, header)
 from ..core.framing import SseDecoder, decode_body, is_event_stream
 from ..recording import format as fmt
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
 from ..replay.script import ReplayError
-
-CLIENT_DISCONNECTED = "client-disconnected"
-UPSTREAM_ERROR = "upstream-error: "
-CAPTURE_ENDED = "capture-ended"
 
 
 class ImportFailed(ReplayError):

@@ -36,7 +36,7 @@ from mitmproxy.connection import ConnectionState
 from mitmproxy.proxy.mode_specs import ReverseMode
 
 from ..config import Config
-from ..core.events import Headers, SessionStart
+from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers, SessionStart
 from ..core.findings import Finding
 from ..core.framing import HttpFramer, media_type
 from ..core.messages import Message
@@ -45,14 +45,11 @@ from ..outputs.report import ReportBuilder
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
-from ..rules.tool import UPSTREAM_ERROR
 from .stdio_tee import TeeAnalysis
 
 logger = logging.getLogger("mrtr_inspect")
 
 NOTES_KEY = "mrtr-inspect"
-CLIENT_DISCONNECTED = "client-disconnected"
-CAPTURE_ENDED = "capture-ended"
 STREAM_ABOVE = 64 * 1024  # bytes: a body of known length up to this is taken whole by mitmproxy
 
 
