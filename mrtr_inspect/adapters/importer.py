@@ -35,12 +35,12 @@ from ..config import Config
 from ..core.events import (CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers, HttpBody, HttpEnd, HttpRequest,
                            HttpResponse, SseEvent, header)
 from ..core.framing import SseDecoder, decode_body, is_event_stream
+from ..errors import UserError
 from ..recording import format as fmt
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
-from ..replay.script import ReplayError
 
 
-class ImportFailed(ReplayError):
+class ImportFailed(UserError):
     """The file cannot be imported (the one-line reason)."""
 
 
