@@ -5,7 +5,8 @@
 The command line catches `UserError` once (cli.py) and prints its text as one line on stderr,
 `mrtr-inspect: <reason>`, then exits 2 (CONTRACTS.md). Every error of that kind derives from it:
 `settings.SettingsError`, `recording.writer.RecordingError`, `recording.reader.UnreadableRecording`,
-`replay.script.ReplayError` (and its `ScriptError`, `VerifyError`), `adapters.importer.ImportFailed`.
+`recording.files.CannotWrite`, `replay.script.ReplayError` (and its `ScriptError`, `VerifyError`),
+`adapters.importer.ImportFailed`, `outputs.exporters.ExportError`.
 """
 
 from __future__ import annotations
