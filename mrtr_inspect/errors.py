@@ -6,7 +6,7 @@ The command line catches `UserError` once (cli.py) and prints its text as one li
 `mrtr-inspect: <reason>`, then exits 2 (CONTRACTS.md). Every error of that kind derives from it:
 `settings.SettingsError`, `recording.writer.RecordingError`, `recording.reader.UnreadableRecording`,
 `recording.files.CannotWrite`, `replay.script.ReplayError` (and its `ScriptError`, `VerifyError`),
-`adapters.importer.ImportFailed`, `outputs.exporters.ExportError`.
+`adapters.flows.ImportFailed`, `outputs.exporters.ExportError`.
 """
 
 from __future__ import annotations
