@@ -11,9 +11,9 @@ Forward first, analyse after: request bodies and response bodies go through stre
 queue each chunk and hand it back to mitmproxy untouched, so every server-sent event reaches the
 client when the server sends it, and nothing is buffered. The callbacks and hooks never raise: a
 chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a copy, SSE split
-into events), recording and the rules run elsewhere: in a process of its own for the embedded proxy
-(adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`, options
-declared in `load()`). A JSON body is analysed whole once it is over.
+into events), recording and the rules run elsewhere (live_analysis.HttpAnalysis): in a process of its
+own for the embedded proxy (adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s
+addons/mrtr_inspect.py`, options declared in `load()`). A JSON body is analysed whole once it is over.
 
 Flows read from a file (`mitmdump -r FILE`, mitmweb's open) go through the same hooks, but no body
 comes through a stream callback: each is analysed whole when its request headers are announced, from
@@ -24,7 +24,6 @@ for both).
 from __future__ import annotations
 
 import logging
-import pickle
 import queue
 import threading
 import time
@@ -45,67 +44,12 @@ from ..outputs.report import ReportBuilder
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
-from .flows import FlowFramer, flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
-from .stdio_tee import TeeAnalysis
+from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
+from .live_analysis import HttpAnalysis
 
 logger = logging.getLogger("mrtr_inspect")
 
 NOTES_KEY = "mrtr-inspect"
-
-
-class HttpAnalysis(TeeAnalysis):
-    """The tee's pipeline (record, then inspect, then report) fed with HTTP steps.
-
-    A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
-    `request_end`, `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange
-    read from a file), called with `args`; its frames are recorded, then analysed, and the outputs go
-    to the report, the live view and the flow notes.
-    It speaks the tee's analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the
-    proxy is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py);
-    in stock mitmproxy `ThreadedAnalysis` runs it on a thread.
-    """
-
-    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: "FlowNotes | None" = None) -> None:
-        self.http = FlowFramer(start.session)
-        self.view = view
-        self.sinks = tuple(s for s in (view, notes) if s is not None)  # consumers besides the report
-        super().__init__(start, config, writer, None, report, report_path)
-
-    def step(self, name: str, args: tuple) -> None:
-        try:
-            frames = getattr(self.http, name)(*args)
-        except Exception as e:  # pragma: no cover - the framer does not raise
-            self._internal(e, "framing")
-            return
-        self._analyse(frames)
-
-    def chunk(self, t: float, direction: str, data: bytes) -> None:
-        for name, args in pickle.loads(data):
-            self.step(name, args)
-
-    def eof(self, t: float, direction: str) -> None:
-        """The proxy says it is ready (its ready line is out): the live view may take the screen."""
-        if self.view is not None:
-            self.view.start()
-
-    def end(self, info: dict, t: float) -> int:
-        for x in self.http.open_exchanges():
-            self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
-        status = super().end(info, t)
-        if self.view is not None:
-            self.view.stop()  # the session's totals
-        return status
-
-    def _handle(self, outs: list) -> None:
-        super()._handle(outs)
-        for sink in self.sinks:
-            for o in outs:
-                try:
-                    sink.add(o)
-                except Exception as e:
-                    self._internal(e, "output")
 
 
 class ThreadedAnalysis:
