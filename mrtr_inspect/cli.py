@@ -187,7 +187,7 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
 
 def _analyse(paths: tuple[str, ...], config: Config):
     """Run recordings through the core; returns the report builder. Raises UnreadableRecording."""
-    from .adapters.recording import analyze_all
+    from .adapters.offline import analyze_all
     from .outputs.report import ReportBuilder
     from .recording.reader import ReadNotes
 

@@ -35,7 +35,7 @@ class ReadNotes:
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
     sessions: int = 0
     frames: int = 0
-    renamed: list[tuple[str, str]] = field(default_factory=list)  # (session id, as analysed): see adapters/recording.py
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (session id, as analysed): see adapters/offline.py
 
     def lines(self, path: str) -> list[str]:
         out = []

@@ -13,7 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from mrtr_inspect.adapters.live_analysis import REPORT_FAILED, StdioAnalysis
-from mrtr_inspect.adapters.recording import analyze
+from mrtr_inspect.adapters.offline import analyze
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.events import SessionStart, StdioLine
 from mrtr_inspect.outputs.report import ReportBuilder
