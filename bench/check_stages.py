@@ -25,7 +25,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from check_speed import floor as parse_floor  # noqa: E402
 
-from mrtr_inspect.adapters.recording import analyze_all  # noqa: E402
+from mrtr_inspect.adapters.offline import analyze_all  # noqa: E402
 from mrtr_inspect.config import Config  # noqa: E402
 from mrtr_inspect.core.messages import decode_message  # noqa: E402
 from mrtr_inspect.outputs.report import ReportBuilder  # noqa: E402

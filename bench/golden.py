@@ -8,9 +8,10 @@ Two corpora, both judged by the code of the working tree:
   Each gives the text of `mrtr-inspect check --format json` and of `show --format json`, run
   in-process through the command line's own code;
 * harvested runs: the frames (and the configuration) of every Inspector the fast test suites build
-  (tests/rules, tests/core, tests/recording, tests/test_rules_reference.py), captured once by
-  `harvest`; each run gives every output of the inspector (messages with their decoded fields,
-  chain events with the chain's summary, findings) as JSON lines. These reach nearly every rule.
+  (tests/rules, tests/core, tests/recording, tests/adapters/test_offline.py,
+  tests/test_rules_reference.py), captured once by `harvest`; each run gives every output of the
+  inspector (messages with their decoded fields, chain events with the chain's summary, findings)
+  as JSON lines. These reach nearly every rule.
 
     python bench/golden.py harvest   [--dir out/golden]   # capture the test suites' runs (once)
     python bench/golden.py make      [--dir out/golden]   # write the golden outputs of this tree
@@ -36,7 +37,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
 HARVESTED = "harvested.jsonl"
-SUITES = ["tests/rules", "tests/core", "tests/recording", "tests/test_rules_reference.py"]
+SUITES = ["tests/rules", "tests/core", "tests/recording", "tests/adapters/test_offline.py",  # was tests/recording's
+          "tests/test_rules_reference.py"]
 
 
 # -- the recordings -------------------------------------------------------------------------------

@@ -10,6 +10,7 @@ import click
 from . import __version__
 from .config import Config
 from .core.findings import RANK
+from .errors import UserError
 
 EXIT_USAGE = 2
 
@@ -44,15 +45,12 @@ def build_config(severity: tuple[str, ...] = (), disable: tuple[str, ...] = (), 
     directory; see settings.py), with the command-line options on top."""
     from .rules import load_rules
     from .rules.registry import REGISTRY
-    from .settings import SettingsError, load
+    from .settings import load
 
     load_rules()
     if base is None:
         ctx = click.get_current_context(silent=True)
-        try:
-            base, found = load(REGISTRY, ctx.meta.get(CONFIG_META) if ctx is not None else None)
-        except SettingsError as e:
-            fail(str(e))
+        base, found = load(REGISTRY, ctx.meta.get(CONFIG_META) if ctx is not None else None)
         for note in found.notes if found is not None else ():
             say(f"note: {note}")
     cfg = base
@@ -89,7 +87,9 @@ def rule_options(fn):
 
 class _Cli(click.Group):
     """The command line: a usage error is one line, the reason and where the help is (CONTRACTS.md:
-    exit 2 with a one-line reason), not click's usage block; everything else as click does it."""
+    exit 2 with a one-line reason), not click's usage block; so is a `UserError` (errors.py: an
+    unreadable recording, a bad settings file, a file that cannot be written…), its reason alone;
+    everything else as click does it."""
 
     def main(self, args=None, prog_name=None, complete_var=None, standalone_mode=True, **extra):
         if not standalone_mode:
@@ -99,6 +99,8 @@ class _Cli(click.Group):
         except click.UsageError as e:
             where = e.ctx.command_path if e.ctx is not None else "mrtr-inspect"
             fail(f"{e.format_message()} (see '{where} --help')", e.exit_code)
+        except UserError as e:
+            fail(str(e))
         except click.ClickException as e:
             e.show()
             sys.exit(e.exit_code)
@@ -184,17 +186,14 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
 
 
 def _analyse(paths: tuple[str, ...], config: Config):
-    """Run recordings through the core; returns the report builder. Exits 2 on unreadable input."""
-    from .adapters.recording import analyze_all
+    """Run recordings through the core; returns the report builder. Raises UnreadableRecording."""
+    from .adapters.offline import analyze_all
     from .outputs.report import ReportBuilder
-    from .recording.reader import ReadNotes, UnreadableRecording
+    from .recording.reader import ReadNotes
 
     builder = ReportBuilder(paths)
     notes: dict[str, ReadNotes] = {}
-    try:
-        analyze_all(paths, builder.add_all, config, notes)
-    except UnreadableRecording as e:
-        fail(str(e))
+    analyze_all(paths, builder.add_all, config, notes)
     for path, n in notes.items():
         for line in n.lines(path):
             builder.notes.append(line)
@@ -295,16 +294,6 @@ def rules_command(fmt, severity, disable) -> None:
 # -- replay and export (mrtr_inspect/replay/) -------------------------------------------------------
 
 
-def _replay_exit(run) -> None:
-    from .replay.script import ReplayError
-
-    try:
-        code = run()
-    except ReplayError as e:
-        fail(str(e))
-    sys.exit(code)
-
-
 _IGNORE_HELP = ("Leave this JSON path out (dotted, into the whole message: params.arguments.nonce, "
                 "result._meta; * is one member or index, ** any depth). Repeatable.")
 _VERIFY_IGNORE_HELP = _IGNORE_HELP + (" A notification method (notifications/progress) leaves those notifications "
@@ -347,8 +336,8 @@ def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, r
 
         redact = redactor_for(config).redact_json
     options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redact)
-    _replay_exit(lambda: run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record,
-                                   summary=summary, quiet=quiet, fail_on=fail_on, config=config))
+    sys.exit(run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record, summary=summary,
+                       quiet=quiet, fail_on=fail_on, config=config))
 
 
 @replay.command("verify")
@@ -376,13 +365,9 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
     from .replay.verify import VerifyOptions
 
     config = build_config(severity, disable)
-
-    def go() -> int:
-        options = VerifyOptions(tuple(ignore), timeout, tuple(run.parse_header(h) for h in headers))
-        return run.verify(path, upstream=upstream, cmd=tuple(cmd), options=options, record=record, quiet=quiet,
-                          fail_on=fail_on, config=config)
-
-    _replay_exit(go)
+    options = VerifyOptions(tuple(ignore), timeout, tuple(run.parse_header(h) for h in headers))
+    sys.exit(run.verify(path, upstream=upstream, cmd=tuple(cmd), options=options, record=record, quiet=quiet,
+                        fail_on=fail_on, config=config))
 
 
 @main.command()
@@ -405,9 +390,9 @@ def export(path, to, output, chains, only_chains, redact_path, redact_header, se
         from .outputs.exporters import export as export_to
 
         config = build_config(severity, disable)
-        _replay_exit(lambda: _say(export_to(path, to, output, config)))
-    _replay_exit(lambda: run.export(path, to, output, chains=chains, only_chains=only_chains,
-                                    redact_paths=redact_path, redact_headers=redact_header))
+        sys.exit(_say(export_to(path, to, output, config)))
+    sys.exit(run.export(path, to, output, chains=chains, only_chains=only_chains, redact_paths=redact_path,
+                        redact_headers=redact_header))
 
 
 def _say(lines: list[str]) -> int:
@@ -427,7 +412,7 @@ def import_command(path, output) -> None:
     from .adapters.importer import import_file
 
     config = build_config()
-    _replay_exit(lambda: _say(import_file(path, output, config)))
+    sys.exit(_say(import_file(path, output, config)))
 
 
 

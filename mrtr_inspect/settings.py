@@ -21,13 +21,14 @@ from typing import Any, Callable, Collection
 
 from .config import Config
 from .core.findings import SEVERITIES
+from .errors import UserError
 
 DEDICATED = ".mrtr-inspect.toml"
 PYPROJECT = "pyproject.toml"
 TABLE = "mrtr-inspect"
 
 
-class SettingsError(Exception):
+class SettingsError(UserError):
     """A configuration file that cannot be used; the message names the file and says why."""
 
 

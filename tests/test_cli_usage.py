@@ -90,3 +90,38 @@ def test_every_usage_error_is_one_line_with_exit_2(args, reason):
     assert r.output.startswith("mrtr-inspect: ")
     for ok in (("check", "--help"), ("--version",)):
         assert _run(*ok).exit_code == 0
+
+
+@pytest.mark.parametrize("error", [
+    "mrtr_inspect.recording.writer.RecordingError",
+    "mrtr_inspect.replay.script.ScriptError",
+    "mrtr_inspect.settings.SettingsError",
+])
+def test_a_user_error_is_its_reason_on_one_line_with_exit_2(error, monkeypatch):
+    """Every command's user errors (errors.UserError) are caught in one place: the reason, as one
+    inert line, exit 2, whichever command raised it and wherever it came from."""
+    import importlib
+
+    import mrtr_inspect.adapters.stdio_tee as tee
+
+    module, name = error.rsplit(".", 1)
+    cls = getattr(importlib.import_module(module), name)
+
+    def run_tee(cmd, **kw):
+        raise cls("cannot write recording /x/s.jsonl: No such file or directory\x1b[2J")
+
+    monkeypatch.setattr(tee, "run_tee", run_tee)
+    r = _run("stdio", "--", "true")
+    assert r.exit_code == 2
+    assert r.output == "mrtr-inspect: cannot write recording /x/s.jsonl: No such file or directory\\x1b[2J\n"
+
+
+def test_near_miss_another_error_is_not_taken_for_a_user_error(monkeypatch):
+    import mrtr_inspect.adapters.stdio_tee as tee
+
+    def run_tee(cmd, **kw):
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(tee, "run_tee", run_tee)
+    r = _run("stdio", "--", "true")
+    assert r.exit_code == 1 and isinstance(r.exception, RuntimeError)

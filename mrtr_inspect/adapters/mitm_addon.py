@@ -11,19 +11,19 @@ Forward first, analyse after: request bodies and response bodies go through stre
 queue each chunk and hand it back to mitmproxy untouched, so every server-sent event reaches the
 client when the server sends it, and nothing is buffered. The callbacks and hooks never raise: a
 chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a copy, SSE split
-into events), recording and the rules run elsewhere: in a process of its own for the embedded proxy
-(adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s addons/mrtr_inspect.py`, options
-declared in `load()`). A JSON body is analysed whole once it is over.
+into events), recording and the rules run elsewhere (live_analysis.HttpAnalysis): in a process of its
+own for the embedded proxy (adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s
+addons/mrtr_inspect.py`, options declared in `load()`). A JSON body is analysed whole once it is over.
 
 Flows read from a file (`mitmdump -r FILE`, mitmweb's open) go through the same hooks, but no body
 comes through a stream callback: each is analysed whole when its request headers are announced, from
-the bodies and times the file holds, as `import` reads them (adapters/importer.py).
+the bodies and times the file holds, as `import` reads them (flows.py translates flows, live or read,
+for both).
 """
 
 from __future__ import annotations
 
 import logging
-import pickle
 import queue
 import threading
 import time
@@ -36,88 +36,20 @@ from mitmproxy.connection import ConnectionState
 from mitmproxy.proxy.mode_specs import ReverseMode
 
 from ..config import Config
-from ..core.events import Headers, SessionStart
+from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, SessionStart
 from ..core.findings import Finding
-from ..core.framing import HttpFramer, media_type
 from ..core.messages import Message
 from ..outputs.live import LiveView
 from ..outputs.report import ReportBuilder
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
-from ..rules.tool import UPSTREAM_ERROR
-from .stdio_tee import TeeAnalysis
+from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
+from .live_analysis import HttpAnalysis
 
 logger = logging.getLogger("mrtr_inspect")
 
 NOTES_KEY = "mrtr-inspect"
-CLIENT_DISCONNECTED = "client-disconnected"
-CAPTURE_ENDED = "capture-ended"
-STREAM_ABOVE = 64 * 1024  # bytes: a body of known length up to this is taken whole by mitmproxy
-
-
-class _Framer(HttpFramer):
-    """The core's framer, and the frames of a whole exchange read from a flow file."""
-
-    def exchange(self, x: int, ex) -> list:
-        from .importer import frames
-
-        return frames(self.session, x, ex)
-
-
-class HttpAnalysis(TeeAnalysis):
-    """The tee's pipeline (record, then inspect, then report) fed with HTTP steps.
-
-    A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
-    `request_end`, `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange
-    read from a file), called with `args`; its frames are recorded, then analysed, and the outputs go
-    to the report, the live view and the flow notes.
-    It speaks the tee's analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the
-    proxy is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py);
-    in stock mitmproxy `ThreadedAnalysis` runs it on a thread.
-    """
-
-    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: "FlowNotes | None" = None) -> None:
-        self.http = _Framer(start.session)
-        self.view = view
-        self.sinks = tuple(s for s in (view, notes) if s is not None)  # consumers besides the report
-        super().__init__(start, config, writer, None, report, report_path)
-
-    def step(self, name: str, args: tuple) -> None:
-        try:
-            frames = getattr(self.http, name)(*args)
-        except Exception as e:  # pragma: no cover - the framer does not raise
-            self._internal(e, "framing")
-            return
-        self._analyse(frames)
-
-    def chunk(self, t: float, direction: str, data: bytes) -> None:
-        for name, args in pickle.loads(data):
-            self.step(name, args)
-
-    def eof(self, t: float, direction: str) -> None:
-        """The proxy says it is ready (its ready line is out): the live view may take the screen."""
-        if self.view is not None:
-            self.view.start()
-
-    def end(self, info: dict, t: float) -> int:
-        for x in self.http.open_exchanges():
-            self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
-        status = super().end(info, t)
-        if self.view is not None:
-            self.view.stop()  # the session's totals
-        return status
-
-    def _handle(self, outs: list) -> None:
-        super()._handle(outs)
-        for sink in self.sinks:
-            for o in outs:
-                try:
-                    sink.add(o)
-                except Exception as e:
-                    self._internal(e, "output")
 
 
 class ThreadedAnalysis:
@@ -165,18 +97,6 @@ class _Forward:
             except BaseException:  # never drop a chunk for the analysis' sake
                 pass
         return data
-
-
-def _headers(h: http.Headers) -> Headers:
-    """Headers in wire order, bytes kept one to one (latin-1), as the recording stores them."""
-    return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in h.fields)
-
-
-def _client(flow: http.HTTPFlow) -> str:
-    """The client's address without its port (RULES.md §10.4); IPv4-mapped IPv6 as plain IPv4."""
-    peer = flow.client_conn.peername
-    host = str(peer[0]) if peer else ""
-    return host[7:] if host.startswith("::ffff:") and "." in host else host
 
 
 class FlowNotes:
@@ -241,16 +161,6 @@ class _Flow:
         self.request_done = False
         self.streamed = False  # the body in hand (request, then response) goes through a stream callback
         self.kept: bytearray | None = None  # the streamed response body so far, under store_streamed_bodies
-
-
-def _streamed(m: http.Message) -> bool:
-    """Whether a body goes through a stream callback, chunk by chunk as it comes: always for an event
-    stream, a body of unknown length, or one over STREAM_ABOVE bytes. A small body of known length is
-    taken whole by mitmproxy (its stream path costs more per request than the bytes take to arrive)."""
-    if media_type(m.headers.get("content-type")) == "text/event-stream":
-        return True
-    n = m.headers.get("content-length", "")
-    return not (n.isdigit() and int(n) <= STREAM_ABOVE)
 
 
 def _log_line(text: str, severity: str | None) -> None:
@@ -346,8 +256,6 @@ class MrtrInspect:
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
         if self.unkept:
-            from .importer import unkept_note
-
             note = unkept_note(self.unkept, "did not analyse", "the file read")
             self.unkept = 0
             logger.warning("mrtr-inspect: note: %s", note)
@@ -375,8 +283,8 @@ class MrtrInspect:
             st = self._flows[flow.id] = _Flow(x)
             req = flow.request
             a.put(("request_head", (time.time(), x, req.method, req.data.path.decode("latin-1"),
-                                    _headers(req.headers), _client(flow))))
-            if _streamed(req):
+                                    flow_headers(req.headers), flow_client(flow))))
+            if is_streamed(req):
                 st.streamed = True
                 req.stream = _Forward(a.put, "request_data", x)
             if self.notes is not None:
@@ -387,8 +295,6 @@ class MrtrInspect:
     def _read(self, a, flow: http.HTTPFlow) -> None:
         """A flow read from a file, analysed whole from what the file holds (as `import` does); the
         later hooks find no state for it. One whose body the file does not hold is left out."""
-        from .importer import flow_exchange
-
         ex = flow_exchange(flow)
         if ex is None:
             self.unkept += 1
@@ -412,8 +318,8 @@ class MrtrInspect:
             return
         try:
             resp = flow.response
-            a.put(("response_head", (time.time(), st.x, resp.status_code, _headers(resp.headers))))
-            st.streamed = _streamed(resp)
+            a.put(("response_head", (time.time(), st.x, resp.status_code, flow_headers(resp.headers))))
+            st.streamed = is_streamed(resp)
             if st.streamed:
                 if getattr(ctx.options, "store_streamed_bodies", False):  # an option of proxyserver
                     st.kept = bytearray()

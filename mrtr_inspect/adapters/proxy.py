@@ -18,7 +18,7 @@ Shutdown (SIGINT, SIGTERM): the listening sockets are closed first, then the ope
 connections (mitmproxy leaves both open when its run ends), their exchanges ending as
 `capture-ended`; then the addon finishes: the recording is flushed and closed, the report written.
 Exit status 0, or the analysis process' when it failed: 1 when the report could not be written after
-all (`stdio_tee.REPORT_FAILED`), 70 when the analysis stopped on an internal error.
+all (`live_analysis.REPORT_FAILED`), 70 when the analysis stopped on an internal error.
 """
 
 from __future__ import annotations
@@ -44,7 +44,8 @@ from ..outputs.live import LiveView
 from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
-from .mitm_addon import HttpAnalysis, MrtrInspect, new_analysis
+from .live_analysis import HttpAnalysis
+from .mitm_addon import MrtrInspect, new_analysis
 from .analysis_process import C2S as STEPS, C2S_EOF as READY, END, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"

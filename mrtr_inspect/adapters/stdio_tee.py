@@ -27,9 +27,8 @@ either side is passed on to the other, as a direct pipe would. A `--record` or `
 cannot be written is one line and exit status 2 before the child starts; a report that cannot be
 written at the end after all is one line, and the status stays the child's.
 
-Each frame is redacted once (`redactor_for(config)`: the defaults and the configured paths and
-headers) before it is recorded and analysed, so the live findings are those of `check` on the
-recording (docs/recording-format.md).
+What the analysis process does with the chunks (frame, redact, record, inspect, print, report) is
+live_analysis.py's `StdioAnalysis`.
 """
 
 from __future__ import annotations
@@ -44,113 +43,15 @@ import time
 from typing import Callable
 
 from ..config import Config
-from ..core.events import SessionEnd, SessionStart, StdioLine
-from ..core.findings import Finding
-from ..core.framing import StdioFramer
-from ..core.inspector import ChainEvent, Inspector
+from ..core.events import SessionStart
 from ..outputs.report import ReportBuilder
-from ..outputs.text import FindingPrinter, chain_line, tool_line
-from ..recording.files import open_private, unwritable, why
+from ..outputs.text import FindingPrinter, tool_line
+from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
+from .live_analysis import StdioAnalysis
 
 CHUNK = 1 << 16
-REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
-
-
-class TeeAnalysis:
-    """Frames, records and analyses the chunks of one session, in order.
-
-    Recording comes before analysis and each is guarded on its own: a failing analysis never
-    stops the recording, and nothing here can reach the forwarding threads.
-    """
-
-    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None) -> None:
-        self.session = start.session
-        self.framer = StdioFramer(start.session)
-        self.writer = writer
-        self.inspector = Inspector(config)
-        self.printer = printer
-        self.report = report
-        self.report_path = report_path
-        self.errors = 0
-        # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
-        self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
-        self._analyse([start], record=False)  # the writer wrote the header when it opened the file
-
-    def chunk(self, t: float, direction: str, data: bytes) -> None:
-        self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
-
-    def eof(self, t: float, direction: str) -> None:
-        self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
-
-    def end(self, info: dict, t: float) -> int:
-        """The session is over: a line the stream ended in, the session end, the report. Returns the
-        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0."""
-        for direction in ("c2s", "s2c"):
-            rest = self.framer.close(t, direction)  # type: ignore[arg-type]
-            self._analyse([f for f in rest if type(f) is StdioLine])  # not an end of file: no close frame
-        self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
-        self._handle(self.inspector.close(t))
-        if self.writer is not None:
-            try:
-                self.writer.close(info, t)
-            except Exception as e:
-                self._internal(e, "recording")
-        status = 0
-        if self.report is not None and self.report_path:
-            try:
-                with open_private(self.report_path) as f:
-                    self.report.write_json(f)
-            except OSError as e:
-                self._say(f"cannot write report {self.report_path}: {why(e)}")
-                status = REPORT_FAILED
-            self.report.close()
-        return status
-
-    def _analyse(self, frames: list, record: bool = True) -> None:
-        try:
-            frames = [self.redact(f) for f in frames]
-        except Exception as e:  # neither recorded nor analysed: what could not be redacted goes nowhere
-            self._internal(e, "redaction")
-            return
-        if record and self.writer is not None:
-            try:
-                for f in frames:
-                    self.writer.write_redacted(f)
-            except Exception as e:
-                self._internal(e, "recording")
-        for f in frames:
-            self._handle(self.inspector.feed(f))  # feed never raises: a failure is a finding
-
-    def _handle(self, outs: list) -> None:
-        for o in outs:
-            try:
-                if self.report is not None:
-                    self.report.add(o)
-                if self.printer is not None:
-                    if type(o) is Finding:
-                        self.printer.finding(o)
-                    elif type(o) is ChainEvent and o.kind == "closed":
-                        self.printer.line(chain_line(o.chain.summary()), style="bold")
-            except Exception as e:
-                self._internal(e, "output")
-
-    def _internal(self, e: BaseException, what: str) -> None:
-        self.errors += 1
-        if self.errors <= 3:
-            self._say(f"internal {what} error (traffic unaffected): {type(e).__name__}: {e}")
-
-    def _say(self, text: str) -> None:
-        try:
-            if self.printer is not None:
-                self.printer.line(text, style="red")
-            else:
-                sys.stderr.write(tool_line(text))
-                sys.stderr.flush()
-        except Exception:
-            pass
 
 
 # -- forwarding ---------------------------------------------------------------------------------
@@ -208,10 +109,10 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         return 2
     start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd)})
 
-    def make() -> TeeAnalysis:
+    def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
         builder = ReportBuilder([record] if record else []) if report else None
-        return TeeAnalysis(start, config, writer, printer, builder, report)
+        return StdioAnalysis(start, config, writer, printer, builder, report)
 
     analysis_pid, spool = fork_analysis(make)
 

@@ -138,13 +138,18 @@ class SseEvent:
     raw: bytes
 
 
+# Why a response ended before it was over (`HttpEnd.error`; docs/recording-format.md, `end`):
+CLIENT_DISCONNECTED = "client-disconnected"  # the client went away before the response ended
+UPSTREAM_ERROR = "upstream-error: "  # then what failed: the server could not be reached, or broke off
+CAPTURE_ENDED = "capture-ended"  # the capture stopped (the proxy shut down, a file saved) while it came
+
+
 @dataclass(frozen=True, slots=True)
 class HttpEnd:
     """The response to `exchange` is over.
 
-    `error` is None for a normal end; otherwise one of `client-disconnected` (the client went away
-    before the response ended), `upstream-error: …` (the server could not be reached or failed),
-    or another short reason.
+    `error` is None for a normal end; otherwise one of `CLIENT_DISCONNECTED`, `UPSTREAM_ERROR` and
+    what failed, `CAPTURE_ENDED`, or another short reason.
     """
 
     time: float

@@ -23,6 +23,8 @@ from ..rules.registry import REGISTRY, RuleEngine
 from .chains import Chain, ChainRequest, Stitcher
 from .era import EraTracker
 from .events import (
+    CAPTURE_ENDED,
+    CLIENT_DISCONNECTED,
     Frame,
     HttpBody,
     HttpEnd,
@@ -184,7 +186,7 @@ class Inspector:
         self.engine.now = t
         try:
             for key, x in list(self._http.items()):
-                self._end_exchange(x, HttpEnd(t, x.session, x.number, "capture-ended"))
+                self._end_exchange(x, HttpEnd(t, x.session, x.number, CAPTURE_ENDED))
             for s in list(self._sessions.values()):
                 if not s.ended:  # no session end recorded (a recorder killed, a file cut): its last frame
                     self._end_session(s, self._seen.get(s.id, t) if time is None else t, {})
@@ -375,11 +377,11 @@ class Inspector:
                 inflight.discard(req)
                 creq = req.creq
                 if creq is not None:
-                    if f.error == "client-disconnected":
+                    if f.error == CLIENT_DISCONNECTED:
                         x.cancelled = True
                         self._obs(Cancelled(req, req, creq))
                         self._obs_list(self.stitcher.on_cancel(creq, f.time))
-                    elif f.error != "capture-ended":  # the capture ended first: the chain stays open (§10.3)
+                    elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
                         self._obs_list(self.stitcher.on_no_response(creq, f.time))
         self._obs(ExchangeDone(x))
 
@@ -497,7 +499,7 @@ class Inspector:
         s.ended = True
         for key, x in list(self._http.items()):
             if x.session == s.id:
-                self._end_exchange(x, HttpEnd(time, s.id, x.number, "capture-ended"))
+                self._end_exchange(x, HttpEnd(time, s.id, x.number, CAPTURE_ENDED))
         self._obs_list(self.stitcher.close_all(time, s.id))
         self.exchanges.drop_scope(s.id)
         self._obs(SessionOver(s.id, s.transport, time, {**s.info, **info}))

@@ -4,6 +4,7 @@ quotes). An existing file keeps its mode.
 
     with open_private("report.json") as f: ...
     fd = os.open(path, flags, 0o600)   # is what `private_opener(path, flags)` does
+    write_private("out.html", data)    # a whole file at once (exports); CannotWrite says why not
 
 `unwritable(path, what)` checks at startup, without leaving a file behind, that a file can be
 written at the end of a session, so a long session does not end in `cannot write`.
@@ -14,7 +15,13 @@ from __future__ import annotations
 import os
 from typing import IO
 
+from ..errors import UserError
+
 MODE = 0o600
+
+
+class CannotWrite(UserError):
+    """A file asked for cannot be written: `cannot write PATH: reason`."""
 
 
 def private_opener(path: str | os.PathLike, flags: int) -> int:
@@ -48,3 +55,19 @@ def unwritable(path: str | os.PathLike, what: str) -> str | None:
     except OSError as e:
         return f"cannot write {what} {os.fspath(path)}: {why(e)}"
     return None
+
+
+def write_private(path: str, data: bytes) -> None:
+    """`data` as the whole of `path`: written to a temporary file beside it (0600 when new), then
+    renamed over it, so no reader finds half a file; missing folders are made. Raises CannotWrite."""
+    tmp = f"{path}.{os.getpid()}.tmp"
+    try:
+        parent = os.path.dirname(path)
+        if parent:
+            os.makedirs(parent, exist_ok=True)
+        fd = private_opener(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+        os.replace(tmp, path)
+    except OSError as e:
+        raise CannotWrite(f"cannot write {path}: {why(e)}") from None

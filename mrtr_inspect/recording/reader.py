@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..core.events import Frame, SessionStart, StdioLine
+from ..errors import UserError
 from . import format as fmt
 
 # A stdio line record exactly as the writer writes it (format.encode: compact JSON, these members in
@@ -24,7 +25,7 @@ _LINE_RECORD = re.compile(
 _DIRECTIONS = {b"c2s": "c2s", b"s2c": "s2c"}
 
 
-class UnreadableRecording(Exception):
+class UnreadableRecording(UserError):
     """The file cannot be read as a recording (one-line reason)."""
 
 
@@ -34,7 +35,7 @@ class ReadNotes:
     skipped: list[tuple[int, str]] = field(default_factory=list)  # (line number, reason)
     sessions: int = 0
     frames: int = 0
-    renamed: list[tuple[str, str]] = field(default_factory=list)  # (session id, as analysed): see adapters/recording.py
+    renamed: list[tuple[str, str]] = field(default_factory=list)  # (session id, as analysed): see adapters/offline.py
 
     def lines(self, path: str) -> list[str]:
         out = []

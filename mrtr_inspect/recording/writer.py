@@ -17,13 +17,14 @@ from typing import Iterable
 from .. import __version__
 from ..config import Config
 from ..core.events import Frame, SessionEnd, SessionStart
+from ..errors import UserError
 from . import format as fmt
 from .files import private_opener
 from .redaction import Redactor
 
 
-class RecordingError(Exception):
-    pass
+class RecordingError(UserError):
+    """A recording that cannot be opened or written (the one-line reason)."""
 
 
 def cache_dir() -> Path:

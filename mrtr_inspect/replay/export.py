@@ -24,7 +24,7 @@ from typing import Callable, Iterable
 
 from ..core.events import SessionStart
 from ..recording import format as fmt
-from ..recording.files import private_opener
+from ..recording.files import write_private
 from ..recording.redaction import Redactor
 from ..recording.writer import redaction_key
 from .script import ReplayError, load_script
@@ -67,7 +67,8 @@ def _header(f: SessionStart, chains: list[str]) -> SessionStart:
 def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chains: bool = False,
                    redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = (),
                    before_write: Callable | None = None) -> Exported:
-    """Write the fixture; `before_write(frame)` may change a frame or drop it (None)."""
+    """Write the fixture; `before_write(frame)` may change a frame or drop it (None). Raises
+    ReplayError (the recording cannot be played, a chain asked for is not in it) or CannotWrite."""
     script = load_script(path, keep_frames=True)
     assert script.frames is not None
     known = list(dict.fromkeys(ex.chain for ex in script.exchanges if ex.chain))
@@ -91,7 +92,7 @@ def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chai
             if frame is None:
                 continue
         lines.append(fmt.encode(frame))
-    _write(output, b"".join(lines))
+    write_private(output, b"".join(lines))
     return Exported(output, wanted, len(keep), len(sessions), machine_paths(lines))
 
 
@@ -101,17 +102,3 @@ def machine_paths(lines: list[bytes]) -> list[tuple[int, str]]:
         for m in _MACHINE.finditer(line.decode("utf-8", "replace")):
             out.append((n, m.group()))
     return out
-
-
-def _write(output: str, data: bytes) -> None:
-    tmp = f"{output}.{os.getpid()}.tmp"
-    try:
-        parent = os.path.dirname(output)
-        if parent:
-            os.makedirs(parent, exist_ok=True)
-        fd = private_opener(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC)
-        with os.fdopen(fd, "wb") as f:
-            f.write(data)
-        os.replace(tmp, output)
-    except OSError as e:
-        raise ReplayError(f"cannot write {output}: {e.strerror or e}") from None

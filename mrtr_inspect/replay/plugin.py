@@ -437,8 +437,8 @@ def _finish(obj: MrtrReplay, failed: bool) -> None:
 
 
 def _save(obj: MrtrReplay, failed: bool) -> None:
+    from ..errors import UserError
     from .export import export_fixture
-    from .script import ReplayError
 
     assert obj._raw is not None
     if not obj._raw.exists():
@@ -455,7 +455,7 @@ def _save(obj: MrtrReplay, failed: bool) -> None:
     try:
         done = export_fixture(str(obj._raw), str(obj.path), redact_paths=o.get("redact_paths", ()),
                               redact_headers=o.get("redact_headers", ()), before_write=o.get("before_record"))
-    except ReplayError as e:
+    except UserError as e:  # unplayable, or unwritable
         warnings.warn(f"mrtr-inspect: {obj.path} not written: {e}", stacklevel=1)
         return
     for _, p in done.machine_paths[:1]:

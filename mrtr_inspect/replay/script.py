@@ -35,10 +35,11 @@ from ..core.events import (
 )
 from ..core.inspector import Inspector
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, format_id, id_key, target_of
+from ..errors import UserError
 from ..recording.reader import ReadNotes, UnreadableRecording, read_frames
 
 
-class ReplayError(Exception):
+class ReplayError(UserError):
     """A replay cannot run: the one-line reason the command line prints before exiting 2."""
 
 

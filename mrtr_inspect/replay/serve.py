@@ -25,7 +25,7 @@ from typing import Any, Callable
 import h11
 
 from ..config import Config
-from ..core.events import Headers
+from ..core.events import CLIENT_DISCONNECTED, Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..outputs.text import FindingPrinter, tool_line
@@ -491,7 +491,7 @@ async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, log: LiveLog
         await writer.drain()
     except ConnectionError:
         if not ended:
-            log.response_end(x, "client-disconnected")
+            log.response_end(x, CLIENT_DISCONNECTED)
         raise
 
 

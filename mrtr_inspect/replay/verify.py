@@ -29,7 +29,7 @@ from typing import IO, Any, Callable
 from urllib.parse import urlsplit
 
 from ..config import Config
-from ..core.events import Headers
+from ..core.events import UPSTREAM_ERROR, Headers
 from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key, target_of
 from .live import LiveLog
@@ -471,7 +471,7 @@ class HttpPeer(Peer):
                 p.status = resp.status
             self._body(p, x, resp, is_event_stream(rh))
         except (OSError, http.client.HTTPException) as e:
-            error = f"upstream-error: {e}"
+            error = f"{UPSTREAM_ERROR}{e}"
             if p is not None:
                 p.unreachable = isinstance(e, (ConnectionRefusedError, socket.gaierror))
                 p.error = f"cannot reach {self.url}: {e}"

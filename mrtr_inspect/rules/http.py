@@ -14,7 +14,7 @@ import re
 import string
 
 from ..core.era import LEGACY, MODERN, UNKNOWN
-from ..core.events import header
+from ..core.events import UPSTREAM_ERROR, header
 from ..core.exchanges import HttpExchange
 from ..core.framing import media_type
 from ..core.messages import (
@@ -968,7 +968,7 @@ def sse_no_response(obs: ExchangeDone, ctx) -> None:
     """A modern request's SSE stream ended (normally, or by an upstream failure; not by the client
     going away, not at the end of the capture) without a response carrying the request's id."""
     x = obs.exchange
-    if not x.event_stream or x.era != MODERN or (x.error is not None and not x.error.startswith("upstream")):
+    if not x.event_stream or x.era != MODERN or (x.error is not None and not x.error.startswith(UPSTREAM_ERROR)):
         return
     req, resp = _response_to(x)
     if req is not None and resp is None:

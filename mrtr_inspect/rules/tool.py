@@ -6,10 +6,9 @@ by the engine and the inspector themselves.
 
 from __future__ import annotations
 
+from ..core.events import UPSTREAM_ERROR
 from ..core.observations import ExchangeDone
 from .registry import WARNING, rule
-
-UPSTREAM_ERROR = "upstream-error: "
 
 
 @rule(

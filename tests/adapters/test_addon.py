@@ -13,7 +13,7 @@ from mitmproxy.flow import Error
 from mitmproxy.test import taddons, tflow
 
 from mrtr_inspect.adapters.contentview import McpJsonRpc, body_messages
-from mrtr_inspect.adapters.mitm_addon import NOTES_KEY, STREAM_ABOVE, MrtrInspect, _Forward, _streamed
+from mrtr_inspect.adapters.mitm_addon import NOTES_KEY, MrtrInspect, _Forward
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent
 from mrtr_inspect.recording.reader import read_frames
 from tests.traffic import ELICIT, dumps, meta
@@ -212,18 +212,6 @@ def test_the_contentview_shows_what_a_terminal_would_act_on_escaped():
     assert lines[1] == "{" and len(lines) > 5
     raw = McpJsonRpc().prettify(b'data: {"x\x1b[2J\n\n', Metadata(content_type="text/event-stream"))
     assert "\x1b" not in raw and "\\x1b[2J" in raw
-
-
-def test_small_bodies_of_known_length_are_taken_whole_and_the_rest_streamed():
-    def msg(*headers) -> http.Response:
-        r = http.Response.make(200)
-        r.headers = http.Headers([(k.encode(), v.encode()) for k, v in headers])
-        return r
-
-    assert not _streamed(msg(("content-type", "application/json"), ("content-length", "900")))
-    assert _streamed(msg(("content-type", "application/json"), ("content-length", str(STREAM_ABOVE + 1))))
-    assert _streamed(msg(("content-type", "application/json"), ("transfer-encoding", "chunked")))
-    assert _streamed(msg(("content-type", "text/event-stream; charset=utf-8"), ("content-length", "10")))
 
 
 # -- flows read from a file (mitmdump -r): the same hooks, no stream callback ---------------------------

@@ -3,7 +3,7 @@ back, each gives exactly what it gave live."""
 
 import pytest
 
-from mrtr_inspect.adapters.recording import analyze_all, replay_outputs
+from mrtr_inspect.adapters.offline import analyze_all, replay_outputs
 from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message

@@ -28,7 +28,7 @@ import pytest
 from mcp.client import Client
 from mcp.client.streamable_http import streamable_http_client
 
-from mrtr_inspect.adapters.recording import analyze
+from mrtr_inspect.adapters.offline import analyze
 from mrtr_inspect.core.events import HttpBody, HttpRequest, SseEvent
 from mrtr_inspect.core.framing import SseDecoder
 from mrtr_inspect.outputs.report import ReportBuilder

@@ -296,6 +296,14 @@ def test_export_of_an_unreadable_file_says_why(tmp_path):
     assert r.exit_code == 2 and "not an mrtr-inspect recording" in r.stderr and r.stderr.count("\n") == 1
 
 
+@pytest.mark.parametrize("to", ["html", "fixture"])
+def test_an_export_that_cannot_be_written_says_why_in_one_line(to, tmp_path):
+    (tmp_path / "file").write_text("")
+    out = tmp_path / "file" / "sub" / "x.out"
+    r = run_cli("export", HTTP_FIXTURE, "--to", to, "--output", out)
+    assert r.exit_code == 2 and r.stderr == f"mrtr-inspect: cannot write {out}: Not a directory\n"
+
+
 def test_export_takes_the_rule_options_as_check_does(recording, tmp_path):
     """`--disable` and `--severity` shape an export's findings as they shape `check`'s (near miss:
     without them, the export has the finding)."""

@@ -8,7 +8,7 @@ import pytest
 
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.events import HttpRequest, StdioLine
-from mrtr_inspect.recording.files import open_private, unwritable
+from mrtr_inspect.recording.files import CannotWrite, open_private, unwritable, write_private
 from mrtr_inspect.recording.redaction import Redactor
 from mrtr_inspect.recording.writer import redactor_for
 
@@ -40,6 +40,24 @@ def test_unwritable_paths_give_one_line_saying_why(tmp_path):
         f"cannot write report {tmp_path / 'missing' / 'r.json'}: No such file or directory")
     assert unwritable(tmp_path / "file" / "r.json", "output").endswith(": Not a directory")
     assert unwritable(tmp_path, "summary").endswith(": Is a directory")
+
+
+def test_a_whole_file_is_written_private_with_its_folders_and_replaces_the_old_one(tmp_path):
+    new, old = tmp_path / "a" / "b" / "out.html", tmp_path / "old.html"
+    old.write_text("before")
+    old.chmod(0o644)
+    write_private(str(new), b"\xc3\xa9")
+    write_private(str(old), b"after")
+    assert new.read_bytes() == b"\xc3\xa9" and new.stat().st_mode & 0o777 == 0o600
+    assert old.read_bytes() == b"after"  # renamed over it: a reader sees the old file or the new one
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["a", "old.html"]  # no temporary file left
+
+
+def test_a_whole_file_that_cannot_be_written_is_one_line_saying_why(tmp_path):
+    (tmp_path / "file").write_text("")
+    with pytest.raises(CannotWrite) as e:
+        write_private(str(tmp_path / "file" / "sub" / "out.html"), b"x")
+    assert str(e.value) == f"cannot write {tmp_path / 'file' / 'sub' / 'out.html'}: Not a directory"
 
 
 @pytest.mark.skipif(os.geteuid() == 0, reason="root writes anywhere")

@@ -5,7 +5,7 @@ import copy
 
 import pytest
 
-from mrtr_inspect.adapters.recording import replay_outputs
+from mrtr_inspect.adapters.offline import replay_outputs
 from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.core.messages import Message
 from mrtr_inspect.rules import load_rules

@@ -14,12 +14,16 @@ from html import escape
 from typing import Callable
 
 from ...config import Config
-from ...replay.export import _write
-from ...replay.script import ReplayError
+from ...errors import UserError
+from ...recording.files import write_private
 from ..text import printable
-from .capture import Capture, UnreadableRecording, chain_label, load
+from .capture import Capture, chain_label, load
 
 FORMATS = ("har", "html", "mermaid", "otlp")
+
+
+class ExportError(UserError):
+    """The recording cannot be exported in the format asked (the one-line reason)."""
 
 
 def _har_doc(cap: Capture) -> dict:
@@ -28,7 +32,7 @@ def _har_doc(cap: Capture) -> dict:
     try:
         return to_har(cap)
     except NoHttp as e:
-        raise ReplayError(f"{cap.inputs[0]}: {e}") from None
+        raise ExportError(f"{cap.inputs[0]}: {e}") from None
 
 
 def _har_said(cap: Capture, har: dict) -> str:
@@ -92,11 +96,9 @@ RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermai
 
 def export(path: str, to: str, output: str, config: Config | None = None) -> list[str]:
     """Write `path` as `to` to `output` (mode 0600: it holds the recording's traffic). Returns the
-    lines to tell the user; raises ReplayError with a one-line reason."""
-    try:
-        cap = load([path], config)
-    except UnreadableRecording as e:
-        raise ReplayError(str(e)) from None
+    lines to tell the user; raises a UserError with a one-line reason (UnreadableRecording,
+    ExportError, CannotWrite)."""
+    cap = load([path], config)
     said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
     if to == "har":
         har = _har_doc(cap)
@@ -105,5 +107,5 @@ def export(path: str, to: str, output: str, config: Config | None = None) -> lis
         text = _mermaid(cap, markdown=True)
     else:
         text = RENDER[to](cap)
-    _write(output, text.encode("utf-8", "backslashreplace"))
+    write_private(output, text.encode("utf-8", "backslashreplace"))
     return cap.notes + [f"wrote {output}: {to}, {said}"]

@@ -20,11 +20,11 @@ from ...core.events import Frame, SessionStart
 from ...core.findings import Finding
 from ...core.inspector import ChainEvent, Inspector
 from ...core.messages import Message
-from ...recording.reader import ReadNotes, UnreadableRecording, read_frames
+from ...recording.reader import ReadNotes, read_frames
 from ...rules import load_rules
 from ...rules.registry import REGISTRY
 
-__all__ = ["Capture", "Place", "chain_label", "load", "locate", "UnreadableRecording"]
+__all__ = ["Capture", "Place", "chain_label", "load", "locate"]
 
 
 @dataclass(frozen=True, slots=True)

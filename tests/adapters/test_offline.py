@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mrtr_inspect.adapters.recording import analyze_all, frames_of
+from mrtr_inspect.adapters.offline import analyze_all, frames_of
 from mrtr_inspect.outputs.report import ReportBuilder
 from mrtr_inspect.recording import format as fmt
 from mrtr_inspect.recording.reader import ReadNotes

@@ -1,4 +1,5 @@
-"""The recording adapter: a recording's frames fed to the core, the same path a live session takes.
+"""The offline runner: a recording's frames fed to the core, the same path a live session takes (`check`,
+`show`; the `recording/` package reads and writes the files).
 
 Several recordings are analysed as one capture, in the order given. A session id met again in a
 later input names a session of its own there (a recording beside a copy of it, or beside a fixture

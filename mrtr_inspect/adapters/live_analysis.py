@@ -1,0 +1,206 @@
+"""The analysis of a live session: frames recorded, then inspected, the outputs printed and reported.
+
+    tee chunks ─────▶ StdioAnalysis ─┐                                     ┌▶ report (at the end)
+                                     ├▶ frames ▶ redact ▶ record ▶ inspect ┼▶ printer (stderr)
+    proxy/addon steps ▶ HttpAnalysis ┘                                     └▶ sinks: live view, flow notes
+
+`StdioAnalysis` splits the tee's chunks into lines (`StdioFramer`); `HttpAnalysis` frames the
+proxy's exchange steps (`flows.FlowFramer`). They run away from the traffic: in the analysis
+process of the tee and of the embedded proxy (analysis_process.py, whose protocol `chunk`, `eof`,
+`end` they speak), or on a thread of stock mitmproxy's process (mitm_addon.ThreadedAnalysis).
+Recording comes before analysis and each is guarded on its own: a failing analysis never stops the
+recording, and nothing here can reach the forwarding side.
+
+Each frame is redacted once (`redactor_for(config)`: the defaults and the configured paths and
+headers) before it is recorded and analysed, so the live findings are those of `check` on the
+recording (docs/recording-format.md).
+"""
+
+from __future__ import annotations
+
+import pickle
+import sys
+from typing import TYPE_CHECKING, Iterable, Protocol
+
+from ..config import Config
+from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
+from ..core.findings import Finding
+from ..core.framing import StdioFramer
+from ..core.inspector import ChainEvent, Inspector
+from ..outputs.report import ReportBuilder
+from ..outputs.text import FindingPrinter, chain_line, tool_line
+from ..recording.files import open_private, why
+from ..recording.writer import RecordingWriter, redactor_for
+from .flows import FlowFramer
+
+if TYPE_CHECKING:
+    from ..outputs.live import LiveView
+
+REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
+
+
+class Sink(Protocol):
+    """A consumer of the outputs besides the report and the printer (the live view, the flow notes)."""
+
+    def add(self, out) -> None: ...
+
+
+class LiveAnalysis:
+    """Records and analyses the frames of one session, in order (`_analyse`), then ends it (`end`).
+
+    The subclasses turn what they are handed into frames: `StdioAnalysis` the tee's chunks,
+    `HttpAnalysis` the proxy's exchange steps.
+    """
+
+    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
+                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
+                 sinks: Iterable[Sink] = ()) -> None:
+        self.session = start.session
+        self.writer = writer
+        self.inspector = Inspector(config)
+        self.printer = printer
+        self.report = report
+        self.report_path = report_path
+        self.sinks = tuple(sinks)
+        self.errors = 0
+        # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
+        self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
+        self._analyse([start], record=False)  # the writer wrote the header when it opened the file
+
+    def end(self, info: dict, t: float) -> int:
+        """The session is over: the session end, the recording closed, the report. Returns the
+        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0."""
+        self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
+        self._handle(self.inspector.close(t))
+        if self.writer is not None:
+            try:
+                self.writer.close(info, t)
+            except Exception as e:
+                self._internal(e, "recording")
+        status = 0
+        if self.report is not None and self.report_path:
+            try:
+                with open_private(self.report_path) as f:
+                    self.report.write_json(f)
+            except OSError as e:
+                self._say(f"cannot write report {self.report_path}: {why(e)}")
+                status = REPORT_FAILED
+            self.report.close()
+        return status
+
+    def _analyse(self, frames: list, record: bool = True) -> None:
+        try:
+            frames = [self.redact(f) for f in frames]
+        except Exception as e:  # neither recorded nor analysed: what could not be redacted goes nowhere
+            self._internal(e, "redaction")
+            return
+        if record and self.writer is not None:
+            try:
+                for f in frames:
+                    self.writer.write_redacted(f)
+            except Exception as e:
+                self._internal(e, "recording")
+        for f in frames:
+            self._handle(self.inspector.feed(f))  # feed never raises: a failure is a finding
+
+    def _handle(self, outs: list) -> None:
+        for o in outs:
+            try:
+                if self.report is not None:
+                    self.report.add(o)
+                if self.printer is not None:
+                    if type(o) is Finding:
+                        self.printer.finding(o)
+                    elif type(o) is ChainEvent and o.kind == "closed":
+                        self.printer.line(chain_line(o.chain.summary()), style="bold")
+            except Exception as e:
+                self._internal(e, "output")
+        for sink in self.sinks:
+            for o in outs:
+                try:
+                    sink.add(o)
+                except Exception as e:
+                    self._internal(e, "output")
+
+    def _internal(self, e: BaseException, what: str) -> None:
+        self.errors += 1
+        if self.errors <= 3:
+            self._say(f"internal {what} error (traffic unaffected): {type(e).__name__}: {e}")
+
+    def _say(self, text: str) -> None:
+        try:
+            if self.printer is not None:
+                self.printer.line(text, style="red")
+            else:
+                sys.stderr.write(tool_line(text))
+                sys.stderr.flush()
+        except Exception:
+            pass
+
+
+class StdioAnalysis(LiveAnalysis):
+    """The tee's session: the chunks of both pipes split into lines (`StdioFramer`)."""
+
+    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
+                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None) -> None:
+        self.framer = StdioFramer(start.session)
+        super().__init__(start, config, writer, printer, report, report_path)
+
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
+
+    def eof(self, t: float, direction: str) -> None:
+        self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
+
+    def end(self, info: dict, t: float) -> int:
+        """A line the stream ended in, then the session's end (`LiveAnalysis.end`)."""
+        for direction in ("c2s", "s2c"):
+            rest = self.framer.close(t, direction)  # type: ignore[arg-type]
+            self._analyse([f for f in rest if type(f) is StdioLine])  # not an end of file: no close frame
+        return super().end(info, t)
+
+
+class HttpAnalysis(LiveAnalysis):
+    """The proxy's (and the addon's) session, fed with HTTP steps.
+
+    A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
+    `request_end`, `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange
+    read from a file), called with `args`; its frames are recorded, then analysed, and the outputs go
+    to the report, the live view and the flow notes.
+    It speaks the analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the proxy
+    is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py); in
+    stock mitmproxy `mitm_addon.ThreadedAnalysis` runs it on a thread.
+    """
+
+    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
+                 report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
+                 notes: Sink | None = None) -> None:
+        self.http = FlowFramer(start.session)
+        self.view = view
+        super().__init__(start, config, writer, None, report, report_path,
+                         sinks=(s for s in (view, notes) if s is not None))
+
+    def step(self, name: str, args: tuple) -> None:
+        try:
+            frames = getattr(self.http, name)(*args)
+        except Exception as e:  # pragma: no cover - the framer does not raise
+            self._internal(e, "framing")
+            return
+        self._analyse(frames)
+
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        for name, args in pickle.loads(data):
+            self.step(name, args)
+
+    def eof(self, t: float, direction: str) -> None:
+        """The proxy says it is ready (its ready line is out): the live view may take the screen."""
+        if self.view is not None:
+            self.view.start()
+
+    def end(self, info: dict, t: float) -> int:
+        for x in self.http.open_exchanges():
+            self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
+        status = super().end(info, t)
+        if self.view is not None:
+            self.view.stop()  # the session's totals
+        return status
