@@ -43,11 +43,12 @@ import threading
 import time
 from typing import Callable
 
+from ..analysis import Analysis
 from ..config import Config
 from ..core.events import SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import StdioFramer
-from ..core.inspector import ChainEvent, Inspector
+from ..core.inspector import ChainEvent
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, unwritable, why
@@ -70,7 +71,7 @@ class TeeAnalysis:
         self.session = start.session
         self.framer = StdioFramer(start.session)
         self.writer = writer
-        self.inspector = Inspector(config)
+        self.inspector = Analysis(config)
         self.printer = printer
         self.report = report
         self.report_path = report_path

@@ -9,13 +9,14 @@ import sys
 import types
 from collections.abc import Iterator
 
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.chains import Chain, ChainRequest, RetiredChain, RetiredRound, Round, state_hash
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, StdioLine
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message
-from mrtr_inspect.core.observations import Linked
+from mrtr_inspect.core.observations import Decoded, Linked
 
 REMEMBERED = 50
 META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":'
@@ -73,44 +74,44 @@ def http_frames(chains: range, clock: Clock) -> Iterator:
             yield HttpEnd(clock(), "h", x)
 
 
-def rule_memory(insp: Inspector) -> int:
+def rule_memory(insp: Analysis) -> int:
     """Entries the rules keep in ctx.mem (one level down)."""
     return sum(len(v) + sum(len(x) for x in v.values() if hasattr(x, "__len__")) for v in insp.engine.ctx._mem.values())
 
 
-def assert_nothing_kept(insp: Inspector) -> None:
-    s = insp.stitcher
+def assert_nothing_kept(insp: Analysis) -> None:
+    s = insp.inspector.stitcher
     assert s._open_chains == {} and s._open_by_peer == {}
     assert s.open_chains == []
     assert len(s._retired) <= REMEMBERED and len(s._state_index) <= REMEMBERED
     assert len(s._completed) <= REMEMBERED and len(s._stray_states) <= REMEMBERED
-    assert insp._http == {}
+    assert insp.inspector._http == {}
     assert rule_memory(insp) < 1000
 
 
-def feed_all(insp: Inspector, frames) -> tuple[int, set[str]]:
+def feed_all(insp: Analysis, frames) -> tuple[int, set[str]]:
     """Feed; returns how many chains closed and the rules that reported more than info."""
     closed, rules = 0, set()
     for f in frames:
         for o in insp.feed(f):
             if type(o) is ChainEvent and o.kind == "closed":
                 closed += 1
-                assert len(insp.stitcher._open_chains) == 0  # the chain just closed is already forgotten
+                assert len(insp.inspector.stitcher._open_chains) == 0  # the chain just closed is already forgotten
             elif type(o) is Finding and o.severity != "info":
                 rules.add(o.rule)
     return closed, rules
 
 
 def test_200k_stdio_messages_of_completed_chains_leave_nothing_but_a_bounded_state_index():
-    insp = Inspector(Config(remembered_states=REMEMBERED))
+    insp = Analysis(Config(remembered_states=REMEMBERED))
     clock = Clock()
     n = 50_000  # 4 messages each
     closed, rules = feed_all(insp, stdio_frames(range(n), clock))
-    assert insp.messages == 4 * n == 200_000
+    assert insp.inspector.messages == 4 * n == 200_000
     assert closed == n
     assert rules == set()  # clean traffic: what is measured is the chains, not findings
     assert_nothing_kept(insp)
-    assert len(insp.exchanges.client_scope("s")) == 0
+    assert len(insp.inspector.exchanges.client_scope("s")) == 0
 
     # the bound is the remembered states: a recent state is still recognised when replayed, an old one
     # is forgotten
@@ -125,12 +126,12 @@ def test_200k_stdio_messages_of_completed_chains_leave_nothing_but_a_bounded_sta
 
 
 def test_http_exchanges_of_completed_chains_are_forgotten():
-    insp = Inspector(Config(remembered_states=REMEMBERED))
+    insp = Analysis(Config(remembered_states=REMEMBERED))
     n = 2_000
     closed, rules = feed_all(insp, http_frames(range(n), Clock()))
-    assert insp.messages == 4 * n and closed == n and rules == set()
+    assert insp.inspector.messages == 4 * n and closed == n and rules == set()
     assert_nothing_kept(insp)
-    assert all(len(scope) == 0 for scope in insp.exchanges._client.values())
+    assert all(len(scope) == 0 for scope in insp.inspector.exchanges._client.values())
 
 
 def _reachable(root) -> list:
@@ -147,10 +148,10 @@ def _reachable(root) -> list:
 
 
 def test_what_closed_chains_keep_for_replays_holds_no_message_and_no_parsed_input_requests():
-    insp = Inspector(Config(remembered_states=REMEMBERED))
+    insp = Analysis(Config(remembered_states=REMEMBERED))
     clock = Clock()
     feed_all(insp, stdio_frames(range(20), clock))
-    index = insp.stitcher._state_index
+    index = insp.inspector.stitcher._state_index
     kept = [rd for rounds in index.values() for rd in rounds]
     assert len(kept) == 20
     held = _reachable(index)
@@ -188,7 +189,7 @@ def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collec
     gc.collect()
     gc.disable()
     try:
-        insp = Inspector(Config(remembered_states=REMEMBERED))
+        insp = Analysis(Config(remembered_states=REMEMBERED))
         for i in range(4 * REMEMBERED):
             for d, raw in chain_messages(i, f"gone-{i}"):
                 insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
@@ -197,7 +198,7 @@ def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collec
         orphans = [o for o in objects if type(o) is RetiredChain and not o.rounds]
     finally:
         gc.enable()
-    assert len(insp.stitcher._state_index) == REMEMBERED
+    assert len(insp.inspector.stitcher._state_index) == REMEMBERED
     assert sorted(rd.state for rd in rounds) == sorted(f"gone-{i}" for i in range(3 * REMEMBERED, 4 * REMEMBERED))
     assert orphans == []
 
@@ -207,14 +208,15 @@ def _chain_objects() -> list:
 
 
 def _chains_without_collector(n: int, keep) -> list:
-    """Feed n chains with the garbage collector off, `keep(i, output)` called on every output;
-    returns the chain objects (chains, requests, rounds, links) they left alive."""
+    """Feed n chains with the garbage collector off, `keep(i, output)` called on every output and
+    every observation; returns the chain objects (chains, requests, rounds, links) they left alive."""
     clock = Clock()
     gc.collect()
     before = {id(o) for o in _chain_objects()}
     gc.disable()
+    i = 0
     try:
-        insp = Inspector(Config(remembered_states=REMEMBERED))
+        insp = Analysis(Config(remembered_states=REMEMBERED), lambda obs: keep(i, obs))
         for i in range(n):
             for d, raw in chain_messages(i):
                 for o in insp.feed(StdioLine(clock(), "s", d, raw)):  # type: ignore[arg-type]
@@ -237,22 +239,22 @@ def test_closed_chains_nothing_holds_are_freed_by_reference_counting_not_by_the_
     assert 0 < len(chains) <= 20 and len(left) == 5 * len(chains)
 
 
-def test_closed_chains_still_held_by_an_output_or_a_message_are_left_whole():
+def test_closed_chains_still_held_by_an_output_or_an_observation_are_left_whole():
     kept_chains, summaries, kept_requests = [], [], []
 
     def keep(i: int, o) -> None:
         if type(o) is ChainEvent and o.kind == "closed" and i % 2 == 0:
             kept_chains.append(o.chain)
             summaries.append(o.chain.summary())
-        elif type(o) is Message and o.creq is not None and o.creq.round is None and i % 2:
-            kept_requests.append(o)  # a first request keeps its place in its chain
+        elif type(o) is Decoded and o.msg.kind == "request" and o.creq is not None and o.creq.round is None and i % 2:
+            kept_requests.append(o)  # a first request's observation holds its place in its chain
 
     left = _chains_without_collector(100, keep)
     assert len(kept_chains) == len(kept_requests) == 50
-    assert len(left) == 100 * 5  # nothing was freed: the even chains are held, the odd ones by a message
+    assert len(left) == 100 * 5  # nothing was freed: the even chains are held, the odd ones by an observation
     assert [c.summary() for c in kept_chains] == summaries
-    for msg in kept_requests:
-        first = msg.creq
+    for obs in kept_requests:
+        first = obs.creq
         chain = first.chain
         rd = chain.rounds[0]
         retry = chain.requests[1]
