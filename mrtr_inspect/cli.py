@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import __version__
+from .version import __version__
 from .config import Config
 from .core.findings import RANK
 
@@ -184,21 +184,16 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
 
 
 def _analyse(paths: tuple[str, ...], config: Config):
-    """Run recordings through the core; returns the report builder. Exits 2 on unreadable input."""
-    from .adapters.recording import analyze_all
-    from .outputs.report import ReportBuilder
-    from .recording.reader import ReadNotes, UnreadableRecording
+    """Run recordings through the analysis; returns the report builder. Exits 2 on unreadable input."""
+    from .api import analysed
+    from .recording.reader import UnreadableRecording
 
-    builder = ReportBuilder(paths)
-    notes: dict[str, ReadNotes] = {}
     try:
-        analyze_all(paths, builder.add_all, config, notes)
+        builder = analysed(paths, config)
     except UnreadableRecording as e:
         fail(str(e))
-    for path, n in notes.items():
-        for line in n.lines(path):
-            builder.notes.append(line)
-            say(f"note: {line}")
+    for line in builder.notes:
+        say(f"note: {line}")
     return builder
 
 
