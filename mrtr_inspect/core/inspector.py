@@ -198,21 +198,8 @@ class Inspector:
     def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
         """`feed(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
         reader's common case)."""
-        out = self._out = []  # _run, inlined (every message of a recording comes this way)
-        if self._frame:
-            self._frame.clear()
-        if time > self._now:
-            self._now = time
         self._seen[session] = time
-        self.view._now = time
-        try:
-            if self.config.abandon_after is not None and time - self._last_expire >= 1.0:
-                self._expire(time)
-            self._stdio_line(time, session, direction, data, eol)
-        except Exception as e:  # the pipeline must survive anything
-            self._failed("StdioLine", e, time)
-        self._out = []
-        return out
+        return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
 
     def _run(self, t: float, frame_type: str, step, *args) -> list:
         out = self._out = []
@@ -321,20 +308,11 @@ class Inspector:
         msg.exchange = exchange
         return msg
 
-    def _number(self, msg: Message) -> None:
-        msg.index = self.messages
-        self.messages += 1
-        self._out.append(msg)
-
     # -- stdio ------------------------------------------------------------------------------------
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool) -> None:
         if session not in self._sessions:
             self._session(session, "stdio")
-        msg = decode_message(data, self.config.max_depth)  # _new_message, inlined
-        msg.time = time
-        msg.session = session
-        msg.direction = direction  # type: ignore[assignment]
-        msg.transport = "stdio"
+        msg = self._new_message(data, time, session, direction, "stdio")
         if not eol:
             msg.note = "the stream ended without a newline after this message"
         self._message(msg, session, "stdio:" + session, session, None, None)
@@ -453,7 +431,7 @@ class Inspector:
 
     # -- the common path --------------------------------------------------------------------------
     def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
-        msg.index = self.messages  # _number, inlined
+        msg.index = self.messages
         self.messages += 1
         self._out.append(msg)
         msg.peer = peer
