@@ -23,18 +23,8 @@ if TYPE_CHECKING:  # pragma: no cover
     from .analysis import Analysis
     from .api import ChainSummary, Report, RequestSummary, RoundSummary, Summary, check
     from .config import Config
-    from .core.events import (
-        Frame,
-        HttpBody,
-        HttpEnd,
-        HttpRequest,
-        HttpResponse,
-        SessionEnd,
-        SessionStart,
-        SseEvent,
-        StdioClose,
-        StdioLine,
-    )
+    from .core.events import Frame, HttpBody, HttpEnd, HttpRequest, HttpResponse, SessionEnd, SessionStart
+    from .core.events import SseEvent, StdioClose, StdioLine
     from .core.findings import Finding
     from .core.inspector import ChainEvent, Inspector
     from .core.messages import Message

@@ -52,31 +52,16 @@ class Analysis:
                 finally:  # an observer that fails does not keep the rules from the observation
                     judge(obs)
 
-        self.inspector = Inspector(self.config, sink)
+        # the engine's findings end each frame's outputs (the Inspector empties the list)
+        self.inspector = Inspector(self.config, sink, engine.findings)
         self.view: InspectorView = self.inspector.view
-        engine.view = self.view
-        self._feed = self.inspector.feed
-        self._feed_line = self.inspector.feed_line
-
-    def feed(self, frame: Frame) -> list:
-        """Analyse one frame: its messages and chain events, then its findings."""
-        out = self._feed(frame)
-        if self.engine.findings:
-            out += self.engine.drain()
-        return out
-
-    def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
-        """`feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)."""
-        out = self._feed_line(time, session, direction, data, eol)
-        if self.engine.findings:
-            out += self.engine.drain()
-        return out
-
-    def close(self, time: float | None = None) -> list:
-        """The capture is over (`Inspector.close`): what that ends, then the last findings."""
-        out = self.inspector.close(time)
-        out += self.engine.drain()
-        return out
+        engine.set_view(self.view)
+        #: analyse one frame: its messages and chain events, then its findings
+        self.feed: Callable[[Frame], list] = self.inspector.feed
+        #: `feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)
+        self.feed_line: Callable[..., list] = self.inspector.feed_line
+        #: the capture is over (`Inspector.close`): what that ends, then the last findings
+        self.close: Callable[..., list] = self.inspector.close
 
     @property
     def open_chains(self) -> list[Chain]:

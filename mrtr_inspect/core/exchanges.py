@@ -76,6 +76,9 @@ class InFlight:
         return iter(list(self._by_id.values()))
 
 
+_NONE = InFlight()  # what a scope without requests reads as
+
+
 class ExchangeTracker:
     """In-flight requests per scope and direction.
 
@@ -92,6 +95,11 @@ class ExchangeTracker:
         if s is None:
             s = self._client[scope] = InFlight()
         return s
+
+    def client_requests(self, scope: str) -> InFlight:
+        """The client requests in flight in a scope, to read: a scope not seen is empty (and not made)."""
+        s = self._client.get(scope)
+        return s if s is not None else _NONE
 
     def server_scope(self, scope: str) -> InFlight:
         s = self._server.get(scope)

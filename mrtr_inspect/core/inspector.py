@@ -9,7 +9,7 @@
 
 The core does not judge: what it saw goes to the sink as observations (`observations.py`), and
 the few facts a judge needs besides them are in `insp.view` (`InspectorView`). `analysis.py` gives
-the observations to the rule engine and hands out its findings with each frame's outputs.
+the observations to the rule engine, whose findings end each frame's outputs (`trailing`).
 
 No I/O, no clock, no threads: the same frames always give the same outputs, which is why a
 recording analysed later shows exactly what the live session showed.
@@ -147,7 +147,7 @@ class InspectorView:
     def in_flight(self, scope: str) -> InFlight:
         """The client requests in flight in a scope (a stdio session, or an HTTP peer): `len`,
         iteration and `get(id_key)`."""
-        return self._exchanges.client_scope(scope)
+        return self._exchanges.client_requests(scope)
 
     def legacy_session(self, session_id: str | None) -> bool:
         """Whether an `Mcp-Session-Id` was minted by a server's answer to `initialize`."""
@@ -167,9 +167,13 @@ class InspectorView:
 
 class Inspector:
     """The sans-IO pipeline. `feed` and `close` return the messages and chain events (`ChainEvent`)
-    of a frame in order; every observation goes to `sink` (none: dropped) as it is made."""
+    of a frame in order; every observation goes to `sink` (none: dropped) as it is made.
 
-    def __init__(self, config: Config | None = None, sink: Callable[[Any], None] | None = None) -> None:
+    `trailing`: a list the sink fills with what it makes of the observations (the rule engine: its
+    findings); the outputs of each frame end with its items, and it is emptied."""
+
+    def __init__(self, config: Config | None = None, sink: Callable[[Any], None] | None = None,
+                 trailing: list | None = None) -> None:
         self.config = config or Config()
         self.era = EraTracker()
         self.exchanges = ExchangeTracker()
@@ -177,6 +181,7 @@ class Inspector:
         self.knowledge = Knowledge()
         self.sink = sink or _no_sink
         self._dispatch = self.sink  # observations that are no chain event go straight to the sink
+        self._trailing = trailing if trailing is not None else []
         self.messages = 0
         self._sessions: dict[str, _Session] = {}
         self._http: dict[tuple[str, int], HttpExchange] = {}
@@ -216,6 +221,10 @@ class Inspector:
             step(*args)
         except Exception as e:  # the pipeline must survive anything
             self._failed(frame_type, e, t)
+        trailing = self._trailing
+        if trailing:
+            out += trailing
+            trailing.clear()
         self._out = []
         return out
 
@@ -242,8 +251,10 @@ class Inspector:
                 if not s.ended:  # no session end recorded (a recorder killed, a file cut): its last frame
                     self._end_session(s, self._seen.get(s.id, t) if time is None else t, {})
             self._obs_list(self.stitcher.close_all(t))
-        except Exception as e:  # pragma: no cover - defensive
+        except Exception as e:  # the capture's end must survive anything too
             self._failed(None, e, t)
+        out += self._trailing
+        self._trailing.clear()
         self._out = []
         return out
 

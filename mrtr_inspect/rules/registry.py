@@ -197,10 +197,14 @@ class Context:
     Each rule has its own context (its `mem`, its id for `emit`); `RuleEngine.ctx` is the context of
     no rule, whose `_mem` holds every rule's memory by rule id."""
 
-    __slots__ = ("engine", "_rule", "_mem", "mem")
+    __slots__ = ("engine", "view", "_rule", "_mem", "mem")
 
     def __init__(self, engine: "RuleEngine", rule: "Rule | None" = None, mems: dict[str, dict] | None = None) -> None:
         self.engine = engine
+        #: what the rules may read of the pipeline besides their observations
+        #: (`core.inspector.InspectorView`: in-flight requests, legacy sessions, each message's chain
+        #: place, the time)
+        self.view: Any = engine.view
         self._rule: Rule | None = rule
         self._mem: dict[str, dict] = mems if mems is not None else {}
         #: a dict private to the rule, kept across observations (keep it bounded)
@@ -211,16 +215,9 @@ class Context:
         return self.engine.config
 
     @property
-    def view(self) -> Any:
-        """What the rules may read of the pipeline besides their observations
-        (`core.inspector.InspectorView`: in-flight requests, legacy sessions, each message's chain
-        place, the time)."""
-        return self.engine.view
-
-    @property
     def knowledge(self) -> Any:
         """What each server said about itself (`core.inspector.Knowledge`: tools, discover results)."""
-        return self.engine.view.knowledge
+        return self.view.knowledge
 
     def emit(self, message: str, *, messages: Iterable[int] = (), chain: str | None = None,
              time: float | None = None, details: dict | None = None, severity: str | None = None,
@@ -234,8 +231,9 @@ class Context:
 
 class RuleEngine:
     """Judges observations (`dispatch`) by the registered rules; their findings wait in `findings`
-    until drained. `view` is what the checks read of the pipeline besides the observations (an
-    `InspectorView`; it also gives a finding without a time of its own the time of the frame)."""
+    (one list, emptied by `drain`) until taken. `view` is what the checks read of the pipeline
+    besides the observations (an `InspectorView`, given here or by `set_view`; it also gives a
+    finding without a time of its own the time of the frame)."""
 
     def __init__(self, config: Config | None = None, view: Any = None) -> None:
         self.config = config or Config()
@@ -381,8 +379,14 @@ class RuleEngine:
             time = self.view.now if self.view is not None else 0.0
         self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
 
+    def set_view(self, view: Any) -> None:
+        """The view the checks read (a pipeline made after the engine, to which it is the sink)."""
+        self.view = view
+        for ctx in (self.ctx, *(c for _, c in self._runs.values())):
+            ctx.view = view
+
     def drain(self) -> list[Finding]:
-        out = self.findings
-        self.findings = []
+        out = self.findings[:]
+        self.findings.clear()
         return out
 
