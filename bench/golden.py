@@ -9,9 +9,10 @@ Two corpora, both judged by the code of the working tree:
   in-process through the command line's own code;
 * harvested runs: the frames (and the configuration) of every Inspector the fast test suites build
   (tests/rules, tests/core, tests/recording, tests/adapters/test_offline.py,
-  tests/test_rules_reference.py), captured once by `harvest`; each run gives every output of the
-  inspector (messages with their decoded fields, chain events with the chain's summary, findings)
-  as JSON lines. These reach nearly every rule.
+  tests/test_rules_reference.py), captured once by
+  `harvest`; each run, fed through the analysis (`mrtr_inspect.analysis`: the core and the rules),
+  gives every output (messages with their decoded fields and pairing, chain events with the chain's
+  summary, findings) as JSON lines. These reach nearly every rule.
 
     python bench/golden.py harvest   [--dir out/golden]   # capture the test suites' runs (once)
     python bench/golden.py make      [--dir out/golden]   # write the golden outputs of this tree
@@ -107,8 +108,8 @@ class Harvest:
         init, feed, close = cls.__init__, cls.feed, cls.close
         runs = self.runs
 
-        def _init(insp, config=None):
-            init(insp, config)
+        def _init(insp, config=None, sink=None):
+            init(insp, config, sink)
             run = {"config": dataclasses.asdict(insp.config), "ops": [], "ok": True}
             insp.__dict__["_golden"] = run
             runs.append(run)
@@ -167,19 +168,22 @@ def _config(d: dict):
     return c
 
 
-def _digest(o) -> str:
+def _digest(o, view) -> str:
+    """One output as a JSON line; a message with its pairing as `view` (the analysis' InspectorView)
+    gives it right after the message's frame: the request a response answers, a request's chain."""
     from mrtr_inspect.core.findings import Finding
     from mrtr_inspect.core.inspector import ChainEvent
-    from mrtr_inspect.core.messages import Message
+    from mrtr_inspect.core.messages import REQUEST, Message
 
     t = type(o)
     if t is Message:
-        creq = o.creq
+        req = view.request_of(o)
+        creq = view.chain_request(o) if o.kind == REQUEST else None
         d = {"m": o.index, "time": o.time, "session": o.session, "dir": o.direction, "transport": o.transport,
              "x": o.exchange, "raw": o.raw.decode("utf-8", "surrogateescape"), "kind": o.kind, "id": repr(o.id),
              "method": o.method, "dups": repr(o.duplicates), "problem": o.problem, "reason": o.problem_reason,
              "era": o.era, "version": o.version, "peer": o.peer,
-             "request": o.request.index if o.request is not None else None, "batch": o.batch, "note": o.note,
+             "request": req.index if req is not None else None, "batch": o.batch, "note": o.note,
              "chain": creq.chain.id if creq is not None else None, "value": repr(o.value)}
     elif t is ChainEvent:
         d = {"c": o.kind, "time": o.time, "chain": o.chain.summary()}
@@ -191,14 +195,14 @@ def _digest(o) -> str:
 
 
 def run_outputs(run: dict) -> list[str]:
-    from mrtr_inspect.core.inspector import Inspector
+    from mrtr_inspect.analysis import Analysis
     from mrtr_inspect.recording import format as fmt
 
-    insp = Inspector(_config(run["config"]))
+    a = Analysis(_config(run["config"]))
     out = []
     for op, arg in run["ops"]:
-        outs = insp.feed(fmt.decode(arg.encode("utf-8", "surrogateescape"))) if op == "feed" else insp.close(arg)
-        out += [_digest(o) for o in outs]
+        outs = a.feed(fmt.decode(arg.encode("utf-8", "surrogateescape"))) if op == "feed" else a.close(arg)
+        out += [_digest(o, a.view) for o in outs]
     return out
 
 

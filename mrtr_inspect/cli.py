@@ -7,7 +7,7 @@ import sys
 
 import click
 
-from . import __version__
+from .version import __version__
 from .config import Config
 from .core.findings import RANK
 from .errors import UserError
@@ -186,18 +186,13 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
 
 
 def _analyse(paths: tuple[str, ...], config: Config):
-    """Run recordings through the core; returns the report builder. Raises UnreadableRecording."""
-    from .adapters.offline import analyze_all
-    from .outputs.report import ReportBuilder
-    from .recording.reader import ReadNotes
+    """Run recordings through the analysis; returns the report builder. Raises UnreadableRecording
+    (a UserError: one line, exit 2)."""
+    from .api import analysed
 
-    builder = ReportBuilder(paths)
-    notes: dict[str, ReadNotes] = {}
-    analyze_all(paths, builder.add_all, config, notes)
-    for path, n in notes.items():
-        for line in n.lines(path):
-            builder.notes.append(line)
-            say(f"note: {line}")
+    builder = analysed(paths, config)
+    for line in builder.notes:
+        say(f"note: {line}")
     return builder
 
 

@@ -20,6 +20,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.events import (
     HttpBody,
@@ -33,8 +34,9 @@ from mrtr_inspect.core.events import (
     StdioLine,
 )
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message
+from mrtr_inspect.core.observations import Decoded
 
 VERSION = "2026-07-28"
 CAPS_ALL = {"elicitation": {"form": {}, "url": {}}, "sampling": {}, "roots": {}}
@@ -72,6 +74,11 @@ class Result:
     chains: list[dict]
     findings: list[Finding]
     events: list[ChainEvent] = field(default_factory=list)
+    answers: dict[int, Message] = field(default_factory=dict)  # response index -> the request it answers (Decoded)
+
+    def request_of(self, msg: Message) -> Message | None:
+        """The request the pipeline paired a response with."""
+        return self.answers.get(msg.index)
 
     def rules(self, severity: str | None = None) -> set[str]:
         return {f.rule for f in self.findings if severity is None or f.severity == severity}
@@ -256,7 +263,13 @@ class Traffic:
         self.frames.append(SessionEnd(self.tick(), self.session, {}))
 
     def run(self, config: Config | None = None, close: bool = True) -> Result:
-        insp = Inspector(config)
+        answers: dict[int, Message] = {}
+
+        def observe(obs) -> None:
+            if type(obs) is Decoded and obs.request is not None:
+                answers[obs.msg.index] = obs.request
+
+        insp = Analysis(config, observe)
         outs: list = []
         for f in self.frames:
             outs.extend(insp.feed(f))
@@ -266,4 +279,4 @@ class Traffic:
         events = [o for o in outs if type(o) is ChainEvent]
         chains = sorted((e.chain.summary() for e in events if e.kind == "closed"), key=lambda c: int(c["id"][1:]))
         findings = [o for o in outs if type(o) is Finding]
-        return Result(msgs, chains, findings, events)
+        return Result(msgs, chains, findings, events, answers)

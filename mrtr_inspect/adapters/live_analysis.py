@@ -26,7 +26,8 @@ from ..config import Config
 from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import StdioFramer
-from ..core.inspector import ChainEvent, Inspector
+from ..analysis import Analysis
+from ..core.inspector import ChainEvent
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
@@ -57,7 +58,7 @@ class LiveAnalysis:
                  sinks: Iterable[Sink] = ()) -> None:
         self.session = start.session
         self.writer = writer
-        self.inspector = Inspector(config)
+        self.inspector = Analysis(config)
         self.printer = printer
         self.report = report
         self.report_path = report_path
@@ -179,6 +180,8 @@ class HttpAnalysis(LiveAnalysis):
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
                          sinks=(s for s in (view, notes) if s is not None))
+        if notes is not None:
+            notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
 
     def step(self, name: str, args: tuple) -> None:
         try:

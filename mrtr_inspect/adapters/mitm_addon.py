@@ -109,6 +109,7 @@ class FlowNotes:
 
     def __init__(self, loop) -> None:
         self.loop = loop
+        self.core_view: Any = None  # the analysis' InspectorView: the pairing of the messages of a frame
         self.flows: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._where: OrderedDict[int, int] = OrderedDict()  # message index → exchange, the latest ones
 
@@ -121,7 +122,7 @@ class FlowNotes:
             self._where[out.index] = out.exchange
             if len(self._where) > self.MAX_INDEXES:
                 self._where.popitem(last=False)
-            self._note(out.exchange, "messages", message_note(out))
+            self._note(out.exchange, "messages", message_note(out, self.core_view))
         elif t is Finding:
             for x in {self._where.get(i) for i in out.messages} - {None}:
                 self._note(x, "findings", {"rule": out.rule, "severity": out.severity, "message": out.message})
@@ -138,10 +139,11 @@ def _apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> None:
     ctx.master.addons.trigger(hooks.UpdateHook([flow]))
 
 
-def message_note(msg: Message) -> dict:
-    """A message's place: its label, and for MRTR traffic its chain and round."""
+def message_note(msg: Message, view: Any = None) -> dict:
+    """A message's place: its label, and for MRTR traffic its chain and round (from `view`, the
+    analysis' `InspectorView`, as the message's frame left it)."""
     note: dict[str, Any] = {"index": msg.index, "label": msg.label(), "direction": msg.direction}
-    creq = msg.creq if msg.creq is not None else (msg.request.creq if msg.request is not None else None)
+    creq = view.chain_request(msg) if view is not None else None
     if creq is not None:
         chain = creq.chain
         note["chain"] = f"{chain.id} {chain.method} {chain.target}"

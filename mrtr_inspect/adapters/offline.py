@@ -13,8 +13,8 @@ from __future__ import annotations
 import dataclasses
 from typing import Callable, Iterable, Iterator
 
+from ..analysis import Analysis
 from ..config import Config
-from ..core.inspector import Inspector
 from ..recording.reader import ReadNotes, read_frames
 
 
@@ -53,9 +53,10 @@ def frames_of(paths: Iterable[str], notes: dict[str, ReadNotes] | None = None,
 
 
 def replay_outputs(paths: Iterable[str], config: Config | None = None,
-                   notes: dict[str, ReadNotes] | None = None) -> Iterator:
-    """All outputs (messages, chain events, findings) of the recordings, in order, as one capture."""
-    insp = Inspector(config)
+                   notes: dict[str, ReadNotes] | None = None, observe: Callable | None = None) -> Iterator:
+    """All outputs (messages, chain events, findings) of the recordings, in order, as one capture
+    (`observe`: see `Analysis`)."""
+    insp = Analysis(config, observe)
     feed = insp.feed
     for frame in frames_of(paths, notes):
         yield from feed(frame)
@@ -69,10 +70,10 @@ def analyze(paths: Iterable[str], sink: Callable, config: Config | None = None,
 
 
 def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: Config | None = None,
-                notes: dict[str, ReadNotes] | None = None) -> None:
+                notes: dict[str, ReadNotes] | None = None, observe: Callable | None = None) -> None:
     """`analyze`, the outputs of each frame handed over as one list (the `check` path: stdio line
     records are fed without frame objects)."""
-    insp = Inspector(config)
+    insp = Analysis(config, observe)
     feed, feed_line = insp.feed, insp.feed_line
     for item in frames_of(paths, notes, lines_as_tuples=True):
         outs = feed_line(*item) if type(item) is tuple else feed(item)

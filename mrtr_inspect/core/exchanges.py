@@ -10,17 +10,23 @@ Ids are compared by type and value: `1` and `"1"` are different ids.
 
 from __future__ import annotations
 
+from typing import Any
+
 from .events import Headers
 from .messages import Message
 
 
 class InFlight:
-    """Requests sent by one side within one scope and not yet answered."""
+    """Requests sent by one side within one scope and not yet answered.
 
-    __slots__ = ("_by_id",)
+    Rules read it (`len`, iteration, `get`); the inspector also keeps beside each client request of
+    an MRTR method its tie to its chain (`attach`, `take`, `tie`), which is not the rules' business."""
+
+    __slots__ = ("_by_id", "_ties")
 
     def __init__(self) -> None:
         self._by_id: dict[tuple, Message] = {}
+        self._ties: dict[tuple, Any] = {}
 
     def add(self, msg: Message) -> Message | None:
         """Track a request; returns the request already in flight under the same id, if any."""
@@ -28,25 +34,49 @@ class InFlight:
             return None
         prior = self._by_id.get(msg.idk)
         self._by_id[msg.idk] = msg
+        if prior is not None and self._ties:
+            self._ties.pop(msg.idk, None)
         return prior
+
+    def attach(self, msg: Message, tie: Any) -> None:
+        """Keep `tie` beside `msg` (tracked by `add`) while it is in flight."""
+        if msg.idk is not None and self._by_id.get(msg.idk) is msg:
+            self._ties[msg.idk] = tie
 
     def pop(self, idk: tuple | None) -> Message | None:
         if idk is None:
             return None
+        if self._ties:
+            self._ties.pop(idk, None)
         return self._by_id.pop(idk, None)
+
+    def take(self, idk: tuple | None) -> tuple[Message | None, Any]:
+        """`pop`, with the tie kept beside the request (None: none)."""
+        if idk is None:
+            return None, None
+        return self._by_id.pop(idk, None), self._ties.pop(idk, None) if self._ties else None
 
     def get(self, idk: tuple | None) -> Message | None:
         return self._by_id.get(idk) if idk is not None else None
 
+    def tie(self, idk: tuple | None) -> Any:
+        """The tie kept beside the request in flight under this id (None: none)."""
+        return self._ties.get(idk) if idk is not None and self._ties else None
+
     def discard(self, msg: Message) -> None:
         if msg.idk is not None and self._by_id.get(msg.idk) is msg:
             del self._by_id[msg.idk]
+            if self._ties:
+                self._ties.pop(msg.idk, None)
 
     def __len__(self) -> int:
         return len(self._by_id)
 
     def __iter__(self):
         return iter(list(self._by_id.values()))
+
+
+_NONE = InFlight()  # what a scope without requests reads as
 
 
 class ExchangeTracker:
@@ -65,6 +95,11 @@ class ExchangeTracker:
         if s is None:
             s = self._client[scope] = InFlight()
         return s
+
+    def client_requests(self, scope: str) -> InFlight:
+        """The client requests in flight in a scope, to read: a scope not seen is empty (and not made)."""
+        s = self._client.get(scope)
+        return s if s is not None else _NONE
 
     def server_scope(self, scope: str) -> InFlight:
         s = self._server.get(scope)

@@ -30,15 +30,23 @@ def spec_url(spec: str | None) -> str | None:
 
 @dataclass(slots=True)
 class Finding:
+    """One finding: a rule (an id of RULES.md) reporting something it saw in the traffic."""
+
     rule: str
-    severity: str
-    message: str
-    time: float = 0.0
-    chain: str | None = None
-    messages: list[int] = field(default_factory=list)
-    spec: str | None = None
-    conformance: str | None = None
-    details: dict[str, Any] | None = None
+    severity: str  #: error, warning or info (the rule's default, or the configured one)
+    message: str  #: what was seen, naming the messages (`tools/call id=2 (message #4)`)
+    time: float = 0.0  #: when (the time of the message or frame it was seen in)
+    chain: str | None = None  #: the chain it is about (`c1`), if any
+    messages: list[int] = field(default_factory=list)  #: the indexes of the messages involved
+    spec: str | None = None  #: the specification page and anchor (`spec_url` makes it a URL)
+    conformance: str | None = None  #: the official conformance-suite check id, where one exists
+    details: dict[str, Any] | None = None  #: what a machine may want besides the message (per rule)
+
+    @classmethod
+    def from_json(cls, d: dict[str, Any]) -> Finding:
+        """A finding from its report form (`to_json`)."""
+        return cls(d["rule"], d["severity"], d["message"], d.get("time", 0.0), d.get("chain"),
+                   list(d.get("messages") or ()), d.get("spec"), d.get("conformance"), d.get("details"))
 
     def to_json(self) -> dict[str, Any]:
         d: dict[str, Any] = {

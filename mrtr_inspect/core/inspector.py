@@ -1,11 +1,15 @@
-"""The pipeline: frames in; messages, chain updates and findings out.
+"""The pipeline: frames in; messages and chain updates out, observations to a sink.
 
-    insp = Inspector()
+    insp = Inspector(config, sink=observations.append)   # the sink gets every observation
     for frame in frames:                 # from an adapter's framer, or from a recording
-        for out in insp.feed(frame):     # Message, ChainEvent or Finding
+        for out in insp.feed(frame):     # Message or ChainEvent
             ...
     for out in insp.close():
         ...
+
+The core does not judge: what it saw goes to the sink as observations (`observations.py`), and
+the few facts a judge needs besides them are in `insp.view` (`InspectorView`). `analysis.py` gives
+the observations to the rule engine, whose findings end each frame's outputs (`trailing`).
 
 No I/O, no clock, no threads: the same frames always give the same outputs, which is why a
 recording analysed later shows exactly what the live session showed.
@@ -15,11 +19,9 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from ..config import Config
-from ..rules import load_rules
-from ..rules.registry import REGISTRY, RuleEngine
 from .chains import Chain, ChainRequest, Stitcher
 from .era import EraTracker
 from .events import (
@@ -37,7 +39,7 @@ from .events import (
     StdioLine,
     header,
 )
-from .exchanges import ExchangeTracker, HttpExchange
+from .exchanges import ExchangeTracker, HttpExchange, InFlight
 from .framing import media_type, parse_sse_event
 from .messages import (
     BATCH,
@@ -59,6 +61,7 @@ from .observations import (
     DuplicateMembers,
     ExchangeDone,
     InFlightReuse,
+    InspectorFailed,
     Linked,
     RoundOpened,
     SessionOver,
@@ -107,19 +110,86 @@ def _sha(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()[:16]
 
 
+# A request's tie to its place in a chain, kept while the pipeline may still pair it: (its
+# ChainRequest, whether the stitcher linked it to a round). A linked request's tie ends when its
+# chain closes (closed chains keep no messages: a late answer to such a retry answers no chain); a
+# first request's stays while the request is kept.
+Tie = tuple[ChainRequest, bool]
+
+
+def _live(tie: Tie | None) -> ChainRequest | None:
+    if tie is None or (tie[1] and tie[0].chain.closed):
+        return None
+    return tie[0]
+
+
+def _no_sink(obs: Any) -> None:
+    pass
+
+
+class InspectorView:
+    """What a judge of the observations may read of the pipeline besides them (read-only).
+
+    `now`: the time of the frame being analysed (while closing: the close time). `knowledge`: what
+    each server said about itself (`Knowledge`). The other facts are per message or per scope."""
+
+    __slots__ = ("_now", "_era", "_exchanges", "_frame", "knowledge")
+
+    def __init__(self, era: EraTracker, exchanges: ExchangeTracker, frame: dict, knowledge: Knowledge) -> None:
+        self._now = 0.0
+        self._era = era
+        self._exchanges = exchanges
+        self._frame = frame
+        self.knowledge = knowledge
+
+    @property
+    def now(self) -> float:
+        return self._now
+
+    def in_flight(self, scope: str) -> InFlight:
+        """The client requests in flight in a scope (a stdio session, or an HTTP peer): `len`,
+        iteration and `get(id_key)`."""
+        return self._exchanges.client_requests(scope)
+
+    def legacy_session(self, session_id: str | None) -> bool:
+        """Whether an `Mcp-Session-Id` was minted by a server's answer to `initialize`."""
+        return self._era.legacy_session(session_id)
+
+    def request_of(self, msg: Message) -> Message | None:
+        """The request that a response of the frame being analysed answers (`Decoded.request`)."""
+        e = self._frame.get(msg)
+        return e[0] if e is not None else None
+
+    def chain_request(self, msg: Message) -> ChainRequest | None:
+        """The chain place of a request of the frame being analysed, or of the request a response
+        of that frame answers (`Decoded.creq`, as it stands now: None once a retry's chain closed)."""
+        e = self._frame.get(msg)
+        return _live(e[1]) if e is not None else None
+
+
 class Inspector:
-    def __init__(self, config: Config | None = None) -> None:
-        load_rules()
+    """The sans-IO pipeline. `feed` and `close` return the messages and chain events (`ChainEvent`)
+    of a frame in order; every observation goes to `sink` (none: dropped) as it is made.
+
+    `trailing`: a list the sink fills with what it makes of the observations (the rule engine: its
+    findings); the outputs of each frame end with its items, and it is emptied."""
+
+    def __init__(self, config: Config | None = None, sink: Callable[[Any], None] | None = None,
+                 trailing: list | None = None) -> None:
         self.config = config or Config()
         self.era = EraTracker()
         self.exchanges = ExchangeTracker()
         self.stitcher = Stitcher(self.config.abandon_after, self.config.remembered_states)
         self.knowledge = Knowledge()
-        self.engine = RuleEngine(self.config, self)
-        self._dispatch = self.engine.dispatch  # observations that are no chain event go straight to the rules
+        self.sink = sink or _no_sink
+        self._dispatch = self.sink  # observations that are no chain event go straight to the sink
+        self._trailing = trailing if trailing is not None else []
         self.messages = 0
         self._sessions: dict[str, _Session] = {}
         self._http: dict[tuple[str, int], HttpExchange] = {}
+        self._x_ties: dict[HttpExchange, Tie] = {}  # the tie of the request POSTed on an open exchange
+        self._frame: dict[Message, tuple[Message | None, Tie | None]] = {}  # this frame's pairings
+        self.view = InspectorView(self.era, self.exchanges, self._frame, self.knowledge)
         self._peers_seen: set[str] = set()
         self._out: list = []
         self._last_expire = 0.0
@@ -128,35 +198,23 @@ class Inspector:
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
-        """Analyse one frame. Never raises: a failure becomes an `inspector-error` finding."""
+        """Analyse one frame. Never raises: a failure is an `InspectorFailed` observation."""
         self._seen[frame.session] = frame.time
         return self._run(frame.time, type(frame).__name__, self._feed, frame)
 
     def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
         """`feed(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
         reader's common case)."""
-        out = self._out = []  # _run, inlined (every message of a recording comes this way)
-        if time > self._now:
-            self._now = time
         self._seen[session] = time
-        engine = self.engine
-        engine.now = time
-        try:
-            if self.config.abandon_after is not None and time - self._last_expire >= 1.0:
-                self._expire(time)
-            self._stdio_line(time, session, direction, data, eol)
-        except Exception as e:  # the pipeline must survive anything
-            self._failed("StdioLine", e, time)
-        if engine.findings:
-            out += engine.drain()
-        self._out = []
-        return out
+        return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
 
     def _run(self, t: float, frame_type: str, step, *args) -> list:
         out = self._out = []
+        if self._frame:
+            self._frame.clear()
         if t > self._now:
             self._now = t
-        self.engine.now = t
+        self.view._now = t
         try:
             # rounds that waited too long expire first: a retry that comes after the timeout finds
             # its chain abandoned whether or not other traffic came in between
@@ -165,8 +223,10 @@ class Inspector:
             step(*args)
         except Exception as e:  # the pipeline must survive anything
             self._failed(frame_type, e, t)
-        if self.engine.findings:
-            out += self.engine.drain()
+        trailing = self._trailing
+        if trailing:
+            out += trailing
+            trailing.clear()
         self._out = []
         return out
 
@@ -174,16 +234,18 @@ class Inspector:
         self._last_expire = t
         self._obs_list(self.stitcher.expire(t))
 
-    def _failed(self, frame_type: str, e: Exception, t: float) -> None:
-        self.engine.report(REGISTRY["inspector-error"],
-                           f"could not analyse a {frame_type} frame: {type(e).__name__}: {e}; "
-                           "the traffic was not affected, analysis goes on", [], None, t, None, None)
+    def _failed(self, frame_type: str | None, e: Exception, t: float) -> None:
+        try:
+            self.sink(InspectorFailed(frame_type, e, t))
+        except Exception:  # pragma: no cover - a sink that fails on the failure too: nothing to say it with
+            pass
 
     def close(self, time: float | None = None) -> list:
         """The capture is over: open rounds are abandoned, requests in flight stay open."""
         t = self._now if time is None else time
         out = self._out = []
-        self.engine.now = t
+        self._frame.clear()
+        self.view._now = t
         try:
             for key, x in list(self._http.items()):
                 self._end_exchange(x, HttpEnd(t, x.session, x.number, CAPTURE_ENDED))
@@ -191,10 +253,10 @@ class Inspector:
                 if not s.ended:  # no session end recorded (a recorder killed, a file cut): its last frame
                     self._end_session(s, self._seen.get(s.id, t) if time is None else t, {})
             self._obs_list(self.stitcher.close_all(t))
-        except Exception as e:  # pragma: no cover - defensive
-            self.engine.report(REGISTRY["inspector-error"], f"could not close the analysis: {type(e).__name__}: {e}",
-                               [], None, t, None, None)
-        out.extend(self.engine.drain())
+        except Exception as e:  # the capture's end must survive anything too
+            self._failed(None, e, t)
+        out += self._trailing
+        self._trailing.clear()
         self._out = []
         return out
 
@@ -236,7 +298,7 @@ class Inspector:
         return s
 
     def _obs(self, obs: Any) -> None:
-        self.engine.dispatch(obs)
+        self._dispatch(obs)
         t = type(obs)
         if t is Linked:
             self._out.append(ChainEvent("retry", obs.chain, obs.request.time))
@@ -259,20 +321,11 @@ class Inspector:
         msg.exchange = exchange
         return msg
 
-    def _number(self, msg: Message) -> None:
-        msg.index = self.messages
-        self.messages += 1
-        self._out.append(msg)
-
     # -- stdio ------------------------------------------------------------------------------------
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool) -> None:
         if session not in self._sessions:
             self._session(session, "stdio")
-        msg = decode_message(data, self.config.max_depth)  # _new_message, inlined
-        msg.time = time
-        msg.session = session
-        msg.direction = direction  # type: ignore[assignment]
-        msg.transport = "stdio"
+        msg = self._new_message(data, time, session, direction, "stdio")
         if not eol:
             msg.note = "the stream ended without a newline after this message"
         self._message(msg, session, "stdio:" + session, session, None, None)
@@ -284,6 +337,9 @@ class Inspector:
         x.time, x.method, x.path, x.headers, x.client = f.time, f.method, f.path, f.headers, f.client
         x.body_note, x.complete = f.body_note, f.complete
         x.body_bytes = len(f.body)
+        old = self._http.get((f.session, f.exchange))
+        if old is not None:  # the same exchange number again: the earlier one is forgotten
+            self._x_ties.pop(old, None)
         self._http[(f.session, f.exchange)] = x
         context = f"{f.session}|{f.path}"
         if f.body or (f.method == "POST"):
@@ -368,6 +424,7 @@ class Inspector:
 
     def _end_exchange(self, x: HttpExchange, f: HttpEnd) -> None:
         self._http.pop((x.session, x.number), None)
+        tie = self._x_ties.pop(x, None)
         x.end_time, x.error = f.time, f.error
         req = x.request
         if req is not None:
@@ -375,7 +432,7 @@ class Inspector:
             inflight = self.exchanges.client_scope(x.peer)
             if not answered:
                 inflight.discard(req)
-                creq = req.creq
+                creq = _live(tie)
                 if creq is not None:
                     if f.error == CLIENT_DISCONNECTED:
                         x.cancelled = True
@@ -383,11 +440,11 @@ class Inspector:
                         self._obs_list(self.stitcher.on_cancel(creq, f.time))
                     elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
                         self._obs_list(self.stitcher.on_no_response(creq, f.time))
-        self._obs(ExchangeDone(x))
+        self._obs(ExchangeDone(x, _live(tie)))
 
     # -- the common path --------------------------------------------------------------------------
     def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
-        msg.index = self.messages  # _number, inlined
+        msg.index = self.messages
         self.messages += 1
         self._out.append(msg)
         msg.peer = peer
@@ -414,9 +471,12 @@ class Inspector:
         if kind == RESULT or kind == ERROR:
             if c2s:
                 req = self.exchanges.server_scope(scope).pop(msg.idk)
-                msg.request = req
-                msg.era = req.era if req is not None else self.era.context_era(context, headers)
-                self._dispatch(Decoded(msg, x))
+                if req is not None:
+                    msg.era = req.era
+                    self._frame[msg] = (req, None)
+                else:
+                    msg.era = self.era.context_era(context, headers)
+                self._dispatch(Decoded(msg, x, req))
                 self._dispatch(Answered(msg, req, None, x))
             else:
                 self._server_response(msg, context, scope, headers, x)
@@ -426,8 +486,9 @@ class Inspector:
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
             rid = id_key(p.get("requestId"))
-            req = self.exchanges.client_scope(scope if x is None else peer).get(rid)
-            creq = req.creq if req is not None else None
+            inflight = self.exchanges.client_scope(scope if x is None else peer)
+            req = inflight.get(rid)
+            creq = _live(inflight.tie(rid)) if req is not None else None
             self._obs(Cancelled(msg, req, creq))
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, msg.time))
@@ -448,8 +509,13 @@ class Inspector:
         inflight = self.exchanges.client_scope(peer if x is not None else scope)
         prior = inflight.add(msg)
         creq, obs = self.stitcher.on_request(msg, peer, covered)
-        msg.creq = creq
-        self._dispatch(Decoded(msg, x))
+        if creq is not None:
+            tie = (creq, creq.link is not None)
+            inflight.attach(msg, tie)
+            if x is not None and msg.batch is None:  # the request POSTed on the exchange (`x.request`)
+                self._x_ties[x] = tie
+            self._frame[msg] = (None, tie)
+        self._dispatch(Decoded(msg, x, None, creq))
         if prior is not None:
             self._obs(InFlightReuse(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
@@ -457,6 +523,7 @@ class Inspector:
         self._obs_list(obs)
 
     def _server_response(self, msg: Message, context: str, scope: str, headers, x: HttpExchange | None) -> None:
+        tie: Tie | None = None
         if x is not None:
             x.responses.append(msg)
             req = x.request
@@ -465,19 +532,23 @@ class Inspector:
             inflight = self.exchanges.client_scope(x.peer)
             if req is not None:
                 inflight.discard(req)
-            elif msg.idk is not None:
-                req = inflight.pop(msg.idk) if x.request is None else None
+                tie = self._x_ties.get(x)
+            elif msg.idk is not None and x.request is None:
+                req, tie = inflight.take(msg.idk)
         else:
-            req = self.exchanges.client_scope(scope).pop(msg.idk)
-        msg.request = req
-        msg.era = req.era if req is not None else self.era.context_era(context, headers)
+            req, tie = self.exchanges.client_scope(scope).take(msg.idk)
+        if req is not None:
+            msg.era = req.era
+            self._frame[msg] = (req, tie)
+        else:
+            msg.era = self.era.context_era(context, headers)
         if req is not None and req.method == "initialize":
             sid = header(x.response_headers, "mcp-session-id") if x is not None else None
             self.era.initialize_answered(req, msg, context, sid)
-        creq: ChainRequest | None = req.creq if req is not None else None
+        creq = _live(tie)
         if creq is None:  # what _learn reads: no MRTR request
             self._learn(msg, req)
-        self._dispatch(Decoded(msg, x))
+        self._dispatch(Decoded(msg, x, req, creq))
         self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))

@@ -57,12 +57,15 @@ def format_id(value: Any) -> str:
 
 
 class Message:
-    """One JSON-RPC message (or one undecodable payload)."""
+    """One JSON-RPC message (or one undecodable payload).
+
+    A message refers to nothing the pipeline made of it later: the request a response answers and
+    the chain a request belongs to are in the observations (`Decoded`, `Answered`)."""
 
     __slots__ = (
         "index", "time", "session", "direction", "transport", "exchange", "raw", "value", "kind",
         "id", "idk", "method", "params", "result", "error", "duplicates", "problem", "problem_reason",
-        "era", "version", "peer", "request", "batch", "note", "creq",
+        "era", "version", "peer", "batch", "note",
     )
 
     def __init__(self) -> None:
@@ -87,10 +90,8 @@ class Message:
         self.era: str = "unknown"  # modern, legacy, unknown
         self.version: str | None = None
         self.peer: str = ""
-        self.request: Message | None = None  # for responses: the request it answers
         self.batch: int | None = None  # index of the batch message this one was part of
         self.note: str | None = None  # framing note (a line without LF, a decoded body…)
-        self.creq: Any = None  # for MRTR requests: their place in a chain (chains.ChainRequest)
 
     # -- convenience --------------------------------------------------------------------------
     @property

@@ -18,10 +18,17 @@ if TYPE_CHECKING:  # pragma: no cover
 
 @dataclass(slots=True)
 class Decoded:
-    """Any message, decoded (or not: kind `invalid`), its era known. `exchange` on HTTP."""
+    """Any message, decoded (or not: kind `invalid`), its era known. `exchange` on HTTP.
+
+    `request`: for a response, the request it answers (None: it answers nothing known). `creq`: for
+    a client request of an MRTR method, its place in a chain; for a response, the place of the request
+    it answers. A retry's place ends when its chain closes (closed chains keep no messages): a late
+    answer to it has none."""
 
     msg: "Message"
     exchange: "HttpExchange | None" = None
+    request: "Message | None" = None
+    creq: "ChainRequest | None" = None
 
 
 @dataclass(slots=True)
@@ -102,9 +109,11 @@ class SseSeen:
 
 @dataclass(slots=True)
 class ExchangeDone:
-    """An HTTP exchange is over: everything about it is known."""
+    """An HTTP exchange is over: everything about it is known. `creq`: the chain place of the
+    request POSTed on it (as `Decoded.creq`)."""
 
     exchange: "HttpExchange"
+    creq: "ChainRequest | None" = None
 
 
 @dataclass(slots=True)
@@ -139,3 +148,14 @@ class SessionOver:
     transport: str
     time: float
     info: dict
+
+
+@dataclass(slots=True)
+class InspectorFailed:
+    """The pipeline itself raised: on a frame (`frame`, its type name: `StdioLine`, `HttpRequest`…) or
+    while closing the analysis (`frame` None). The traffic was not affected; the analysis goes on
+    with the next frame. Rules: `inspector-error` (rules/tool.py)."""
+
+    frame: str | None
+    error: BaseException
+    time: float

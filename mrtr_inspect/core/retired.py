@@ -184,7 +184,6 @@ def forget_messages(chain: Chain) -> None:
         if link is None:
             continue
         if link.request is not None:
-            link.request.creq = None
             link.request = None  # type: ignore[assignment]
             link.earlier = []
         rd = link.round
@@ -221,7 +220,7 @@ def release(chain: Chain) -> None:
     """Cut the references that make a closed chain a cycle (the chain and its requests and rounds
     refer to each other, a request and its link too) when nothing else refers to any of them: the
     chain is then freed by reference counting, at once, instead of by the garbage collector. A chain
-    still held anywhere (an output kept, a message's `creq`, a rule's memory) is left as it is.
+    still held anywhere (an output kept, an observation, a rule's memory) is left as it is.
 
     Their references to one another are a part of each one's reference count (the part the garbage
     collector subtracts); when those counted add up to the sum of the counts, there is no other

@@ -21,7 +21,7 @@ from typing import IO
 from urllib.parse import quote
 from xml.etree import ElementTree as ET
 
-from .. import __version__
+from ..version import __version__
 from ..core.findings import RANK, spec_url
 from ..rules.registry import REGISTRY
 from .exporters.capture import Located, chain_label, locate

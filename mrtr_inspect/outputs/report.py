@@ -12,7 +12,7 @@ import json
 import tempfile
 from typing import IO, Any, Iterable, Iterator
 
-from .. import __version__
+from ..version import __version__
 from ..core.findings import Finding
 from ..core.jsontext import dumps_with
 from ..core.inspector import ChainEvent

@@ -14,7 +14,7 @@ import uuid
 from pathlib import Path
 from typing import Iterable
 
-from .. import __version__
+from ..version import __version__
 from ..config import Config
 from ..core.events import Frame, SessionEnd, SessionStart
 from ..errors import UserError

@@ -1,19 +1,19 @@
 """The live side of a replay, seen by the core: what the live peer sent and what it was sent, as
-frames, through an Inspector (so a live client that alters a served requestState is reported as
-any client would be), and optionally into a recording of its own. As in the tee and the proxy, the
-frames are redacted first (the configuration's `redact_paths` and `redact_headers` too), and the
-Inspector sees what the recording holds."""
+frames, through the analysis (`analysis.Analysis`, the core and the rules: so a live client that
+alters a served requestState is reported as any client would be), and optionally into a recording
+of its own. As in the tee and the proxy, the frames are redacted first (the configuration's
+`redact_paths` and `redact_headers` too), and the analysis sees what the recording holds."""
 
 from __future__ import annotations
 
 import threading
 import time
 
+from ..analysis import Analysis
 from ..config import Config
 from ..core.events import Headers, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import HttpFramer
-from ..core.inspector import Inspector
 from ..core.messages import ERROR, Message
 from ..outputs.text import FindingPrinter
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
@@ -26,7 +26,7 @@ class LiveLog:
     def __init__(self, transport: str, info: dict | None = None, config: Config | None = None,
                  record: str | None = None, printer: FindingPrinter | None = None) -> None:
         self.session = new_session_id()
-        self.insp = Inspector(config)
+        self.insp = Analysis(config)
         self.printer = printer
         self.findings: list[Finding] = []
         self.own: set[int] = set()  # the indexes of the replay's own error replies (misses)

@@ -5,8 +5,8 @@
         ex.request, ex.replies, ex.response, ex.chain, ex.round
 
 The recording goes through the core (`Inspector`), the same path `check` takes: decoding, pairing
-and chain stitching are the core's; this module only files each message under the exchange it
-belongs to:
+and chain stitching are the core's (the rules are not needed here: a script is played, not judged);
+this module only files each message under the exchange it belongs to:
 
 * HTTP: the request POSTed on an exchange, and the body or the events of its response;
 * stdio: the request line, its response (paired by the core), and the server's other lines while it
@@ -145,6 +145,7 @@ class Step:
     msg: Message
     exchange: Exchange | None = None
     http: HttpSide | None = None
+    answers: Message | None = None  # a response: the server request it answers (None: none recorded)
 
 
 @dataclass
@@ -194,6 +195,7 @@ class _Loader:
         self.path = path
         self.notes = ReadNotes()
         self.insp = Inspector()
+        self.view = self.insp.view  # how the core paired the messages of each frame
         self.frames: list | None = [] if keep_frames else None
         self.n = -1
         self.exchanges: list[Exchange] = []
@@ -236,14 +238,16 @@ class _Loader:
             self.last[m.session] = ex
             return
         kind = "notification" if m.kind == NOTIFICATION else "response"
-        owner = self.by_request.get(id(m.request)) if m.request is not None else None
-        self.steps.append(Step(m.time, m.session, kind, m, owner))
+        req = self.view.request_of(m)
+        owner = self.by_request.get(id(req)) if req is not None else None
+        self.steps.append(Step(m.time, m.session, kind, m, owner, answers=req))
         target = owner or self.last.get(m.session)
         if target is not None:
             target.frames.append(self.n)
 
     def _server_line(self, m: Message) -> None:
-        ex = self.by_request.get(id(m.request)) if m.request is not None and m.kind in (RESULT, ERROR) else None
+        req = self.view.request_of(m)
+        ex = self.by_request.get(id(req)) if req is not None and m.kind in (RESULT, ERROR) else None
         if ex is not None:
             self._answer(ex, m, None)
             ex.frames.append(self.n)
@@ -279,7 +283,7 @@ class _Loader:
         for m in top:
             if m.kind in (NOTIFICATION, RESULT, ERROR):
                 kind = "notification" if m.kind == NOTIFICATION else "response"
-                step = Step(m.time, m.session, kind, m, None, side)
+                step = Step(m.time, m.session, kind, m, None, side, self.view.request_of(m))
                 self.steps.append(step)
                 self.http_steps[key] = step
             else:
@@ -302,7 +306,7 @@ class _Loader:
         elif t is HttpEnd:
             self.by_http.pop((f.session, f.exchange), None)
         for m in msgs:
-            if m.kind in (RESULT, ERROR) and m.request is ex.request and ex.response is None:
+            if m.kind in (RESULT, ERROR) and self.view.request_of(m) is ex.request and ex.response is None:
                 self._answer(ex, m, f.raw if t is SseEvent else None)
             else:
                 ex.replies.append(Reply(m.time, m, f.raw if t is SseEvent else None))
@@ -311,7 +315,7 @@ class _Loader:
     def _exchange(self, m: Message, transport: str, side: HttpSide | None) -> Exchange:
         ex = Exchange(m, m.session, transport, side)
         ex.frames.append(self.n)
-        creq = m.creq
+        creq = self.view.chain_request(m)
         if creq is not None:
             ex.chain = creq.chain.id
             if creq.round is not None:

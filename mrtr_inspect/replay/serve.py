@@ -8,7 +8,7 @@ Each live request is matched to a recorded one (`matching.Matcher`); the recorde
 with the live request's JSON-RPC id (and progressToken), byte for byte otherwise. A recorded event
 stream is sent as a stream, event by event, at its recorded pace with `pace`. A request that
 matches nothing is answered with a JSON-RPC error naming the closest recorded request and the
-fields that differ, and counted. The live traffic goes through an Inspector too (`live.LiveLog`).
+fields that differ, and counted. The live traffic goes through the analysis too (`live.LiveLog`).
 """
 
 from __future__ import annotations

@@ -305,8 +305,8 @@ class StdioPeer(Peer):
         # the recorded client's answers to server requests (the legacy era), by the request's method
         self.answers: dict[str, list[bytes]] = {}
         for s in steps:
-            if s.kind == "response" and s.msg.request is not None and s.msg.request.method:
-                self.answers.setdefault(s.msg.request.method, []).append(s.msg.raw)
+            if s.kind == "response" and s.answers is not None and s.answers.method:
+                self.answers.setdefault(s.answers.method, []).append(s.msg.raw)
         self.reader = threading.Thread(target=self._read, name="mrtr-inspect-verify-stdout", daemon=True)
         self.reader.start()
 

@@ -79,7 +79,7 @@ def side(msg: Message) -> str:
 
 def in_flight(ctx, msg: Message):
     """The client requests in flight in the scope of `msg`: the stdio pipe, or the HTTP peer."""
-    return ctx.inspector.exchanges.client_scope(msg.peer if msg.transport == "http" else msg.session)
+    return ctx.view.in_flight(msg.peer if msg.transport == "http" else msg.session)
 
 
 def endpoint(msg: Message, x) -> object:
@@ -97,11 +97,16 @@ def on_stream_of(x) -> Message | None:
     return x.request if x is not None else None
 
 
-def chain_of(msg: Message) -> str | None:
-    """The chain of a request, or of the request a response answers (MRTR methods), for findings."""
-    req = msg.request if msg.is_response else msg
-    creq = req.creq if req is not None else None
+def chain_of(ctx, msg: Message) -> str | None:
+    """The chain of a request, or of the request a response answers (MRTR methods), for findings:
+    `msg` is a message of the frame being analysed."""
+    creq = ctx.view.chain_request(msg)
     return creq.chain.id if creq is not None else None
+
+
+def request_of(ctx, msg: Message) -> Message | None:
+    """The request a response of the frame being analysed answers (None: none known)."""
+    return ctx.view.request_of(msg)
 
 
 def params(msg: Message) -> dict:
@@ -484,7 +489,7 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
         meta = msg.params["_meta"]
         if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
             ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
-                     messages=[msg.index], chain=chain_of(msg), rule_id="request-meta-missing")
+                     messages=[msg.index], chain=chain_of(ctx, msg), rule_id="request-meta-missing")
         if CLIENT_INFO_KEY not in meta and once(st, ("client-info", msg.peer)):
             ctx.emit(f"{at(msg)} carries no io.modelcontextprotocol/clientInfo; clients SHOULD identify themselves on "
                      "every request (reported once per client)", messages=[msg.index], rule_id="client-info-missing")
@@ -497,7 +502,7 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
         why = _meta_problem(msg)
         if why is not None:
             ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
-                     chain=chain_of(msg), rule_id="request-meta-missing")
+                     chain=chain_of(ctx, msg), rule_id="request-meta-missing")
     if st.retry or st.modern_error:
         _after_modern_error(msg, x, st, ctx)
     if st.broken and x is not None:
@@ -658,7 +663,7 @@ def _response(msg: Message, x, st: _State, ctx) -> None:
     k = msg.kind
     if k != RESULT or type(msg.result) is not dict:
         _shape(msg, ctx)
-    req = msg.request
+    req = request_of(ctx, msg)
     if msg.direction == "c2s":
         if req is None and msg.id is not None and msg.era == LEGACY:
             ctx.emit(f"{at(msg)} from the client answers no server request in flight", messages=[msg.index],
@@ -682,7 +687,7 @@ def _response(msg: Message, x, st: _State, ctx) -> None:
         if level is not None and not (type(level) is str and level in LOG_LEVELS) and code != INVALID_PARAMS:
             ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
                      f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
-                     chain=chain_of(req), rule_id="log-level-invalid")
+                     chain=chain_of(ctx, msg), rule_id="log-level-invalid")
     if k == ERROR_KIND:
         _server_error(msg, req, x, code, st, ctx)
     if st.cancelled:
@@ -741,7 +746,7 @@ def _accepted_missing_meta(msg: Message, req: Message, x, code, why: str, ctx) -
         how = "with a result" if msg.kind == RESULT else f"with error {code}, not -32602 (Invalid params)"
     ctx.emit(f"the server answered {at(req)} ({why}) {how} ({at(msg)}); a request missing a required field MUST be "
              "rejected with -32602 (on HTTP, status 400)",
-             messages=[req.index, msg.index], chain=chain_of(req), rule_id="server-accepted-request-missing-meta")
+             messages=[req.index, msg.index], chain=chain_of(ctx, msg), rule_id="server-accepted-request-missing-meta")
 
 
 def _modern_result(msg: Message, req: Message, x, st: _State, ctx) -> None:
@@ -937,8 +942,8 @@ def unsupported_version_error_shape(obs: Decoded, ctx) -> None:
         problems.append("data.supported is not an array of version strings")
     if type(requested) is not str:
         problems.append("data.requested is not a string")
-    elif msg.request is not None and msg.request.version is not None and requested != msg.request.version:
-        problems.append(f"data.requested is {requested!r}, but the request declared {msg.request.version!r}")
+    elif obs.request is not None and obs.request.version is not None and requested != obs.request.version:
+        problems.append(f"data.requested is {requested!r}, but the request declared {obs.request.version!r}")
     if problems:
         ctx.emit(f"{at(msg)}: {'; '.join(problems)}", messages=[msg.index])
 
@@ -1029,7 +1034,7 @@ def cacheable_result_missing_hints(obs: Answered, ctx) -> None:
     problems = _hint_problems(res)
     if problems:
         ctx.emit(f"{at(obs.response)} completes {at(req)}: {'; '.join(problems)}",
-                 messages=[req.index, obs.response.index], chain=chain_of(req))
+                 messages=[req.index, obs.response.index], chain=chain_of(ctx, obs.response))
 
 
 declare(
@@ -1296,7 +1301,7 @@ declare(
 def _after_cancel(msg: Message, cancel: Message, ctx) -> None:
     ctx.emit(f"{at(msg)} came after {at(cancel)} cancelled the request; the server MUST NOT send further messages for "
              "a cancelled request (unless the two crossed on the wire)", messages=[cancel.index, msg.index],
-             chain=chain_of(msg), rule_id="message-after-cancel")
+             chain=chain_of(ctx, msg), rule_id="message-after-cancel")
 
 
 def _progress_after_cancel(msg: Message, st: _State, ctx) -> None:

@@ -767,7 +767,7 @@ def _legacy_served(x: HttpExchange, ctx) -> bool:
     """A GET or DELETE that the server's own answers show to be legacy traffic it serves: its
     Mcp-Session-Id was minted by the server's answer to initialize, or it names a legacy version in
     MCP-Protocol-Version on an endpoint whose server answered initialize (a server minting no session)."""
-    if ctx.inspector.era.legacy_session(header(x.headers, "mcp-session-id")):
+    if ctx.view.legacy_session(header(x.headers, "mcp-session-id")):
         return True
     hv = header(x.headers, "mcp-protocol-version")
     return hv is not None and hv.strip(OWS) in LEGACY_VERSIONS and ("initialize", x.session, x.path) in ctx.mem

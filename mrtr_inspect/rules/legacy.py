@@ -17,7 +17,7 @@ from ..core.events import header
 from ..core.messages import LEGACY_VERSIONS, REQUEST, RESULT, Message
 from ..core.observations import Decoded, SessionOver
 from . import spec
-from .base import URL_ELICITATION_REQUIRED, at, bounded, chain_of, error_code, on_stream_of, once, params
+from .base import URL_ELICITATION_REQUIRED, at, bounded, chain_of, error_code, on_stream_of, once, params, request_of
 from .registry import ERROR, INFO, WARNING, declare, rule
 
 HOST = "legacy-request-id-reused-in-session"
@@ -248,12 +248,13 @@ def _server_result(msg: Message, x, st: _State, ctx) -> None:
         rt = res.get("resultType")
         if rt == "input_required" or rt == "task" or "inputRequests" in res:
             what = f"resultType {rt!r}" if rt in ("input_required", "task") else "inputRequests"
-            req = msg.request
+            req = request_of(ctx, msg)
             ctx.emit(f"{at(msg)} answers the legacy {at(req) if req else 'request'} with {what}, which 2025-11-25 does "
                      "not have; a legacy request is served by the negotiated legacy revision",
-                     messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(msg),
+                     messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg),
                      rule_id="modern-artifact-in-legacy")
-        if x is not None and msg.request is not None and msg.request.method == "initialize":
+        req = request_of(ctx, msg)
+        if x is not None and req is not None and req.method == "initialize":
             _session_minted(msg, x, st, ctx)
     elif era == MODERN:
         ir = res.get("inputRequests")
@@ -262,7 +263,7 @@ def _server_result(msg: Message, x, st: _State, ctx) -> None:
             if keys:
                 ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
                          "2025-11-25 field that 2026-07-28 removed", messages=[msg.index],
-                         chain=chain_of(msg), rule_id="url-elicitation-has-elicitation-id")
+                         chain=chain_of(ctx, msg), rule_id="url-elicitation-has-elicitation-id")
 
 
 def _url_elicitation(v) -> bool:
@@ -327,7 +328,7 @@ def client_sent_response(obs: Decoded, ctx) -> None:
     msg = obs.msg
     if msg.era != MODERN:
         return
-    req = msg.request
+    req = obs.request
     what = f", answering {at(req)}" if req is not None else ""
     ctx.emit(f"the client sent the response {at(msg)}{what}; clients MUST NOT send JSON-RPC responses in 2026-07-28: "
              "answers go in inputResponses on a retry", messages=[i.index for i in (req, msg) if i is not None])
@@ -369,10 +370,10 @@ def url_elicitation_required_error(obs: Decoded, ctx) -> None:
     """On a modern exchange, an error with code -32042 (RULES.md §10.2: not also `error-code-removed`)."""
     msg = obs.msg
     if error_code(msg) == URL_ELICITATION_REQUIRED and (msg.era == MODERN or msg.era == MALFORMED):
-        req = msg.request
+        req = obs.request
         ctx.emit(f"{at(msg)}{' answering ' + at(req) if req else ''} uses -32042 (URL elicitation required, 2025-11-25 "
                  "only); this revision MUST NOT emit it: return an input_required result with a URL elicitation",
-                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(msg))
+                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg))
 
 
 @rule(

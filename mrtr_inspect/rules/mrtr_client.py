@@ -206,11 +206,11 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
     if obs.capture_incomplete:
         ctx.emit(
             f"{msg.label()} carries a requestState from a round this capture did not see {UNSEEN}",
-            messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete",
+            messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete",
         )
         return
     ctx.emit(f"{msg.label()} carries a requestState that no input_required result issued", messages=[msg.index],
-             chain=chain_of(msg))  # the chain it starts
+             chain=chain_of(ctx, msg))  # the chain it starts
 
 
 declare(
@@ -388,10 +388,10 @@ def input_responses_unsolicited(obs: NotLinked, ctx) -> None:
     msg = obs.request
     if obs.capture_incomplete:
         ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see {UNSEEN}",
-                 messages=[msg.index], chain=chain_of(msg), rule_id="capture-incomplete")
+                 messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete")
         return
     ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index],
-             chain=chain_of(msg))  # the chain it starts
+             chain=chain_of(ctx, msg))  # the chain it starts
 
 
 @rule(

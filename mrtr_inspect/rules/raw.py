@@ -38,7 +38,8 @@ def duplicate_member_name(obs: DuplicateMembers, ctx) -> None:
     for d in msg.duplicates:
         if d.path in _OWN_RULES:
             continue
-        chain = msg.creq.chain.id if msg.creq is not None else None
+        creq = ctx.view.chain_request(msg)  # none yet: duplicates are observed before the message is stitched
+        chain = creq.chain.id if creq is not None else None
         ctx.emit(f"{msg.label()} (message #{msg.index}) repeats the member name {d.name!r} {d.count} times in "
                  f"{_path(d.path)}; parsers disagree on which value wins",
                  messages=[msg.index], chain=chain, details={"path": list(d.path), "name": d.name})

@@ -192,17 +192,19 @@ def _doc(fn: Callable) -> str:
 
 
 class Context:
-    """What a check sees besides its observation: where to report, shared knowledge, memory.
+    """What a check sees besides its observation: where to report, the pipeline's view, memory.
 
     Each rule has its own context (its `mem`, its id for `emit`); `RuleEngine.ctx` is the context of
     no rule, whose `_mem` holds every rule's memory by rule id."""
 
-    __slots__ = ("engine", "inspector", "_rule", "_mem", "mem")
+    __slots__ = ("engine", "view", "_rule", "_mem", "mem")
 
-    def __init__(self, engine: "RuleEngine", inspector: Any, rule: "Rule | None" = None,
-                 mems: dict[str, dict] | None = None) -> None:
+    def __init__(self, engine: "RuleEngine", rule: "Rule | None" = None, mems: dict[str, dict] | None = None) -> None:
         self.engine = engine
-        self.inspector = inspector
+        #: what the rules may read of the pipeline besides their observations
+        #: (`core.inspector.InspectorView`: in-flight requests, legacy sessions, each message's chain
+        #: place, the time)
+        self.view: Any = engine.view
         self._rule: Rule | None = rule
         self._mem: dict[str, dict] = mems if mems is not None else {}
         #: a dict private to the rule, kept across observations (keep it bounded)
@@ -214,7 +216,8 @@ class Context:
 
     @property
     def knowledge(self) -> Any:
-        return self.inspector.knowledge
+        """What each server said about itself (`core.inspector.Knowledge`: tools, discover results)."""
+        return self.view.knowledge
 
     def emit(self, message: str, *, messages: Iterable[int] = (), chain: str | None = None,
              time: float | None = None, details: dict | None = None, severity: str | None = None,
@@ -227,17 +230,22 @@ class Context:
 
 
 class RuleEngine:
-    def __init__(self, config: Config | None = None, inspector: Any = None) -> None:
+    """Judges observations (`dispatch`) by the registered rules; their findings wait in `findings`
+    (one list, emptied by `drain`) until taken. `view` is what the checks read of the pipeline
+    besides the observations (an `InspectorView`, given here or by `set_view`; it also gives a
+    finding without a time of its own the time of the frame)."""
+
+    def __init__(self, config: Config | None = None, view: Any = None) -> None:
         self.config = config or Config()
-        self.ctx = Context(self, inspector)
-        self.findings: list[Finding] = []  # drained by the inspector after each frame
-        self.now = 0.0
+        self.view = view
+        self.ctx = Context(self)
+        self.findings: list[Finding] = []  # drained after each frame (analysis.py)
         # a check runs while its own id or an id it emits (`emitted_by`) is enabled; report() drops disabled ids
         needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in self.config.disabled}
         self._active = [r for r in REGISTRY.values()
                         if r.check is not None and (r.id not in self.config.disabled or r.id in needed)]
         # each active rule as (check, its context): what a plan holds
-        self._runs = {r.id: (r.check, Context(self, inspector, r, self.ctx._mem)) for r in self._active}
+        self._runs = {r.id: (r.check, Context(self, r, self.ctx._mem)) for r in self._active}
         self._by_type: dict[type, list[Rule]] = {}
         for r in self._active:
             for t in r.on:
@@ -367,20 +375,18 @@ class RuleEngine:
         if r.id in self.config.disabled:
             return
         sev = self.config.severity.get(r.id) or severity or r.severity
-        self.findings.append(Finding(r.id, sev, message, self.now if time is None else time, chain, messages,
-                                     r.spec, r.conformance, details))
+        if time is None:
+            time = self.view.now if self.view is not None else 0.0
+        self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
+
+    def set_view(self, view: Any) -> None:
+        """The view the checks read (a pipeline made after the engine, to which it is the sink)."""
+        self.view = view
+        for ctx in (self.ctx, *(c for _, c in self._runs.values())):
+            ctx.view = view
 
     def drain(self) -> list[Finding]:
-        out = self.findings
-        self.findings = []
+        out = self.findings[:]
+        self.findings.clear()
         return out
 
-
-# Rules of the tool itself (not of the specification): the analysis failing, the upstream failing.
-declare(
-    "inspector-error", WARNING, section="tool",
-    summary="The analysis failed on some input; the traffic passed unchanged and analysis went on.",
-    doc="An exception inside a rule or the decoder. mrtr-inspect never lets its own failure touch the "
-        "traffic: the bytes were forwarded before analysis, and the failure is reported here instead.",
-    why="A silent analysis failure would hide findings; a loud one must not break the session.",
-)

@@ -6,8 +6,13 @@ ElicitResult, CreateMessageResult or ListRootsResult; is this form property a
 PrimitiveSchemaDefinition. The models are the generated per-version wire models of `mcp-types`
 (2026-07-28 for modern traffic, 2025-11-25 for the server-initiated requests of legacy traffic);
 their validators are built once and cached. Validation is strict: JSON has no `"50"` that means 50.
-(The public `mcp_types.methods` maps have no 2026-07-28 row for input requests and their results:
-that revision has no server requests, so the models are taken from the per-version packages.)
+
+The models are reached through the public rows of `mcp_types.methods` (`_Models`): for 2025-11-25
+the rows of the server requests and of the client results that answer them; 2026-07-28 has no
+server requests, so its input requests are read from the `input_required` arm of the tools/call
+result row, and its input responses from the params of the tools/call request row. The maps reach
+no form property schema (`requestedSchema.properties` is typed as any object) and no error
+(-32021's data): those few names are taken from the version's package.
 
 A problem is a short text, `path: what is wrong`, for a person to read.
 """
@@ -16,11 +21,12 @@ from __future__ import annotations
 
 import re
 from functools import cache
-from typing import Any
+from typing import Any, get_args
 
-import mcp_types._v2025_11_25 as v2025
+import mcp_types._v2025_11_25 as v2025  # only what mcp_types.methods has no row for (see _Models)
 import mcp_types._v2026_07_28 as v2026
-from pydantic import TypeAdapter, ValidationError
+from mcp_types import methods
+from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..core.jsontext import dumps_with
 
@@ -31,7 +37,60 @@ ELICIT = "elicitation/create"
 SAMPLE = "sampling/createMessage"
 ROOTS = "roots/list"
 
-_MODULES = {MODERN: v2026, LEGACY: v2025}
+
+
+def _models_under(roots: list) -> dict[str, type]:
+    """The model classes the annotations of `roots` reach, by name (a name two classes share is left out)."""
+    found: dict[str, set] = {}
+    seen: set = set()
+    todo = list(roots)
+    while todo:
+        t = todo.pop()
+        if isinstance(t, type) and issubclass(t, BaseModel):
+            if t not in seen:
+                seen.add(t)
+                found.setdefault(t.__name__, set()).add(t)
+                todo.extend(f.annotation for f in t.model_fields.values())
+        else:
+            todo.extend(get_args(t))
+    return {name: next(iter(classes)) for name, classes in found.items() if len(classes) == 1}
+
+
+def _field_type(model: type, name: str) -> Any:
+    """The type of a model's optional field, without its None."""
+    arms = [a for a in get_args(model.model_fields[name].annotation) if a is not type(None)]
+    return arms[0] if len(arms) == 1 else model.model_fields[name].annotation
+
+
+class _Models:
+    """The wire models of one version by name: those the public rows of `mcp_types.methods` reach
+    (`public`), else the version's own package (the few they do not reach, and any other name)."""
+
+    def __init__(self, package: Any, public: dict[str, Any]) -> None:
+        self.package = package
+        self.public = public
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self.public[name]
+        except KeyError:
+            return getattr(self.package, name)
+
+
+def _legacy() -> _Models:
+    rows = [methods.SERVER_REQUESTS[(m, LEGACY)] for m in (ELICIT, SAMPLE, ROOTS)]
+    rows += [methods.CLIENT_RESULTS[(m, LEGACY)] for m in (ELICIT, SAMPLE, ROOTS)]
+    return _Models(v2025, _models_under(rows))
+
+
+def _modern() -> _Models:
+    call, result = methods.CLIENT_REQUESTS[("tools/call", MODERN)], methods.SERVER_RESULTS[("tools/call", MODERN)]
+    public: dict[str, Any] = _models_under([call, result])
+    public["InputResponses"] = _field_type(public["CallToolRequestParams"], "input_responses")
+    return _Models(v2026, public)
+
+
+_MODULES = {MODERN: _modern(), LEGACY: _legacy()}
 
 
 @cache

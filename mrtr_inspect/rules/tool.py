@@ -1,14 +1,32 @@
 """Rules of the tool itself, not of the specification: what happened around the traffic.
 
-`inspector-error` (the analysis failed on some input) is declared in `registry.py`; it is emitted
-by the engine and the inspector themselves.
+`inspector-error` judges the pipeline's own failures (`InspectorFailed`); the rule engine reports
+the same id for a check that raised (`registry.RuleEngine._internal_error`).
 """
 
 from __future__ import annotations
 
 from ..core.events import UPSTREAM_ERROR
-from ..core.observations import ExchangeDone
+from ..core.observations import ExchangeDone, InspectorFailed
 from .registry import WARNING, rule
+
+
+@rule(
+    "inspector-error", WARNING, on=InspectorFailed, section="tool",
+    summary="The analysis failed on some input; the traffic passed unchanged and analysis went on.",
+    why="A silent analysis failure would hide findings; a loud one must not break the session.",
+    example="could not analyse a StdioLine frame: RecursionError: maximum recursion depth exceeded; the traffic was "
+            "not affected, analysis goes on",
+)
+def inspector_error(obs: InspectorFailed, ctx) -> None:
+    """An exception inside a rule or the decoder. mrtr-inspect never lets its own failure touch the
+    traffic: the bytes were forwarded before analysis, and the failure is reported here instead."""
+    e = obs.error
+    if obs.frame is None:
+        ctx.emit(f"could not close the analysis: {type(e).__name__}: {e}", time=obs.time)
+    else:
+        ctx.emit(f"could not analyse a {obs.frame} frame: {type(e).__name__}: {e}; the traffic was not affected, "
+                 "analysis goes on", time=obs.time)
 
 
 @rule(
@@ -27,7 +45,7 @@ def upstream_error(obs: ExchangeDone, ctx) -> None:
     req = x.request
     what = req.label() if req is not None else f"{x.method} {x.path}"
     got = f"after status {x.status}" if x.status is not None else "the client got 502 Bad Gateway"
-    creq = req.creq if req is not None else None
+    creq = obs.creq
     ctx.emit(f"{what}: the upstream failed ({x.error[len(UPSTREAM_ERROR):]}); {got}",
              messages=[req.index] if req is not None else [], chain=creq.chain.id if creq is not None else None,
              time=x.end_time)

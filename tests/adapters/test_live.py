@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from mrtr_inspect.core.inspector import Inspector
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.outputs.live import LiveView
 from tests.traffic import ELICIT, Traffic
 
@@ -29,7 +29,7 @@ def two_round_deploy(t: Traffic, wait: float = 2.5) -> list:
 
 
 def feed(view: LiveView, frames: list, stop_after: int | None = None) -> None:
-    insp = Inspector()
+    insp = Analysis()
     for f in frames[:stop_after]:
         for o in insp.feed(f):
             view.add(o)

@@ -7,7 +7,8 @@ from collections.abc import Iterator
 
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, StdioLine
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.analysis import Analysis
+from mrtr_inspect.core.inspector import ChainEvent
 
 REMEMBERED = 50
 META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":'
@@ -65,14 +66,14 @@ def http_frames(chains: range, clock: Clock) -> Iterator:
             yield HttpEnd(clock(), "h", x)
 
 
-def feed_all(insp: Inspector, frames) -> tuple[int, set[str]]:
+def feed_all(insp: Analysis, frames) -> tuple[int, set[str]]:
     """Feed; returns how many chains closed and the rules that reported more than info."""
     closed, rules = 0, set()
     for f in frames:
         for o in insp.feed(f):
             if type(o) is ChainEvent and o.kind == "closed":
                 closed += 1
-                assert len(insp.stitcher._open_chains) == 0  # the chain just closed is already forgotten
+                assert len(insp.inspector.stitcher._open_chains) == 0  # the chain just closed is already forgotten
             elif type(o) is Finding and o.severity != "info":
                 rules.add(o.rule)
     return closed, rules

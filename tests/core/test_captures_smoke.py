@@ -10,7 +10,7 @@ from mrtr_inspect.core.messages import Message
 from mrtr_inspect.recording.reader import ReadNotes, read_frames
 from mrtr_inspect.recording.writer import RecordingWriter
 from tests.captures import capture_frames, capture_names
-from tests.core.pipeline import analyse, digest
+from tests.core.pipeline import Outputs, analyse, digest
 
 NAMES = capture_names()
 
@@ -44,6 +44,7 @@ def test_a_recorded_capture_reads_back_to_the_same_analysis(name, tmp_path):
     assert notes.skipped == [] and not notes.torn_tail and notes.frames == len(frames)
     assert digest(analyse(back)) == digest(analyse(frames))
     # the check path (line records fed without frames, outputs handed over per frame) gives the same
-    got: list = []
-    analyze_all([path], got.extend)
-    assert digest(got) == digest(list(replay_outputs([path])))
+    got, want = Outputs(), Outputs()
+    analyze_all([path], got.extend, observe=got.observe)
+    want.extend(replay_outputs([path], observe=want.observe))
+    assert digest(got) == digest(want)

@@ -9,7 +9,8 @@ from tests.traffic import Traffic, dumps
 
 def pairs(r) -> list[tuple]:
     """For each response: (its index, the index of the request it answers, or None)."""
-    return [(m.index, m.request.index if m.request is not None else None) for m in r.messages if m.is_response]
+    return [(m.index, r.request_of(m).index if r.request_of(m) is not None else None) for m in r.messages
+            if m.is_response]
 
 
 def test_responses_pair_by_id_out_of_order():
@@ -20,7 +21,7 @@ def test_responses_pair_by_id_out_of_order():
     t.result(a, {"tools": []})  # #3
     r = t.run()
     assert pairs(r) == [(2, 1), (3, 0)]
-    assert r.messages[3].request.method == "tools/list"
+    assert r.request_of(r.messages[3]).method == "tools/list"
 
 
 def test_ids_pair_by_type_and_value():
@@ -49,7 +50,7 @@ def test_server_requests_are_answered_by_the_client_in_their_own_scope():
     t.server({"jsonrpc": "2.0", "id": 1, "result": {"content": []}})  # #3 the server answers the client
     r = t.run()
     assert pairs(r) == [(2, 1), (3, 0)]
-    assert r.messages[2].direction == "c2s" and r.messages[2].request.method == "roots/list"
+    assert r.messages[2].direction == "c2s" and r.request_of(r.messages[2]).method == "roots/list"
 
 
 def test_an_error_response_pairs_like_a_result():

@@ -6,7 +6,7 @@ import io
 import json
 
 from mrtr_inspect import __version__
-from mrtr_inspect.core.inspector import Inspector
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.outputs.report import ReportBuilder
 from mrtr_inspect.rules.registry import REGISTRY
 from tests.traffic import ACCEPT, ELICIT, Traffic
@@ -40,7 +40,7 @@ def varied_traffic() -> Traffic:
 
 def build_report() -> dict:
     rb = ReportBuilder(["session.jsonl"])
-    insp = Inspector()
+    insp = Analysis()
     for frame in varied_traffic().frames:
         rb.add_all(insp.feed(frame))
     rb.add_all(insp.close())

@@ -13,9 +13,10 @@ from mrtr_inspect.core.canonical import state_hash
 from mrtr_inspect.core.chains import Chain, ChainRequest, Round
 from mrtr_inspect.core.events import StdioLine
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import ChainEvent, Inspector
+from mrtr_inspect.analysis import Analysis
+from mrtr_inspect.core.inspector import ChainEvent
 from mrtr_inspect.core.messages import Message
-from mrtr_inspect.core.observations import Linked
+from mrtr_inspect.core.observations import Decoded, Linked
 from mrtr_inspect.core.retired import RetiredChain, RetiredRound
 from tests.core.completed_chains import ASK, REMEMBERED, Clock, chain_messages, feed_all, stdio_frames
 
@@ -34,10 +35,10 @@ def _reachable(root) -> list:
 
 
 def test_what_closed_chains_keep_for_replays_holds_no_message_and_no_parsed_input_requests():
-    insp = Inspector(Config(remembered_states=REMEMBERED))
+    insp = Analysis(Config(remembered_states=REMEMBERED))
     clock = Clock()
     feed_all(insp, stdio_frames(range(20), clock))
-    index = insp.stitcher._states.rounds
+    index = insp.inspector.stitcher._states.rounds
     kept = [rd for rounds in index.values() for rd in rounds]
     assert len(kept) == 20
     held = _reachable(index)
@@ -75,7 +76,7 @@ def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collec
     gc.collect()
     gc.disable()
     try:
-        insp = Inspector(Config(remembered_states=REMEMBERED))
+        insp = Analysis(Config(remembered_states=REMEMBERED))
         for i in range(4 * REMEMBERED):
             for d, raw in chain_messages(i, f"gone-{i}"):
                 insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
@@ -84,7 +85,7 @@ def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collec
         orphans = [o for o in objects if type(o) is RetiredChain and not o.rounds]
     finally:
         gc.enable()
-    assert len(insp.stitcher._states.rounds) == REMEMBERED
+    assert len(insp.inspector.stitcher._states.rounds) == REMEMBERED
     assert sorted(rd.state for rd in rounds) == sorted(f"gone-{i}" for i in range(3 * REMEMBERED, 4 * REMEMBERED))
     assert orphans == []
 
@@ -94,14 +95,15 @@ def _chain_objects() -> list:
 
 
 def _chains_without_collector(n: int, keep) -> list:
-    """Feed n chains with the garbage collector off, `keep(i, output)` called on every output;
-    returns the chain objects (chains, requests, rounds, links) they left alive."""
+    """Feed n chains with the garbage collector off, `keep(i, output)` called on every output and
+    every observation; returns the chain objects (chains, requests, rounds, links) they left alive."""
     clock = Clock()
     gc.collect()
     before = {id(o) for o in _chain_objects()}
     gc.disable()
+    i = 0
     try:
-        insp = Inspector(Config(remembered_states=REMEMBERED))
+        insp = Analysis(Config(remembered_states=REMEMBERED), lambda obs: keep(i, obs))
         for i in range(n):
             for d, raw in chain_messages(i):
                 for o in insp.feed(StdioLine(clock(), "s", d, raw)):  # type: ignore[arg-type]
@@ -124,22 +126,22 @@ def test_closed_chains_nothing_holds_are_freed_by_reference_counting_not_by_the_
     assert 0 < len(chains) <= 20 and len(left) == 5 * len(chains)
 
 
-def test_closed_chains_still_held_by_an_output_or_a_message_are_left_whole():
+def test_closed_chains_still_held_by_an_output_or_an_observation_are_left_whole():
     kept_chains, summaries, kept_requests = [], [], []
 
     def keep(i: int, o) -> None:
         if type(o) is ChainEvent and o.kind == "closed" and i % 2 == 0:
             kept_chains.append(o.chain)
             summaries.append(o.chain.summary())
-        elif type(o) is Message and o.creq is not None and o.creq.round is None and i % 2:
-            kept_requests.append(o)  # a first request keeps its place in its chain
+        elif type(o) is Decoded and o.msg.kind == "request" and o.creq is not None and o.creq.round is None and i % 2:
+            kept_requests.append(o)  # a first request's observation holds its place in its chain
 
     left = _chains_without_collector(100, keep)
     assert len(kept_chains) == len(kept_requests) == 50
-    assert len(left) == 100 * 5  # nothing was freed: the even chains are held, the odd ones by a message
+    assert len(left) == 100 * 5  # nothing was freed: the even chains are held, the odd ones by an observation
     assert [c.summary() for c in kept_chains] == summaries
-    for msg in kept_requests:
-        first = msg.creq
+    for obs in kept_requests:
+        first = obs.creq
         chain = first.chain
         rd = chain.rounds[0]
         retry = chain.requests[1]
@@ -149,10 +151,10 @@ def test_closed_chains_still_held_by_an_output_or_a_message_are_left_whole():
 
 
 def test_the_state_index_keeps_the_states_of_closed_chains_up_to_its_bound_the_oldest_forgotten_first():
-    insp = Inspector(Config(remembered_states=2))
+    insp = Analysis(Config(remembered_states=2))
     clock = Clock()
     feed_all(insp, stdio_frames(range(3), clock))
-    index = insp.stitcher._states
+    index = insp.inspector.stitcher._states
     assert list(index.rounds) == list(index.retired) == [state_hash("state-1"), state_hash("state-2")]
     assert [type(rd) for rds in index.rounds.values() for rd in rds] == [RetiredRound, RetiredRound]
     # a round of an open chain is indexed as it is, and not counted against the bound

@@ -15,7 +15,7 @@ import pytest
 from markdown_it import MarkdownIt
 from rich.console import Console
 
-from mrtr_inspect.core.inspector import Inspector
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.outputs.live import LiveView
 from mrtr_inspect.outputs.show import render_text
 from mrtr_inspect.outputs.text import FindingPrinter, printable
@@ -157,7 +157,7 @@ def test_the_live_view_escapes_names_in_lines_and_rows():
     lines: list[str] = []
     plain = LiveView(write=lambda text, severity: lines.append(text), color=False, min_severity="info")
     rich = LiveView(io.StringIO(), color=True)
-    insp = Inspector()
+    insp = Analysis()
     plain.start()
     for n, f in enumerate(frames):
         for o in insp.feed(f):

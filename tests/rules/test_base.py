@@ -772,7 +772,7 @@ def test_subscription_unrequested_type():
 
 
 def test_what_the_rules_remember_of_a_session_goes_when_it_ends():
-    from mrtr_inspect.core.inspector import Inspector
+    from mrtr_inspect.analysis import Analysis
 
     t = Traffic()
     t.line("c2s", b"not json")
@@ -784,7 +784,7 @@ def test_what_the_rules_remember_of_a_session_goes_when_it_ends():
     server_note(t, "notifications/subscriptions/acknowledged", ack(99, toolsListChanged=True))
     t.call("server/discover")
     t.end()
-    insp = Inspector()
+    insp = Analysis()
     for f in t.frames:
         insp.feed(f)
     ours = {"jsonrpc-envelope-invalid", "progress-not-increasing", "subscription-ack-missing", "log-without-loglevel",

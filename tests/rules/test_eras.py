@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import pytest
 
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.core.events import HttpResponse, SseEvent, HttpEnd
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import Inspector
 from mrtr_inspect.core.messages import Message
 from mrtr_inspect.rules import load_rules
 from mrtr_inspect.rules.registry import REGISTRY
@@ -60,7 +60,7 @@ def test_legacy_stdio_session_is_shown_as_legacy_and_judged_by_legacy_rules():
         ("s2c", "result", None, "legacy"),
         ("c2s", "request", "ping", "legacy"), ("s2c", "result", None, "legacy"),
     ]
-    assert r.messages[8].request is r.messages[7]  # the client's answer is paired with the server's request
+    assert r.request_of(r.messages[8]) is r.messages[7]  # the client's answer is paired with the server's request
     assert r.messages[7].version is None and r.messages[0].version == "2025-11-25"
     assert not not_info(r), not_info(r)
 
@@ -91,7 +91,7 @@ def test_legacy_http_session_with_a_get_stream():
         ("c2s", "result", None, "legacy"),
         ("s2c", "result", None, "legacy"),
     ]
-    assert r.messages[5].request is r.messages[4]
+    assert r.request_of(r.messages[5]) is r.messages[4]
     assert not [f for f in r.findings if f.rule in OURS], [f.message for f in r.findings if f.rule in OURS]
 
 
@@ -150,7 +150,7 @@ NAMES = capture_names()
 
 
 def analyse(name: str) -> tuple[list[Message], list[Finding]]:
-    insp = Inspector()
+    insp = Analysis()
     outs = []
     for f in capture_frames(name):
         outs += insp.feed(f)

@@ -8,9 +8,9 @@ from typing import Any
 
 import pytest
 
+from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.core.inspector import Inspector
 from mrtr_inspect.rules.http import _Annotations, decode_header_value
 from mrtr_inspect.rules.registry import REGISTRY
 from tests.captures import capture_frames, capture_names
@@ -617,7 +617,7 @@ MINE = tuple(r.id for r in REGISTRY.values() if r.section == "4.6")
 
 
 def findings(name: str) -> list[Finding]:
-    insp = Inspector()
+    insp = Analysis()
     outs = []
     for f in capture_frames(name):
         outs += insp.feed(f)

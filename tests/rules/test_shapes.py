@@ -176,3 +176,31 @@ def test_a_quick_check_accepts_only_what_the_model_accepts(case):
     name, value = case
     if shapes._QUICK[name](value):
         assert _valid(name, value), (name, value)
+
+
+# the models come from mcp_types.methods' public rows wherever those reach them
+
+_INPUT_MODELS = ("ElicitRequestFormParams", "ElicitRequestURLParams", "CreateMessageRequest", "ListRootsRequest",
+                 "ElicitResult", "CreateMessageResult", "ListRootsResult")
+
+
+@pytest.mark.parametrize("version", [MODERN, LEGACY])
+def test_the_input_request_and_response_models_are_reached_through_the_public_method_maps(version):
+    models = shapes._MODULES[version]
+    for name in _INPUT_MODELS + (("InputResponses",) if version == MODERN else ()):
+        assert name in models.public, name
+        # the very model of the version's package: the same validation, the same findings
+        assert getattr(models, name) == getattr(models.package, name), name
+    # what the public maps do not reach (a form property's schema, an error's data) is the package's
+    for name in ("PrimitiveSchemaDefinition", "StringSchema") + (("MissingRequiredClientCapabilityError",)
+                                                                  if version == MODERN else ()):
+        assert name not in models.public and getattr(models, name) is getattr(models.package, name)
+
+
+def test_a_name_two_models_share_is_not_taken_from_the_maps():
+    from pydantic import create_model
+
+    one, two = create_model("Same", x=(int, ...)), create_model("Same", y=(int, ...))
+    root = create_model("Root", a=(one, ...), b=(list[two] | None, None))
+    found = shapes._models_under([root])
+    assert found["Root"] is root and "Same" not in found

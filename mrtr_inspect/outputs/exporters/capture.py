@@ -15,10 +15,11 @@ from bisect import bisect_right
 from dataclasses import dataclass, field
 from typing import Iterable, Iterator
 
+from ...analysis import Analysis
 from ...config import Config
 from ...core.events import Frame, SessionStart
 from ...core.findings import Finding
-from ...core.inspector import ChainEvent, Inspector
+from ...core.inspector import ChainEvent
 from ...core.messages import Message
 from ...recording.reader import ReadNotes, read_frames
 from ...rules import load_rules
@@ -106,7 +107,7 @@ class Capture(Located):
 
 def _walk(paths: Iterable[str], config: Config | None, notes: list[str]) -> Iterator[tuple[int, int, Frame | None, list]]:
     """(input, line, frame, the core's outputs for it) for every frame, then the outputs of the end."""
-    insp = Inspector(config)
+    insp = Analysis(config)
     n = -1
     for n, path in enumerate(paths):
         rn = ReadNotes()

@@ -19,7 +19,7 @@ from http import HTTPStatus
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from ... import __version__
+from ...version import __version__
 from ...core.events import Headers, HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, header
 from ...core.findings import spec_url
 from .capture import Capture

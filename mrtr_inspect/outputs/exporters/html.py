@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from html import escape
 from typing import Iterable
 
-from ... import __version__
+from ...version import __version__
 from ...core.findings import spec_url
 from ...core.messages import format_id
 from ..show import _answered, _asked, _ms

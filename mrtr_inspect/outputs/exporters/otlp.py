@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 from typing import Any
 
-from ... import __version__
+from ...version import __version__
 from ...core.messages import SERVER_INFO_KEY, format_id
 from .capture import Capture
 
