@@ -1,10 +1,10 @@
-"""RULES.md §4.8: the legacy era (2025-11-25 and earlier) and era mixing, plus the two §4.6 rules
-that hold on both transports (`server-initiated-request`, `client-sent-response`).
+"""RULES.md §4.8: the legacy era (2025-11-25 and earlier) and era mixing.
 
 Each hop is judged by its own era (RULES.md §2): legacy traffic (initialize, sessions,
 server-initiated elicitation/create answered by the client) is shown as what it is and judged by the
-legacy rules below only; legacy artifacts on a modern hop (a server request, a client response, an
-elicitationId, notifications/elicitation/complete, -32042) are flagged as leakage.
+legacy rules below only; legacy artifacts on a modern hop (an elicitationId,
+notifications/elicitation/complete, -32042) are flagged as leakage. A server request or a client
+response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http.py).
 
 Like base.py, the conditions that can hold for any message share one pass (`legacy_checks`,
 registered as `legacy-request-id-reused-in-session`); the rest subscribe to rarer observations.
@@ -286,51 +286,6 @@ def _session_minted(msg: Message, x, st: _State, ctx) -> None:
 
 
 # --- legacy artifacts on a modern hop ----------------------------------------------------------------------------------
-
-
-@rule(
-    "server-initiated-request", ERROR, on=Decoded, kinds=["request"], directions=["s2c"], section="4.6",
-    spec=spec.STDIO_RECEIVING, conformance="sep-2575-http-server-no-independent-requests-on-stream",
-    quote="The server MUST NOT write JSON-RPC requests to stdout.",
-    summary="On a modern exchange, the server sent a JSON-RPC request (a legacy server request).",
-    why="2026-07-28 has no server requests: input goes in an input_required result. A modern client does not "
-        "answer, and the server (or the gateway in front of a legacy one) waits forever.",
-    example='modern stdio: server → {"jsonrpc":"2.0","id":0,"method":"elicitation/create",…}',
-)
-def server_initiated_request(obs: Decoded, ctx) -> None:
-    """On a modern stdio process (a line on stdout) or on the response stream of a modern HTTP POST,
-    a server message with `method` and `id`: elicitation/create, sampling/createMessage, roots/list,
-    ping or any other. Messages whose method starts with notifications/ are `notification-with-id`.
-    Legacy processes and sessions may send server requests and are not reported."""
-    msg = obs.msg
-    if msg.era != MODERN or (msg.method or "").startswith("notifications/"):
-        return
-    req = on_stream_of(obs.exchange)
-    where = f"on the response stream of {at(req)}" if req is not None else "on stdout" if obs.exchange is None \
-        else f"on HTTP exchange {obs.exchange.number}"
-    ctx.emit(f"the server sent the request {at(msg)} {where}; servers MUST NOT initiate JSON-RPC requests in "
-             "2026-07-28: they return an input_required result instead",
-             messages=[i.index for i in (req, msg) if i is not None])
-
-
-@rule(
-    "client-sent-response", ERROR, on=Decoded, kinds=["result", "error"], directions=["c2s"], section="4.6",
-    spec=spec.STDIO_SENDING,
-    quote="The client MUST NOT write JSON-RPC responses.",
-    summary="On a modern exchange, the client sent a JSON-RPC response (legacy answering of a server request).",
-    why="Modern servers never asked: the answer is dropped. Inputs go in inputResponses on a retry.",
-    example='modern stdio: client → {"jsonrpc":"2.0","id":0,"result":{"action":"accept",…}}',
-)
-def client_sent_response(obs: Decoded, ctx) -> None:
-    """On a modern stdio process (a line on stdin) or endpoint (an HTTP POST body), a client message
-    with `result` or `error`: the legacy way of answering a server request."""
-    msg = obs.msg
-    if msg.era != MODERN:
-        return
-    req = msg.request
-    what = f", answering {at(req)}" if req is not None else ""
-    ctx.emit(f"the client sent the response {at(msg)}{what}; clients MUST NOT send JSON-RPC responses in 2026-07-28: "
-             "answers go in inputResponses on a retry", messages=[i.index for i in (req, msg) if i is not None])
 
 
 @rule(
