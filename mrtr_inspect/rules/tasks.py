@@ -17,19 +17,29 @@ from ..core.jsontext import dumps_with
 from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
 from . import shapes, spec
-from .mrtr_server import MISSING_CAPABILITY, TASKS_EXTENSION, Ask, _answered, _caps, _chain, _modern_result, _undeclared
+from .common import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    TASKS_EXTENSION,
+    answer_chain,
+    answered,
+    at,
+    client_caps,
+    modern_result,
+)
+from .mrtr_server import Ask, undeclared_capability
 from .registry import ERROR, INFO, TASK, WARNING, declare, rule
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 SNAPSHOTS = ("tasks/get", "notifications/tasks")  # where a task's state is shown
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-INVALID_PARAMS, METHOD_NOT_FOUND = -32602, -32601
 UNKNOWN_TASK = re.compile(r"not\s+found|unknown|no\s+such|does\s*n[o']t\s+exist|expired", re.I)
 MAX_TASKS = 10_000  # tasks (or task-creating calls) a rule remembers at once
 
 
 def _declares(req: Message) -> bool:
-    ext = _caps(req).get("extensions")
+    ext = client_caps(req).get("extensions")
     return type(ext) is dict and TASKS_EXTENSION in ext
 
 
@@ -49,15 +59,15 @@ def _task_id(obj) -> str | None:
 
 def _created(obs: Answered) -> str | None:
     """The taskId of a CreateTaskResult (a modern result with resultType "task")."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     return _task_id(r) if r is not None and r.get("resultType") == "task" else None
 
 
 def _snapshot(obs) -> tuple[dict, Message, str] | None:
     """The task state a modern tasks/get result or notifications/tasks shows: (task, message, words)."""
     if type(obs) is Answered:
-        r = _modern_result(obs)
-        return (r, obs.response, f"the tasks/get {_answered(obs)}") if r is not None else None
+        r = modern_result(obs)
+        return (r, obs.response, f"the tasks/get {answered(obs)}") if r is not None else None
     msg = obs.msg
     if msg.era != MODERN or type(msg.params) is not dict:
         return None
@@ -86,11 +96,11 @@ def _remember(mem: dict, key, value) -> None:
 def task_result_undeclared_client(obs: Answered, ctx) -> None:
     """A modern result with `resultType: "task"` answering a request whose own
     `_meta.clientCapabilities.extensions` lacks `io.modelcontextprotocol/tasks`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType") != "task" or _declares(obs.request):
         return
-    ctx.emit(f"{_answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
-             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+    ctx.emit(f"{answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
+             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -104,10 +114,10 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
 )
 def task_result_unsupported_method(obs: Answered, ctx) -> None:
     """A modern result with `resultType: "task"` answering any method but `tools/call`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType") != "task" or obs.request.method == "tools/call":
         return
-    ctx.emit(f"{_answered(obs)} creates a task, but only tools/call supports task-augmented execution",
+    ctx.emit(f"{answered(obs)} creates a task, but only tools/call supports task-augmented execution",
              messages=[obs.request.index, obs.response.index])
 
 
@@ -125,10 +135,10 @@ def tasks_result_type_not_complete(obs: Answered, ctx) -> None:
     """A modern tasks/get, tasks/update or tasks/cancel result whose `resultType` is present and not
     "complete" (an absent one is `result-type-missing`; an input_required one also
     `irr-unsupported-method`)."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or "resultType" not in r or r["resultType"] == "complete":
         return
-    ctx.emit(f"{_answered(obs)} has resultType {json.dumps(r['resultType'])}; {obs.request.method} results are "
+    ctx.emit(f"{answered(obs)} has resultType {json.dumps(r['resultType'])}; {obs.request.method} results are "
              "always \"complete\"", messages=[obs.response.index])
 
 
@@ -262,7 +272,7 @@ def _update_sent(msg: Message, ctx) -> None:
 
 
 def _update_acknowledged(obs: Answered, ctx) -> None:
-    if _modern_result(obs) is None:
+    if modern_result(obs) is None:
         return
     st = ctx.mem.get((obs.request.session, _task_id(obs.request.params)))
     if st is not None:
@@ -298,10 +308,10 @@ declare(
 def task_ack_not_empty(obs: Answered, ctx) -> None:
     """A successful modern `tasks/update` or `tasks/cancel` result carrying members besides
     `resultType` and `_meta`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     extra = sorted(k for k in r if k not in ("resultType", "_meta")) if r is not None else None
     if extra:
-        ctx.emit(f"{_answered(obs)} carries {', '.join(extra)}; a {obs.request.method} acknowledgement is an empty result",
+        ctx.emit(f"{answered(obs)} carries {', '.join(extra)}; a {obs.request.method} acknowledgement is an empty result",
                  messages=[obs.response.index])
 
 
@@ -321,7 +331,7 @@ def tasks_non_declaring_client(obs: Answered, ctx) -> None:
     req, resp = obs.request, obs.response
     if req is None or req.era != MODERN or _declares(req) or _error_code(resp) == MISSING_CAPABILITY:
         return
-    ctx.emit(f"{req.label()} (message #{req.index}) does not declare the {TASKS_EXTENSION} extension, yet got {_got(resp)} "
+    ctx.emit(f"{at(req)} does not declare the {TASKS_EXTENSION} extension, yet got {_got(resp)} "
              f"(message #{resp.index}) instead of -32021", messages=[req.index, resp.index])
 
 
@@ -345,7 +355,7 @@ def tasks_invalid_task_id(obs: Answered, ctx) -> None:
     if tid is None:
         return
     sev = None if req.method == "tasks/get" else WARNING
-    where = f"{req.label()} (message #{req.index}) for task {tid!r}"
+    where = f"{at(req)} for task {tid!r}"
     if resp.kind == "error":
         err = resp.error if type(resp.error) is dict else {}
         code = _error_code(resp)
@@ -434,8 +444,7 @@ def task_stream_progress_or_log(obs: Decoded, ctx) -> None:
     wanted = p.get("notifications")
     ids = wanted.get("taskIds") if type(wanted) is dict else None
     if type(ids) is list and ids:
-        ctx.emit(f"{obs.msg.method} (message #{obs.msg.index}) on the listen stream of {req.label()} (message "
-                 f"#{req.index}), which subscribed to task ids {ids}", messages=[req.index, obs.msg.index])
+        ctx.emit(f"{at(obs.msg)} on the listen stream of {at(req)}, which subscribed to task ids {ids}", messages=[req.index, obs.msg.index])
 
 
 @rule(
@@ -451,7 +460,7 @@ def tasks_result_not_method_not_found(obs: Answered, ctx) -> None:
     req, resp = obs.request, obs.response
     if req is None or req.era != MODERN or _error_code(resp) == METHOD_NOT_FOUND:
         return
-    ctx.emit(f"{req.label()} (message #{req.index}) got {_got(resp)} (message #{resp.index}); tasks/result is removed and "
+    ctx.emit(f"{at(req)} got {_got(resp)} (message #{resp.index}); tasks/result is removed and "
              "answered with -32601", messages=[req.index, resp.index])
 
 
@@ -470,10 +479,10 @@ def task_shape_carries_request_state(obs, ctx) -> None:
     """A modern CreateTaskResult (`resultType: "task"`) with `requestState` or `inputRequests`, or a
     `tasks/get` result or `notifications/tasks` with `requestState`."""
     if type(obs) is Answered and obs.request is not None and obs.request.method == "tools/call":
-        r = _modern_result(obs)
+        r = modern_result(obs)
         if r is None or r.get("resultType") != "task":
             return
-        task, msg, words, fields = r, obs.response, f"the CreateTaskResult {_answered(obs)}", ("requestState", "inputRequests")
+        task, msg, words, fields = r, obs.response, f"the CreateTaskResult {answered(obs)}", ("requestState", "inputRequests")
     else:
         snap = _snapshot(obs)
         if snap is None:
@@ -498,16 +507,16 @@ def task_input_requests_undeclared_capability(obs: Answered, ctx) -> None:
     """A modern `tasks/get` result whose `inputRequests` include a request needing a capability that
     this tasks/get request's own clientCapabilities lack (the checks of
     `input-request-undeclared-capability`)."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     asked = r.get("inputRequests") if r is not None else None
     if type(asked) is not dict:
         return
-    caps = _caps(obs.request)
+    caps = client_caps(obs.request)
     for k, v in asked.items():
         if type(v) is not dict:
             continue
-        need = _undeclared(Ask(k, v, shapes.MODERN, "", [], None), caps)
+        need = undeclared_capability(Ask(k, v, shapes.MODERN, "", [], None), caps)
         if need:
-            ctx.emit(f"input request {k!r} of the tasks/get {_answered(obs)} needs the {need} capability, which the "
+            ctx.emit(f"input request {k!r} of the tasks/get {answered(obs)} needs the {need} capability, which the "
                      "tasks/get request did not declare", messages=[obs.request.index, obs.response.index],
                      details={"key": k, "capability": need})

@@ -7,6 +7,7 @@ by the engine and the inspector themselves.
 from __future__ import annotations
 
 from ..core.observations import ExchangeDone
+from .common import creq_of
 from .registry import WARNING, rule
 
 UPSTREAM_ERROR = "upstream-error: "
@@ -28,7 +29,7 @@ def upstream_error(obs: ExchangeDone, ctx) -> None:
     req = x.request
     what = req.label() if req is not None else f"{x.method} {x.path}"
     got = f"after status {x.status}" if x.status is not None else "the client got 502 Bad Gateway"
-    creq = req.creq if req is not None else None
+    creq = creq_of(req) if req is not None else None
     ctx.emit(f"{what}: the upstream failed ({x.error[len(UPSTREAM_ERROR):]}); {got}",
              messages=[req.index] if req is not None else [], chain=creq.chain.id if creq is not None else None,
              time=x.end_time)
