@@ -29,7 +29,7 @@ from .common import (
     modern_result,
 )
 from .mrtr_server import Ask, undeclared_capability
-from .registry import ERROR, INFO, TASK, WARNING, declare, rule
+from .registry import ERROR, INFO, TASK, WARNING, Pass, rule
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 SNAPSHOTS = ("tasks/get", "notifications/tasks")  # where a task's state is shown
@@ -164,7 +164,7 @@ def task_input_required_missing_input_requests(obs, ctx) -> None:
                  messages=[msg.index])
 
 
-# --- task input keys (one check: both rules read the same history of each task) -------------------
+# --- task input keys: one pass, both rules read the same history of each task ----------------------
 
 
 class _Keys:
@@ -190,10 +190,35 @@ def _input_responses(msg: Message) -> dict:
     return ir if type(ir) is dict else {}
 
 
-@rule(
-    "task-input-key-reused", ERROR, on=(Decoded, Answered),
-    methods={"notification": ["notifications/tasks", "tasks/update"], "request": ["tasks/update"],
-             "result": ["tasks/get", "tasks/update", "notifications/tasks"], TASK: ["tools/call"]},
+def _histories(ctx) -> dict:
+    """The key history of each task, by (session, taskId): the last MAX_TASKS tasks."""
+    return {}
+
+
+TASK_KEYS = Pass("task-keys", on=(Decoded, Answered), state=_histories, per_session=False)
+
+
+@TASK_KEYS.step(on=Answered, kinds=[TASK], methods=["tools/call"])
+def task_created(obs: Answered, ctx, tasks: dict) -> None:
+    """A CreateTaskResult: the capture sees every key the task will ask."""
+    tid = _created(obs)
+    if tid is not None:
+        _remember(tasks, (obs.response.session, tid), _Keys(created=True))
+
+
+@TASK_KEYS.step(on=Answered, kinds=["result"], methods=["tasks/update"])
+def update_acknowledged(obs: Answered, ctx, tasks: dict) -> None:
+    """An acknowledged tasks/update: the keys it answered are answered."""
+    if modern_result(obs) is None:
+        return
+    st = tasks.get((obs.request.session, _task_id(obs.request.params)))
+    if st is not None:
+        st.answered.update(_input_responses(obs.request))
+
+
+@TASK_KEYS.check(
+    "task-input-key-reused", ERROR, methods={"notification": ["notifications/tasks"],
+                                             "result": ["tasks/get", "notifications/tasks"]},
     section="4.9", spec=spec.TASKS_UPDATE,
     conformance="sep-2663-input-request-key-unique-per-task",
     quote="Each request key in inputRequests MUST be unique over the lifetime of a single task.",
@@ -203,29 +228,11 @@ def _input_responses(msg: Message) -> dict:
         "old answer to it.",
     example='poll 1 inputRequests {"name": {elicit "Your name?"}}; poll 2 {"name": {elicit "Your age?"}}',
 )
-def task_input_key_reused(obs, ctx) -> None:
+def task_input_key_reused(obs, ctx, tasks: dict) -> None:
     """Per taskId, across the `tasks/get` results and `notifications/tasks` of the capture: a key whose
     request payload differs from the one first shown under it; or a key shown again after a
     `tasks/update` answered it and a later snapshot no longer showed it. The same payload still
-    shown right after the update is reported as info (acknowledgements are eventually consistent).
-    This check also judges `tasks/update` requests (`task-update-unknown-key`)."""
-    if type(obs) is Answered:
-        method = obs.request.method if obs.request is not None else None
-        if method == "tools/call":
-            tid = _created(obs)
-            if tid is not None:
-                _remember(ctx.mem, (obs.response.session, tid), _Keys(created=True))
-        elif method == "tasks/update":
-            _update_acknowledged(obs, ctx)
-        else:
-            _snapshot_keys(obs, ctx)
-    elif obs.msg.method == "tasks/update":
-        _update_sent(obs.msg, ctx)
-    elif obs.msg.kind == "notification":
-        _snapshot_keys(obs, ctx)
-
-
-def _snapshot_keys(obs, ctx) -> None:
+    shown right after the update is reported as info (acknowledgements are eventually consistent)."""
     snap = _snapshot(obs)
     tid = _task_id(snap[0]) if snap is not None else None
     if tid is None:
@@ -233,12 +240,12 @@ def _snapshot_keys(obs, ctx) -> None:
     task, msg, words = snap
     key = (msg.session, tid)
     if task.get("status") in TERMINAL:
-        ctx.mem.pop(key, None)
+        tasks.pop(key, None)
         return
-    st = ctx.mem.get(key)
+    st = tasks.get(key)
     if st is None:
         st = _Keys(created=False)
-        _remember(ctx.mem, key, st)
+        _remember(tasks, key, st)
     asked = task.get("inputRequests")
     asked = asked if type(asked) is dict and task.get("status") == "input_required" else {}
     for k, v in asked.items():
@@ -259,8 +266,21 @@ def _snapshot_keys(obs, ctx) -> None:
     st.cleared |= st.answered - asked.keys()
 
 
-def _update_sent(msg: Message, ctx) -> None:
-    st = ctx.mem.get((msg.session, _task_id(msg.params)))
+@TASK_KEYS.check(
+    "task-update-unknown-key", ERROR, on=Decoded, kinds=["request", "notification"], methods=["tasks/update"],
+    section="4.9", spec=spec.TASKS_UPDATE, conformance="sep-2663-update-ignore-unknown-keys",
+    quote="Each key MUST correspond to a currently-outstanding inputRequest key.",
+    summary="A tasks/update answers a key the task never asked, or one already answered.",
+    why="An answer to the wrong key is dropped by the server, so the task keeps waiting for input.",
+    example='task asked {"name"}; tasks/update inputResponses {"nmae": …}',
+)
+def task_update_unknown_key(obs: Decoded, ctx, tasks: dict) -> None:
+    """A modern `tasks/update` whose `inputResponses` names a key that the task's `tasks/get`
+    results and `notifications/tasks` never showed, or one an earlier acknowledged `tasks/update`
+    already answered. Judged only for tasks whose creation the capture saw (otherwise earlier keys
+    may be missing). The sentence is a code comment in SEP-2663; servers SHOULD ignore such keys."""
+    msg = obs.msg
+    st = tasks.get((msg.session, _task_id(msg.params)))
     if msg.era != MODERN or st is None or not st.created:
         return  # only a task seen from its creation shows every key it asked
     for k in _input_responses(msg):
@@ -268,29 +288,7 @@ def _update_sent(msg: Message, ctx) -> None:
         if why:
             ctx.emit(f"tasks/update id={msg.id} (message #{msg.index}) answers key {k!r} of task "
                      f"{_task_id(msg.params)!r}, which {why}; each key must name a currently outstanding input request",
-                     messages=[msg.index], rule_id="task-update-unknown-key")
-
-
-def _update_acknowledged(obs: Answered, ctx) -> None:
-    if modern_result(obs) is None:
-        return
-    st = ctx.mem.get((obs.request.session, _task_id(obs.request.params)))
-    if st is not None:
-        st.answered.update(_input_responses(obs.request))
-
-
-declare(
-    "task-update-unknown-key", ERROR, section="4.9", spec=spec.TASKS_UPDATE, emitted_by="task-input-key-reused",
-    conformance="sep-2663-update-ignore-unknown-keys",
-    quote="Each key MUST correspond to a currently-outstanding inputRequest key.",
-    summary="A tasks/update answers a key the task never asked, or one already answered.",
-    doc="A modern `tasks/update` whose `inputResponses` names a key that the task's `tasks/get` results and "
-        "`notifications/tasks` never showed, or one an earlier acknowledged `tasks/update` already answered. "
-        "Judged only for tasks whose creation the capture saw (otherwise earlier keys may be missing). The "
-        "sentence is a code comment in SEP-2663; servers SHOULD ignore such keys.",
-    why="An answer to the wrong key is dropped by the server, so the task keeps waiting for input.",
-    example='task asked {"name"}; tasks/update inputResponses {"nmae": …}',
-)
+                     messages=[msg.index])
 
 
 # --- acknowledgements, capabilities, errors ------------------------------------------------------
