@@ -1589,6 +1589,7 @@ def subscription_unrequested_type(obs: Decoded, ctx, st: _State) -> None:
     (notifications/elicitation/complete included). Acknowledgments and log notifications
     (`log-off-request-stream`) are not reported here."""
     listen = _on_listen(obs, ctx, st).listen
+    st.listen = (None, None)  # the last of the subscription checks: the state keeps no message
     if listen is not None and not _requested(listen, obs.msg):
         ctx.emit(f"{at(obs.msg)} on the subscription {at(listen)}, whose notifications filter did not ask for it; the "
                  "server MUST NOT send notification types the client has not explicitly requested",
