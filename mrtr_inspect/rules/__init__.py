@@ -1,6 +1,12 @@
-"""The rule catalog (RULES.md), one module per section.
+"""The rule catalog (RULES.md), one module per section of §4, beside the helpers they share.
 
-`load_rules()` imports every module once, which registers its rules in `registry.REGISTRY`.
+`load_rules()` imports every module once, which registers its rules in `registry.REGISTRY`. The
+modules load in `_MODULES` order, and the rules in each in the order they are written: that order
+is the order in which the rules reached by one observation run, and so the order of their findings
+in the report (docs/rules.md groups them by section instead). `common.py` (the error codes, how a
+finding names a message, the helpers through which rules reach the pipeline's knowledge),
+`registry.py` (rules, passes, the engine), `spec.py` (specification anchors) and `shapes.py` (the
+mcp-types models) hold no rules.
 """
 
 from __future__ import annotations
@@ -8,15 +14,15 @@ from __future__ import annotations
 import importlib
 
 _MODULES = (
-    "mrtr_server",  # §4.1
-    "mrtr_client",  # §4.2
-    "input_responses",  # §4.3
-    "chain",  # §4.4
-    "base",  # §4.5
-    "http",  # §4.6
-    "stdio",  # §4.7
-    "legacy",  # §4.8
-    "tasks",  # §4.9
+    "input_responses",  # §4.3 InputResponse shape per request kind
+    "mrtr_server",  # §4.1 MRTR: the server side
+    "base",  # §4.5 the base protocol (its per-message checks run before the §4.2 and §4.4 rules)
+    "mrtr_client",  # §4.2 MRTR: the client side (and §10.1, §0 capture-incomplete)
+    "chain",  # §4.4 chain semantics (and §10.5)
+    "http",  # §4.6 Streamable HTTP
+    "stdio",  # §4.7 stdio
+    "legacy",  # §4.8 the legacy era and era mixing
+    "tasks",  # §4.9 the tasks extension
     "raw",  # §7.23: duplicate member names elsewhere
     "tool",  # the tool itself: upstream-error
 )

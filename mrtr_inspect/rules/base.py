@@ -1,11 +1,13 @@
 """RULES.md §4.5: the base protocol of 2026-07-28 (JSON-RPC envelope, ids, error codes, `_meta`,
 versions, discovery, caching hints, logging, progress, cancellation, subscriptions).
 
-Most conditions here can hold for any message, so they share one pass per message
-(`message_checks`, registered as `jsonrpc-envelope-invalid`): a message costs one call and a few
-dictionary lookups, not one call per rule. The ids that pass emits are declared with
-`emitted_by`; each still has its own severity, reference and documentation. Rules that need a rarer
-observation (an error, a progress or log notification, a cancellation) have checks of their own.
+Most conditions here can hold for any message, and many need what earlier messages of the session
+showed (a request cancelled, a server shown to be modern, a -32022 waiting for the client's retry):
+they are the checks of one pass, `MESSAGES`, whose state (`_State`) holds that per capture session.
+Each check is its own rule; the engine dispatches each message once into the pass, which runs the
+checks that can apply to it, in the order `MESSAGES.order` gives at the end of this module. Rules
+that need another observation (a reused id in flight, an answered request, a cancellation) are
+rules of their own.
 
 Eras (RULES.md §2): requirements that 2026-07-28 introduced are judged on modern exchanges only;
 the JSON-RPC rules that 2025-11-25 shares (ids, envelope, progress, cancellation, `_meta` key names)
@@ -38,16 +40,32 @@ from ..core.messages import (
     id_key,
     target_of,
 )
-from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse, SessionOver
+from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse
 from . import spec
-from .registry import ERROR, INFO, WARNING, declare, rule
+from .common import (
+    HEADER_MISMATCH,
+    INVALID_PARAMS,
+    JSONRPC_CODES,
+    METHOD_NOT_FOUND,
+    MODERN_CODES,
+    RESOURCE_NOT_FOUND_2025,
+    UNSUPPORTED_VERSION,
+    URL_ELICITATION_REQUIRED,
+    at,
+    bounded,
+    chain_of,
+    client_at,
+    endpoint,
+    error_code,
+    in_flight,
+    meta_value,
+    on_stream_of,
+    once,
+    params,
+    side,
+)
+from .registry import ERROR, INFO, WARNING, Pass, declare, rule
 
-HOST = "jsonrpc-envelope-invalid"  # the per-message pass is registered under this id
-
-HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
-MODERN_CODES = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})
-INVALID_PARAMS, METHOD_NOT_FOUND = -32602, -32601
-URL_ELICITATION_REQUIRED = -32042
 LOG_LEVELS = {"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
 LISTEN = "subscriptions/listen"
 LISTEN_FILTER = {  # notification -> the listen filter field that opts into it
@@ -62,85 +80,8 @@ CACHEABLE = ("tools/list", "prompts/list", "resources/list", "resources/template
 REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscribe", "resources/unsubscribe",
                    "tasks/list", "tasks/result", "notifications/initialized", "notifications/roots/list_changed")
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
-BOUND = 1024  # entries a per-session table keeps before it forgets the oldest
-
-
-# --- helpers shared by the modules of §4.5, §4.7 and §4.8 -------------------------------------------------
-
-
-def at(msg: Message) -> str:
-    """`tools/call id=2 (message #4)`: how findings name a message."""
-    return f"{msg.label()} (message #{msg.index})"
-
-
-def side(msg: Message) -> str:
-    return "client" if msg.direction == "c2s" else "server"
-
-
-def in_flight(ctx, msg: Message):
-    """The client requests in flight in the scope of `msg`: the stdio pipe, or the HTTP peer."""
-    return ctx.view.in_flight(msg.peer if msg.transport == "http" else msg.session)
-
-
-def endpoint(msg: Message, x) -> object:
-    """The server behind a message: the stdio process, or the HTTP endpoint (path) of the capture."""
-    return msg.session if x is None else (msg.session, x.path)
-
-
-def client_at(msg: Message, x) -> object:
-    """The client behind a message: the stdio pipe, or the HTTP client address on an endpoint."""
-    return msg.session if x is None else (msg.session, x.path, x.client)
-
-
-def on_stream_of(x) -> Message | None:
-    """The request whose POST response stream carries a server message (None: stdio, or no request)."""
-    return x.request if x is not None else None
-
-
-def chain_of(ctx, msg: Message) -> str | None:
-    """The chain of a request, or of the request a response answers (MRTR methods), for findings:
-    `msg` is a message of the frame being analysed."""
-    creq = ctx.view.chain_request(msg)
-    return creq.chain.id if creq is not None else None
-
-
-def request_of(ctx, msg: Message) -> Message | None:
-    """The request a response of the frame being analysed answers (None: none known)."""
-    return ctx.view.request_of(msg)
-
-
-def params(msg: Message) -> dict:
-    return msg.params if type(msg.params) is dict else {}
-
-
-def error_code(msg: Message):
-    """`error.code` as written, for comparing and showing; None when there is none, or when it is an
-    array or object (no code to compare; error-code-not-integer reports it), which a set lookup of
-    the code would fail on."""
-    err = msg.error
-    code = err.get("code") if type(err) is dict else None
-    return None if type(code) is list or type(code) is dict else code
-
-
-def meta_value(msg: Message, key: str):
-    m = msg.meta
-    return m.get(key) if m is not None else None
-
-
-def bounded(table: dict, key, value) -> None:
-    """table[key] = value, forgetting the oldest entry past BOUND."""
-    table[key] = value
-    if len(table) > BOUND:
-        del table[next(iter(table))]
-
-
-def once(st, key) -> bool:
-    """True the first time `key` is seen in this session's state (findings reported once; past
-    4096 keys, a session that keeps producing new ones is not reported further)."""
-    if key in st.once or len(st.once) >= 4096:
-        return False
-    st.once.add(key)
-    return True
+DRAFT_CODES = {-32001: "HeaderMismatch (now -32020)", -32003: "MissingRequiredClientCapability (now -32021)",
+               -32004: "UnsupportedProtocolVersion (now -32022)"}
 
 
 # --- _meta key names ---------------------------------------------------------------------------------------
@@ -178,9 +119,10 @@ def meta_key_problem(key: str) -> str | None:
 class _State:
     """What the per-message pass remembers about one capture session (dropped at SessionOver)."""
 
-    __slots__ = ("unreadable", "cancelled", "retry", "modern_error", "broken", "modern", "pending", "once", "discover")
+    __slots__ = ("unreadable", "cancelled", "retry", "modern_error", "broken", "modern", "pending", "once", "discover",
+                 "situations", "progress", "acked", "listen")
 
-    def __init__(self, discover: dict) -> None:
+    def __init__(self, ctx) -> None:
         self.unreadable = 0  # stdio: client messages whose id could not be read, not yet answered by an id-less error
         self.cancelled: dict[int, tuple] = {}  # request index -> (request, cancel notification), stdio
         self.retry: dict = {}  # client -> (the -32022 error, its supported versions)
@@ -189,75 +131,60 @@ class _State:
         self.modern: set = set()  # endpoints shown to be modern servers
         self.pending: dict = {}  # endpoint -> findings waiting for evidence that the server is modern
         self.once: set = set()
-        self.discover = discover  # the inspector's DiscoverResults, per session
+        self.discover = ctx.knowledge.discover  # the inspector's DiscoverResults, per session
+        self.situations: dict = {}  # log rule id -> the situation it last reported
+        self.progress: dict = {}  # request index -> (its last progress value, the notification's index)
+        self.acked: dict = {}  # listen request index -> the listen, once its subscription is acknowledged
+        self.listen: tuple = (None, None)  # (the message, its subscription) for the subscription checks
 
 
-def _state(ctx, session: str) -> _State:
-    mem = ctx.mem
-    st = mem.get(session)
-    if st is None:
-        st = mem[session] = _State(ctx.knowledge.discover)
-    return st
+MESSAGES = Pass("messages", state=_State)
 
 
-@rule(
-    HOST, ERROR, on=(Decoded, Cancelled, ExchangeDone, SessionOver), section="4.5", spec=spec.BASE_MESSAGES,
+def _anomalous(obs: Decoded) -> bool:
+    """What the checks of the envelope, the ids and the pairing of responses can find something in:
+    a message the core found a problem with or noted something about, a request whose id is neither
+    a string nor an integer or whose method is a notification's, a response that is not a result
+    object paired with its request. Most messages are none of these: the gate of those checks
+    spares them the calls."""
+    msg = obs.msg
+    if msg.problem_reason is not None or msg.note is not None:
+        return True
+    k = msg.kind
+    if k == REQUEST:
+        ti = type(msg.id)
+        method = msg.method
+        return (ti is not int and ti is not str) or (method is not None and method.startswith("notifications/"))
+    if k == RESULT or k == ERROR_KIND:
+        return k == ERROR_KIND or type(msg.result) is not dict or obs.request is None
+    return False
+
+
+def _notification_method(msg: Message) -> bool:
+    method = msg.method
+    return method is not None and method.startswith("notifications/")
+
+
+# --- envelope ------------------------------------------------------------------------------------------------
+
+
+@MESSAGES.check(
+    "jsonrpc-envelope-invalid", ERROR, section="4.5", spec=spec.BASE_MESSAGES,
     conformance="wire-schema-valid",
     quote="All messages between MCP clients and servers MUST follow the JSON-RPC 2.0 specification.",
     summary="A message that is not a valid JSON-RPC 2.0 request, notification or response.",
     why="A peer cannot route what it cannot classify: the message is dropped or answered with -32600, and the "
         "request it was meant to be never completes.",
     example='{"jsonrpc":"1.0","id":1,"method":"tools/list"}, or {"jsonrpc":"2.0","id":1,"result":{},"error":{…}}',
+    gate=_anomalous,
 )
-def message_checks(obs, ctx) -> None:
+def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A message whose `jsonrpc` is not "2.0", that is neither a request, a notification nor a
     response, a response with both or neither of `result` and `error`, a `result` that is not an
     object, an `error` that is not an object with a `code` and a string `message`, or (on HTTP) a
     server's response body or SSE data that is not JSON at all. Any era: both revisions require
     JSON-RPC 2.0."""
-    t = type(obs)
-    if t is Decoded:  # the hot path: every message
-        msg = obs.msg
-        _message(msg, obs.exchange, ctx.mem.get(msg.session) or _state(ctx, msg.session), ctx)
-    elif t is Cancelled:
-        n, req = obs.notification, obs.request
-        if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
-            bounded(_state(ctx, n.session).cancelled, req.index, (req, n))
-    elif t is ExchangeDone:
-        _exchange_done(obs.exchange, _state(ctx, obs.exchange.session), ctx)
-    else:
-        ctx.mem.pop(obs.session, None)
-
-
-def _message(msg: Message, x, st: _State, ctx) -> None:
-    k = msg.kind
-    if msg.problem_reason is not None:
-        _envelope(msg, x, ctx)
-        if k == INVALID or k == BATCH:
-            if x is None and msg.direction == "c2s":
-                st.unreadable += 1
-            return
-    if msg.note is not None and x is None:
-        ctx.emit(f"{at(msg)} from the {side(msg)} is the last bytes of its stream and no newline ends it: a reader "
-                 "that waits for the newline never delivers it; stdio messages are delimited by newlines",
-                 messages=[msg.index], rule_id="stdio-framing", severity=WARNING)
-    if k == REQUEST:
-        ti, method = type(msg.id), msg.method
-        if (ti is not int and ti is not str) or (method is not None and method.startswith("notifications/")):
-            _request_id(msg, st, ctx)
-        if msg.direction == "c2s":
-            _client_request(msg, x, st, ctx)
-    elif k == RESULT or k == ERROR_KIND:
-        _response(msg, x, st, ctx)
-    elif k == NOTIFICATION:
-        m = params(msg).get("_meta")
-        if type(m) is dict and not m.keys() <= _good_keys:
-            _meta_keys(msg, m, st, ctx)
-        if st.cancelled and msg.method == "notifications/progress":
-            _progress_after_cancel(msg, st, ctx)
-
-
-def _envelope(msg: Message, x, ctx) -> None:
+    msg, x = obs.msg, obs.exchange
     reason = msg.problem_reason
     if reason == "envelope":
         ctx.emit(f"message #{msg.index} from the {side(msg)} is not a valid JSON-RPC 2.0 message: {msg.problem}",
@@ -268,8 +195,10 @@ def _envelope(msg: Message, x, ctx) -> None:
                  "every message must be a JSON-RPC 2.0 message", messages=[msg.index])
 
 
-def _shape(msg: Message, ctx) -> None:
+@MESSAGES.also("jsonrpc-envelope-invalid", kinds=["result", "error"], gate=_anomalous)
+def response_members(obs: Decoded, ctx, st: _State) -> None:
     """The parts of a response the core does not judge: result and error members."""
+    msg = obs.msg
     if msg.kind == RESULT:
         if msg.problem_reason is None and type(msg.result) is not dict:
             ctx.emit(f"{at(msg)} from the {side(msg)}: result is {json.dumps(msg.result)[:40]}, not an object",
@@ -285,54 +214,105 @@ def _shape(msg: Message, ctx) -> None:
                  "with a code and message", messages=[msg.index])
 
 
+@MESSAGES.also("stdio-framing", gate=_anomalous)
+def unterminated_last_message(obs: Decoded, ctx, st: _State) -> None:
+    """RULES.md §4.7 `stdio-framing` (stdio.py), for a valid message: it ends its stream without a
+    newline. Checked here, where every message passes, in the order its finding had."""
+    msg = obs.msg
+    if msg.note is not None and obs.exchange is None and (
+            msg.problem_reason is None or (msg.kind != INVALID and msg.kind != BATCH)):
+        ctx.emit(f"{at(msg)} from the {side(msg)} is the last bytes of its stream and no newline ends it: a reader "
+                 "that waits for the newline never delivers it; stdio messages are delimited by newlines",
+                 messages=[msg.index], severity=WARNING)
+
+
+@MESSAGES.step(kinds=["invalid", "batch"], directions=["c2s"], gate=_anomalous)
+def count_unreadable(obs: Decoded, ctx, st: _State) -> None:
+    """A stdio client message the server cannot read an id in (not JSON, a batch): the server may
+    answer it with an id-less error."""
+    if obs.msg.problem_reason is not None and obs.exchange is None:
+        st.unreadable += 1
+
+
 # --- ids -----------------------------------------------------------------------------------------------------
 
-declare(
-    "request-id-null", ERROR, section="4.5", spec=spec.BASE_REQUESTS, emitted_by=HOST, conformance="wire-schema-valid",
+
+
+
+@MESSAGES.check(
+    "request-id-null", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_REQUESTS,
+    conformance="wire-schema-valid",
     quote="Unlike base JSON-RPC, the ID MUST NOT be null.",
     summary="A request whose id is null.",
-    doc="A request (a message with `method` and `id`) whose `id` is JSON null, from either side, in any era.",
     why="null is what an error carries when the request's id could not be read; a null-id request cannot be "
         "answered distinguishably.",
-    example='{"jsonrpc":"2.0","id":null,"method":"tools/list"}',
+    example='{"jsonrpc":"2.0","id":null,"method":"tools/list"}', gate=_anomalous,
 )
-declare(
-    "request-id-type", ERROR, section="4.5", spec=spec.BASE_REQUESTS, emitted_by=HOST, conformance="wire-schema-valid",
+def request_id_null(obs: Decoded, ctx, st: _State) -> None:
+    """A request (a message with `method` and `id`) whose `id` is JSON null, from either side, in any
+    era."""
+    msg = obs.msg
+    if msg.id is None and not _notification_method(msg):
+        ctx.emit(f"{at(msg)} from the {side(msg)} has id null; a request ID MUST NOT be null", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "request-id-type", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_REQUESTS,
+    conformance="wire-schema-valid",
     quote="Requests MUST include a string or integer ID.",
     summary="A request id that is neither a string nor an integer (1.5, 1.0, true, an object).",
-    doc="A request whose `id` is a number with a fraction or exponent as written (`1.0` too), a boolean, an "
-        "object or an array. Any era.",
     why="Peers pair responses by id; a float or an object is compared differently by different JSON stacks.",
-    example='{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}',
+    example='{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', gate=_anomalous,
 )
-declare(
-    "notification-with-id", ERROR, section="4.5", spec=spec.BASE_NOTIFICATIONS, emitted_by=HOST,
+def request_id_type(obs: Decoded, ctx, st: _State) -> None:
+    """A request whose `id` is a number with a fraction or exponent as written (`1.0` too), a
+    boolean, an object or an array. Any era."""
+    msg = obs.msg
+    i = msg.id
+    ti = type(i)
+    if ti is not int and ti is not str and i is not None and not _notification_method(msg):
+        ctx.emit(f"{at(msg)} from the {side(msg)} has id {json.dumps(i)[:40]} ({ti.__name__}); requests MUST include a "
+                 "string or integer ID", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "notification-with-id", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_NOTIFICATIONS,
     conformance="wire-schema-valid",
     quote="Notifications MUST NOT include an ID.",
     summary="A notifications/* message that carries an id, or a response to a notification.",
-    doc="A message whose method starts with `notifications/` and that carries `id` (any era), or on HTTP a "
-        "JSON-RPC result returned for a POSTed notification (the receiver MUST NOT send a response).",
     why="With an id a notification becomes a request: the receiver answers it, and the sender has no one "
         "waiting for that answer.",
-    example='{"jsonrpc":"2.0","id":4,"method":"notifications/progress","params":{…}}',
+    example='{"jsonrpc":"2.0","id":4,"method":"notifications/progress","params":{…}}', gate=_anomalous,
 )
+def notification_with_id(obs: Decoded, ctx, st: _State) -> None:
+    """A message whose method starts with `notifications/` and that carries `id` (any era), or on
+    HTTP a JSON-RPC result returned for a POSTed notification (the receiver MUST NOT send a
+    response)."""
+    msg = obs.msg
+    if _notification_method(msg):
+        ctx.emit(f"{at(msg)} from the {side(msg)} carries an id ({json.dumps(msg.id)[:40]}); notifications MUST NOT "
+                 "include an ID", messages=[msg.index])
 
 
-def _request_id(msg: Message, st: _State, ctx) -> None:
-    i = msg.id
-    ti = type(i)
-    method = msg.method
-    if method is not None and method.startswith("notifications/"):
-        ctx.emit(f"{at(msg)} from the {side(msg)} carries an id ({json.dumps(i)[:40]}); notifications MUST NOT "
-                 "include an ID", messages=[msg.index], rule_id="notification-with-id")
-    elif i is None:
-        ctx.emit(f"{at(msg)} from the {side(msg)} has id null; a request ID MUST NOT be null",
-                 messages=[msg.index], rule_id="request-id-null")
-    elif ti is not int and ti is not str:
-        ctx.emit(f"{at(msg)} from the {side(msg)} has id {json.dumps(i)[:40]} ({ti.__name__}); requests MUST include a "
-                 "string or integer ID", messages=[msg.index], rule_id="request-id-type")
-    if ti is not int and ti is not str and msg.transport == "stdio" and msg.direction == "c2s":
-        st.unreadable += 1  # the server may answer it with an id-less error
+@MESSAGES.also("notification-with-id", kinds=["result"], directions=["s2c"], transports=["http"], gate=_anomalous)
+def result_to_notification(obs: Decoded, ctx, st: _State) -> None:
+    """A result the server returned for a POSTed notification."""
+    msg, x = obs.msg, obs.exchange
+    if obs.request is not None or msg.id is None or x is None or x.request is not None:
+        return
+    posted = x.request_messages[0] if x.request_messages else None
+    if posted is not None and posted.kind == NOTIFICATION:
+        ctx.emit(f"the server answered {at(posted)}, a notification, with {at(msg)}; the receiver of a "
+                 "notification MUST NOT send a response", messages=[posted.index, msg.index])
+
+
+@MESSAGES.step(kinds=["request"], directions=["c2s"], gate=_anomalous)
+def count_unreadable_id(obs: Decoded, ctx, st: _State) -> None:
+    """A stdio client request whose id is neither a string nor an integer: the server may answer it
+    with an id-less error."""
+    ti = type(obs.msg.id)
+    if ti is not int and ti is not str and obs.msg.transport == "stdio":
+        st.unreadable += 1
 
 
 @rule(
@@ -366,147 +346,65 @@ def request_id_in_flight_reuse(obs: InFlightReuse, ctx) -> None:
         ctx.emit(text, messages=[prior.index, msg.index])
 
 
-declare(
-    "request-reissued-same-id", ERROR, section="4.5", spec=spec.CHANGELOG, emitted_by=HOST,
+@MESSAGES.step(on=ExchangeDone)
+def remember_broken_stream(obs: ExchangeDone, ctx, st: _State) -> None:
+    """A modern request whose HTTP exchange ended with no response carrying its id: its peer may send
+    it again."""
+    x = obs.exchange
+    req = _lost_request(x)
+    if req is not None:
+        bounded(st.broken, (x.peer, req.idk), req)
+
+
+def _lost_request(x):
+    """The modern request of an exchange that ended without a response carrying its id (else None)."""
+    req = x.request
+    if req is None or req.era != MODERN:
+        return None
+    for r in x.responses:
+        if r.idk == req.idk:
+            return None
+    return req
+
+
+@MESSAGES.check(
+    "request-reissued-same-id", ERROR, kinds=["request"], directions=["c2s"], transports=["http"], section="4.5",
+    spec=spec.CHANGELOG,
     quote="A broken response stream loses the in-flight request; clients MUST re-issue it as a new request with a "
           "new request ID",
     summary="After an HTTP response stream broke without a response, the client re-sent the request with the same id.",
-    doc="On HTTP, a modern request's exchange ended with no JSON-RPC response carrying its id (the stream broke, "
-        "or the client went away), and the same peer then sends the same method and target with the same id.",
     why="The server may still be finishing the first one; the same id makes the two indistinguishable.",
     example="POST tools/call id 7 → stream closed without a response; POST tools/call id 7 again",
 )
-
-
-def _exchange_done(x, st: _State, ctx) -> None:
-    req = x.request
-    if req is None or req.era != MODERN:
+def request_reissued_same_id(obs: Decoded, ctx, st: _State) -> None:
+    """On HTTP, a modern request's exchange ended with no JSON-RPC response carrying its id (the
+    stream broke, or the client went away), and the same peer then sends the same method and target
+    with the same id."""
+    msg = obs.msg
+    if not st.broken or obs.exchange is None:
         return
-    for r in x.responses:
-        if r.idk == req.idk:
-            return
-    bounded(st.broken, (x.peer, req.idk), req)
-    if req.method == "server/discover" and x.status == 404:
-        _pend(st, endpoint(req, x), "discover-not-implemented",
-              f"the server answered {at(req)} with HTTP 404 and no JSON-RPC response", [req.index], ctx)
-
-
-def _reissued(msg: Message, st: _State, ctx) -> None:
     first = st.broken.pop((msg.peer, msg.idk), None)
     if first is not None and first.method == msg.method and target_of(first.method, first.params) == target_of(
             msg.method, msg.params):
         ctx.emit(f"{at(msg)} re-issues {at(first)}, whose response stream ended without a response, with the same id; "
-                 "a lost request MUST be re-issued with a new request ID", messages=[first.index, msg.index],
-                 rule_id="request-reissued-same-id")
+                 "a lost request MUST be re-issued with a new request ID", messages=[first.index, msg.index])
 
 
 # --- client requests: _meta --------------------------------------------------------------------------------------
 
-declare(
-    "request-meta-missing", ERROR, section="4.5", spec=spec.BASE_META, emitted_by=HOST,
-    conformance="sep-2575-client-populates-meta",
-    quote="A request missing any required field is malformed; the server MUST reject it with JSON-RPC error code "
-          "-32602 (Invalid params).",
-    summary="A client request without _meta, its protocolVersion (a string) or its clientCapabilities (an object).",
-    doc="A client request that declares a 2026-07-28 shape but lacks a required per-request field: on a modern "
-        "request, `io.modelcontextprotocol/clientCapabilities` missing or not an object; on a request from a "
-        "peer or endpoint that has already spoken modern (era malformed), or one that carries "
-        "clientCapabilities or clientInfo, a missing `_meta` or `protocolVersion`. Every round of a chain counts.",
-    why="Without them the server cannot know the version or capabilities: it must reject the request.",
-    example='tools/call with params._meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"} only',
-)
-declare(
-    "server-accepted-request-missing-meta", ERROR, section="4.5", spec=spec.BASE_META, emitted_by=HOST,
-    conformance="sep-2575-request-meta-invalid-missing-meta",
-    quote="On HTTP, the response status MUST be 400 Bad Request.",
-    summary="The server answered a request that lacks required _meta with something other than -32602 (HTTP 400).",
-    doc="The response to a request flagged by `request-meta-missing` is a result, or an error other than -32602 "
-        "(-32020 is accepted when only protocolVersion is missing from the body and the MCP-Protocol-Version "
-        "header is present, RULES.md §7.12), or on HTTP a -32602 under a status other than 400.",
-    why="A server that guesses the missing version or capabilities serves the request under assumptions the "
-        "client never made; clients probing a server's era rely on the rejection.",
-    example="tools/list without _meta → {\"result\":{\"tools\":[…]}}",
-)
-declare(
-    "client-info-missing", WARNING, section="4.5", spec=spec.BASE_META, emitted_by=HOST,
-    conformance="sep-2575-client-sends-client-info",
-    quote="Clients SHOULD include io.modelcontextprotocol/clientInfo on every request unless specifically "
-          "configured not to do so.",
-    summary="A modern request without io.modelcontextprotocol/clientInfo.",
-    doc="A modern client request whose `_meta` has no `io.modelcontextprotocol/clientInfo`; reported once per "
-        "client (the stdio pipe, the HTTP peer).",
-    why="Without it servers, gateways and logs cannot tell which client sent what.",
-    example='tools/list with _meta {protocolVersion, clientCapabilities} only',
-)
-declare(
-    "meta-key-format-invalid", ERROR, section="4.5", spec=spec.BASE_META, emitted_by=HOST,
-    quote="Labels MUST start with a letter and end with a letter or digit; interior characters can be letters, "
-          "digits, or hyphens (-).",
-    summary="A _meta key whose prefix labels or name break the key-name format.",
-    doc="A key of a request's or notification's `params._meta` or of a result's `_meta` whose prefix is not "
-        "dot-separated labels (letter first, letter or digit last, hyphens inside) or whose name does not begin and "
-        "end with a letter or digit. `traceparent`, `tracestate` and `baggage` are exempt. Any era (2025-11-25 has "
-        "the same format); reported once per key and session.",
-    why="Prefixes reserve namespaces (io.modelcontextprotocol/, vendors'); malformed keys collide or are dropped.",
-    example='"_meta": {"-bad.example/key": 1} or {"com.example/_private": 1}',
-)
-declare(
-    "progress-token-duplicate-active", ERROR, section="4.5", spec=spec.PROGRESS_FLOW, emitted_by=HOST,
-    quote="Progress tokens can be chosen by the client using any means, but MUST be unique across all active requests.",
-    summary="A request reuses the progressToken of another request that is still in flight.",
-    doc="A client request whose `_meta.progressToken` (type and value) equals that of another of the sender's "
-        "requests still waiting for its response. Reuse on a retry after the previous round was answered is fine. "
-        "Any era.",
-    why="Progress notifications name only the token: the client can no longer tell whose progress it sees.",
-    example="tools/call id 2 and tools/call id 3 both with progressToken \"p\", neither answered",
-)
-declare(
-    "version-retry-not-from-supported", WARNING, section="4.5", spec=spec.VERSIONING, emitted_by=HOST,
-    conformance="sep-2575-client-retry-supported-version",
-    quote="The client SHOULD select a mutually supported version from the supported list and retry the request",
-    summary="After -32022, the client's next request uses a version the server did not list as supported.",
-    doc="The first request of a client after a -32022 UnsupportedProtocolVersionError declares a protocol version "
-        "that is not in that error's `data.supported`.",
-    why="Retrying with a version the server just refused can only fail again.",
-    example='-32022 {"supported":["2026-07-28"]}, then a request with protocolVersion "2026-01-01"',
-)
-declare(
-    "fallback-after-modern-error", WARNING, section="4.5", spec=spec.VERSIONING_BACKCOMPAT, emitted_by=HOST,
-    quote="a recognized modern JSON-RPC error (such as UnsupportedProtocolVersionError) identifies a modern "
-          "server: the client retries with a supported version rather than falling back.",
-    summary="After a recognized modern error, the client fell back to initialize.",
-    doc="A client sends `initialize` after the server answered it with -32020, -32021 or -32022, or on HTTP with a "
-        "404 carrying -32601. Not reported when the -32022 listed a legacy version (RULES.md §7.18: a legacy "
-        "initialize is then the supported retry).",
-    why="The server is modern; a legacy handshake cannot work with it (derived from the era rules).",
-    example="tools/list → -32022 {\"supported\":[\"2026-07-28\"]}; then initialize",
-)
 
-
-def _client_request(msg: Message, x, st: _State, ctx) -> None:
-    era = msg.era
-    if era == MODERN:
-        meta = msg.params["_meta"]
-        if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
-            ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
-                     messages=[msg.index], chain=chain_of(ctx, msg), rule_id="request-meta-missing")
-        if CLIENT_INFO_KEY not in meta and once(st, ("client-info", msg.peer)):
-            ctx.emit(f"{at(msg)} carries no io.modelcontextprotocol/clientInfo; clients SHOULD identify themselves on "
-                     "every request (reported once per client)", messages=[msg.index], rule_id="client-info-missing")
-        if not meta.keys() <= _good_keys:
-            _meta_keys(msg, meta, st, ctx)
-        token = meta.get("progressToken")
-        if token is not None:
-            _progress_duplicate(msg, token, ctx)
-    elif era == MALFORMED or era == UNKNOWN:
-        why = _meta_problem(msg)
-        if why is not None:
-            ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
-                     chain=chain_of(ctx, msg), rule_id="request-meta-missing")
-    if st.retry or st.modern_error:
-        _after_modern_error(msg, x, st, ctx)
-    if st.broken and x is not None:
-        _reissued(msg, st, ctx)
+def _unusual_meta(obs: Decoded) -> bool:
+    """What the checks of a client request's `_meta` can find something in: a request that is not
+    modern, or a modern one whose `_meta` lacks clientCapabilities (an object) or clientInfo, names a
+    key not yet known to be well formed, or carries a progressToken. An ordinary modern request is
+    none of these: the gate of those checks spares it the calls (each check still tests its own
+    condition)."""
+    msg = obs.msg
+    if msg.era != MODERN:
+        return True
+    meta = msg.params["_meta"]
+    return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
+            or not meta.keys() <= _good_keys or meta.get("progressToken") is not None)
 
 
 def _caps_problem(meta: dict) -> str | None:
@@ -537,205 +435,78 @@ def _meta_problem(req: Message) -> str | None:
     return f"io.modelcontextprotocol/protocolVersion is {json.dumps(meta[PROTOCOL_VERSION_KEY])[:30]}, not a string"
 
 
-def _meta_keys(msg: Message, meta: dict, st: _State, ctx) -> None:
-    for key in meta:
-        if key not in _good_keys:
-            why = meta_key_problem(key)
-            if why is not None and once(st, ("meta-key", key)):
-                ctx.emit(f"{at(msg)} from the {side(msg)}: the _meta key {key!r} is malformed: {why} (reported once "
-                         "per key)", messages=[msg.index], rule_id="meta-key-format-invalid")
-
-
-def _progress_duplicate(msg: Message, token, ctx) -> None:
-    flight = in_flight(ctx, msg)
-    if len(flight) < 2:  # only this request
-        return
-    tk = id_key(token)
-    for other in flight:
-        if other is not msg and id_key(meta_value(other, "progressToken")) == tk:
-            ctx.emit(f"{at(msg)} uses progressToken {format_id(token)}, already used by {at(other)}, which is still in "
-                     "flight; progress tokens MUST be unique across all active requests",
-                     messages=[other.index, msg.index], rule_id="progress-token-duplicate-active")
-            return
-
-
-def _after_modern_error(msg: Message, x, st: _State, ctx) -> None:
-    """The request that follows a -32022 (version retry) or any recognized modern error (fallback)."""
-    who = client_at(msg, x)
-    pending = st.retry.pop(who, None)
-    if pending is not None:
-        err, supported = pending
-        if msg.version is not None and msg.version not in supported:
-            ctx.emit(f"{at(msg)} declares version {msg.version!r} after {at(err)} listed {', '.join(supported)} as "
-                     "supported; the client SHOULD retry with a version from that list",
-                     messages=[err.index, msg.index], rule_id="version-retry-not-from-supported")
-    if msg.method == "initialize":
-        seen = st.modern_error.pop(who, None)
-        if seen is not None and not seen[1]:
-            err = seen[0]
-            ctx.emit(f"{at(msg)} falls back to the legacy handshake after {at(err)} (error {error_code(err)}), a "
-                     "recognized modern error that identifies a modern server; the client should retry with a "
-                     "supported version rather than fall back", messages=[err.index, msg.index],
-                     rule_id="fallback-after-modern-error")
-
-
-# --- responses -------------------------------------------------------------------------------------------------
-
-declare(
-    "response-id-mismatch", ERROR, section="4.5", spec=spec.BASE_RESULTS, emitted_by=HOST,
-    conformance="sep-2575-http-server-error-jsonrpc-id",
-    quote="Result responses MUST include the same ID as the request they correspond to.",
-    summary="A response whose id matches no outstanding request (stdio), or not the POSTed request's (HTTP).",
-    doc="A server response with an id that no request in flight carries: on stdio none of the client's unanswered "
-        "requests (never sent, or answered already), on an HTTP exchange not the POSTed request's id, or a second "
-        "response to it. On a modern request's SSE stream `sse-multiple-or-foreign-response` (§4.6) says it instead. "
-        "A legacy client's response to no server request counts too.",
-    why="The peer pairs responses by id; an unmatched response is dropped and its request waits forever.",
-    example="tools/call id 2 → {\"id\":3,\"result\":{…}}",
+@MESSAGES.check(
+    "request-meta-missing", ERROR, kinds=["request"], directions=["c2s"], section="4.5", spec=spec.BASE_META,
+    conformance="sep-2575-client-populates-meta",
+    quote="A request missing any required field is malformed; the server MUST reject it with JSON-RPC error code "
+          "-32602 (Invalid params).",
+    summary="A client request without _meta, its protocolVersion (a string) or its clientCapabilities (an object).",
+    why="Without them the server cannot know the version or capabilities: it must reject the request.",
+    example='tools/call with params._meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"} only',
+    gate=_unusual_meta,
 )
-declare(
-    "error-response-missing-id", ERROR, section="4.5", spec=spec.BASE_ERRORS, emitted_by=HOST,
-    conformance="sep-2575-http-server-error-jsonrpc-id",
-    quote="Error responses MUST include the same ID as the request they correspond to (except in error cases where "
-          "the ID could not be read due a malformed request).",
-    summary="An error response without an id for a request whose id was readable.",
-    doc="A server error whose `id` is absent or null although the request it answers had a readable id: on HTTP "
-        "the POSTed request of its exchange; on stdio, no client message with an unreadable id (invalid JSON, a "
-        "batch, a null or non-string, non-integer id) is waiting for such an error (heuristic).",
-    why="The client cannot tell which request failed; it waits for the real answer until it times out.",
-    example="tools/call id 5 → {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,…}}",
-)
-declare(
-    "server-info-missing", WARNING, section="4.5", spec=spec.BASE_META, emitted_by=HOST,
-    conformance="sep-2575-server-identifies-in-result-meta",
-    quote="Servers SHOULD include the following io.modelcontextprotocol/* field in every result's _meta, unless "
-          "specifically configured not to do so",
-    summary="A modern result whose _meta lacks io.modelcontextprotocol/serverInfo.",
-    doc="A result to a modern request without `_meta[\"io.modelcontextprotocol/serverInfo\"]`; reported once per "
-        "server (stdio process, HTTP endpoint).",
-    why="With no session, each result is the only place a server can say who it is.",
-    example='{"result":{"tools":[],"resultType":"complete"}}',
-)
-declare(
-    "log-level-invalid", WARNING, section="4.5", spec=spec.LOGGING_ERRORS, emitted_by=HOST,
-    quote="If the io.modelcontextprotocol/logLevel value carried in a request's _meta is not a recognized log level, "
-          "the server SHOULD reject that request with a standard JSON-RPC error",
-    summary="A request's logLevel is not a LoggingLevel and the server did not reject it with -32602.",
-    doc="A modern request whose `_meta[\"io.modelcontextprotocol/logLevel\"]` is not one of debug, info, notice, "
-        "warning, error, critical, alert, emergency, answered with anything but a -32602 error.",
-    why="The client believes it asked for a level; the server silently picked another.",
-    example='tools/call with logLevel "verbose" → a result',
-)
-declare(
-    "protocol-version-unsupported-served", INFO, section="4.5", spec=spec.VERSIONING,
-    emitted_by=HOST, conformance="sep-2575-server-unsupported-version-error",
-    quote="it MUST respond with an UnsupportedProtocolVersionError listing the versions it does support",
-    summary="A request was served under a version the server's own DiscoverResult does not list (or refused one it lists).",
-    doc="After a DiscoverResult was seen in the session: a result to a modern request whose version is not in its "
-        "`supportedVersions`, or a -32022 for a version that is. Reported once per version.",
-    why="Either the discovery answer or the request handling is wrong; clients choose versions from discovery.",
-    example='discover → supportedVersions ["2026-07-28"]; tools/list under "2027-01-01" → a result',
-)
-declare(
-    "discover-not-implemented", ERROR, section="4.5", spec=spec.VERSIONING, emitted_by=HOST,
-    conformance="sep-2575-server-implements-discover",
-    quote="Servers MUST implement server/discover.",
-    summary="A server otherwise shown to be modern answers server/discover with -32601 (or HTTP 404).",
-    doc="`server/discover` with valid modern `_meta` answered with -32601, or on HTTP a 404, by a server that is "
-        "shown modern (a result with resultType, a DiscoverResult, -32020/-32021/-32022, a 404 with a -32601 "
-        "body), before or after. A legacy server failing the era probe is not reported.",
-    why="Clients probe with server/discover; a modern server without it is taken for a legacy one.",
-    example="server/discover → -32601; tools/list → {\"resultType\":\"complete\",…}",
-)
-declare(
-    "initialize-error-without-versions", WARNING, section="4.5", spec=spec.VERSIONING_BACKCOMPAT, emitted_by=HOST,
-    quote="A server that supports only modern versions SHOULD name the protocol versions it supports in any error it "
-          "returns to an initialize request",
-    summary="A modern server rejects initialize without naming the versions it supports.",
-    doc="An error answering `initialize` whose message and data hold no YYYY-MM-DD version, from a server shown "
-        "to be modern (as for discover-not-implemented), before or after (heuristic).",
-    why="Legacy clients have no fall-forward: that error message is all the user will see.",
-    example='initialize → {"error":{"code":-32601,"message":"Method not found"}}',
-)
-
-
-def _response(msg: Message, x, st: _State, ctx) -> None:
-    k = msg.kind
-    if k != RESULT or type(msg.result) is not dict:
-        _shape(msg, ctx)
-    req = request_of(ctx, msg)
-    if msg.direction == "c2s":
-        if req is None and msg.id is not None and msg.era == LEGACY:
-            ctx.emit(f"{at(msg)} from the client answers no server request in flight", messages=[msg.index],
-                     rule_id="response-id-mismatch")
-        return
-    if req is None:
-        _unpaired(msg, x, st, ctx)
-        return
-    code = error_code(msg) if k == ERROR_KIND else None
-    era = req.era
-    if era != LEGACY and (era != MODERN or type(req.params["_meta"].get(CLIENT_CAPABILITIES_KEY)) is not dict):
-        why = _meta_problem(req)
+def request_meta_missing(obs: Decoded, ctx, st: _State) -> None:
+    """A client request that declares a 2026-07-28 shape but lacks a required per-request field: on
+    a modern request, `io.modelcontextprotocol/clientCapabilities` missing or not an object; on a
+    request from a peer or endpoint that has already spoken modern (era malformed), or one that
+    carries clientCapabilities or clientInfo, a missing `_meta` or `protocolVersion`. Every round of
+    a chain counts."""
+    msg = obs.msg
+    era = msg.era
+    if era == MODERN:
+        meta = msg.params["_meta"]
+        if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
+            ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
+                     messages=[msg.index], chain=chain_of(ctx, msg))
+    elif era == MALFORMED or era == UNKNOWN:
+        why = _meta_problem(msg)
         if why is not None:
-            _accepted_missing_meta(msg, req, x, code, why, ctx)
-    if msg.era == MODERN:
-        if k == RESULT:
-            _modern_result(msg, req, x, st, ctx)
-        elif code == UNSUPPORTED_VERSION:
-            _versions_served(msg, req, st, ctx, served=False)
-        level = req.params["_meta"].get(LOG_LEVEL_KEY)
-        if level is not None and not (type(level) is str and level in LOG_LEVELS) and code != INVALID_PARAMS:
-            ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
-                     f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
-                     chain=chain_of(ctx, msg), rule_id="log-level-invalid")
-    if k == ERROR_KIND:
-        _server_error(msg, req, x, code, st, ctx)
-    if st.cancelled:
-        c = st.cancelled.pop(req.index, None)
-        if c is not None:
-            _after_cancel(msg, c[1], ctx)
+            ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
+                     chain=chain_of(ctx, msg))
 
 
-def _unpaired(msg: Message, x, st: _State, ctx) -> None:
-    if msg.id is None:
-        if msg.kind == ERROR_KIND:
-            _error_without_id(msg, x, st, ctx)
+def _unusual_answer(obs: Decoded) -> bool:
+    """What the checks of a response's request and `_meta` can find something in: a response that is
+    not a modern result object to a modern request, or one whose request lacks clientCapabilities (an
+    object), sets a logLevel or is a subscriptions/listen, or whose result's `_meta` lacks serverInfo
+    or names a key not yet known to be well formed. An ordinary answer is none of these: the gate of
+    those checks spares it the calls (each check still tests its own condition)."""
+    msg = obs.msg
+    req = obs.request
+    if req is None or req.era != MODERN or msg.era != MODERN or type(msg.result) is not dict:
+        return True
+    meta = req.params["_meta"]
+    if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or meta.get(LOG_LEVEL_KEY) is not None or req.method == LISTEN:
+        return True
+    m = msg.result.get("_meta")
+    return type(m) is not dict or SERVER_INFO_KEY not in m or not m.keys() <= _good_keys
+
+
+@MESSAGES.check(
+    "server-accepted-request-missing-meta", ERROR, kinds=["result", "error"], directions=["s2c"], section="4.5",
+    spec=spec.BASE_META, conformance="sep-2575-request-meta-invalid-missing-meta",
+    quote="On HTTP, the response status MUST be 400 Bad Request.",
+    summary="The server answered a request that lacks required _meta with something other than -32602 (HTTP 400).",
+    why="A server that guesses the missing version or capabilities serves the request under assumptions the "
+        "client never made; clients probing a server's era rely on the rejection.",
+    example="tools/list without _meta → {\"result\":{\"tools\":[…]}}", gate=_unusual_answer,
+)
+def server_accepted_request_missing_meta(obs: Decoded, ctx, st: _State) -> None:
+    """The response to a request flagged by `request-meta-missing` is a result, or an error other
+    than -32602 (-32020 is accepted when only protocolVersion is missing from the body and the
+    MCP-Protocol-Version header is present, RULES.md §7.12), or on HTTP a -32602 under a status
+    other than 400."""
+    msg, x = obs.msg, obs.exchange
+    req = obs.request
+    if req is None:
         return
-    if x is not None:
-        posted = x.request_messages[0] if x.request_messages else None
-        if x.request is None and posted is not None and posted.kind == NOTIFICATION and msg.kind == RESULT:
-            ctx.emit(f"the server answered {at(posted)}, a notification, with {at(msg)}; the receiver of a "
-                     "notification MUST NOT send a response", messages=[posted.index, msg.index],
-                     rule_id="notification-with-id")
-            return
-        if x.event_stream and x.era == MODERN:
-            return  # sse-multiple-or-foreign-response (§4.6)
-        req = x.request
-        if req is not None:
-            again = "a second response to" if msg.idk == req.idk else "a response that does not carry the id of"
-            ctx.emit(f"{at(msg)} on HTTP exchange {x.number} is {again} the POSTed {at(req)}; responses MUST include "
-                     "the same ID as their request", messages=[req.index, msg.index], rule_id="response-id-mismatch")
-            return
-    ctx.emit(f"{at(msg)} answers no request in flight (never sent, or already answered); responses MUST include the "
-             "same ID as the request they correspond to", messages=[msg.index], rule_id="response-id-mismatch")
-
-
-def _error_without_id(msg: Message, x, st: _State, ctx) -> None:
-    if x is not None:
-        req = x.request
-        if req is not None and type(req.id) in (int, str):
-            ctx.emit(f"{at(msg)} answers {at(req)} without its id; error responses MUST include the request's ID "
-                     "unless it could not be read", messages=[req.index, msg.index], rule_id="error-response-missing-id")
+    era = req.era
+    if era == LEGACY or (era == MODERN and type(req.params["_meta"].get(CLIENT_CAPABILITIES_KEY)) is dict):
         return
-    if st.unreadable:
-        st.unreadable -= 1
+    why = _meta_problem(req)
+    if why is None:
         return
-    ctx.emit(f"{at(msg)} has no id, yet every client message on this pipe had a readable id; error responses MUST "
-             "include the request's ID unless it could not be read", messages=[msg.index],
-             rule_id="error-response-missing-id")
-
-
-def _accepted_missing_meta(msg: Message, req: Message, x, code, why: str, ctx) -> None:
+    code = error_code(msg) if msg.kind == ERROR_KIND else None
     if code == INVALID_PARAMS:
         if x is None or x.status in (None, 400):
             return
@@ -745,40 +516,291 @@ def _accepted_missing_meta(msg: Message, req: Message, x, code, why: str, ctx) -
     else:
         how = "with a result" if msg.kind == RESULT else f"with error {code}, not -32602 (Invalid params)"
     ctx.emit(f"the server answered {at(req)} ({why}) {how} ({at(msg)}); a request missing a required field MUST be "
-             "rejected with -32602 (on HTTP, status 400)",
-             messages=[req.index, msg.index], chain=chain_of(ctx, msg), rule_id="server-accepted-request-missing-meta")
+             "rejected with -32602 (on HTTP, status 400)", messages=[req.index, msg.index], chain=chain_of(ctx, msg))
 
 
-def _modern_result(msg: Message, req: Message, x, st: _State, ctx) -> None:
-    res = msg.result
-    if type(res) is not dict:
+@MESSAGES.check(
+    "client-info-missing", WARNING, kinds=["request"], directions=["c2s"], section="4.5", spec=spec.BASE_META,
+    conformance="sep-2575-client-sends-client-info",
+    quote="Clients SHOULD include io.modelcontextprotocol/clientInfo on every request unless specifically "
+          "configured not to do so.",
+    summary="A modern request without io.modelcontextprotocol/clientInfo.",
+    why="Without it servers, gateways and logs cannot tell which client sent what.",
+    example='tools/list with _meta {protocolVersion, clientCapabilities} only', gate=_unusual_meta,
+)
+def client_info_missing(obs: Decoded, ctx, st: _State) -> None:
+    """A modern client request whose `_meta` has no `io.modelcontextprotocol/clientInfo`; reported
+    once per client (the stdio pipe, the HTTP peer)."""
+    msg = obs.msg
+    if msg.era == MODERN and CLIENT_INFO_KEY not in msg.params["_meta"] and once(st, ("client-info", msg.peer)):
+        ctx.emit(f"{at(msg)} carries no io.modelcontextprotocol/clientInfo; clients SHOULD identify themselves on "
+                 "every request (reported once per client)", messages=[msg.index])
+
+
+def _bad_meta_keys(msg: Message, meta: dict, st: _State, ctx) -> None:
+    for key in meta:
+        if key not in _good_keys:
+            why = meta_key_problem(key)
+            if why is not None and once(st, ("meta-key", key)):
+                ctx.emit(f"{at(msg)} from the {side(msg)}: the _meta key {key!r} is malformed: {why} (reported once "
+                         "per key)", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "meta-key-format-invalid", ERROR, kinds=["request"], directions=["c2s"], section="4.5", spec=spec.BASE_META,
+    quote="Labels MUST start with a letter and end with a letter or digit; interior characters can be letters, "
+          "digits, or hyphens (-).",
+    summary="A _meta key whose prefix labels or name break the key-name format.",
+    why="Prefixes reserve namespaces (io.modelcontextprotocol/, vendors'); malformed keys collide or are dropped.",
+    example='"_meta": {"-bad.example/key": 1} or {"com.example/_private": 1}', gate=_unusual_meta,
+)
+def meta_key_format_invalid(obs: Decoded, ctx, st: _State) -> None:
+    """A key of a request's or notification's `params._meta` or of a result's `_meta` whose prefix
+    is not dot-separated labels (letter first, letter or digit last, hyphens inside) or whose name
+    does not begin and end with a letter or digit. `traceparent`, `tracestate` and `baggage` are
+    exempt. Any era (2025-11-25 has the same format); reported once per key and session."""
+    msg = obs.msg
+    if msg.era == MODERN:
+        meta = msg.params["_meta"]
+        if not meta.keys() <= _good_keys:
+            _bad_meta_keys(msg, meta, st, ctx)
+
+
+@MESSAGES.also("meta-key-format-invalid", kinds=["notification"])
+def notification_meta_keys(obs: Decoded, ctx, st: _State) -> None:
+    """The `params._meta` keys of a notification, from either side."""
+    m = params(obs.msg).get("_meta")
+    if type(m) is dict and not m.keys() <= _good_keys:
+        _bad_meta_keys(obs.msg, m, st, ctx)
+
+
+@MESSAGES.check(
+    "progress-token-duplicate-active", ERROR, kinds=["request"], directions=["c2s"], section="4.5",
+    spec=spec.PROGRESS_FLOW,
+    quote="Progress tokens can be chosen by the client using any means, but MUST be unique across all active requests.",
+    summary="A request reuses the progressToken of another request that is still in flight.",
+    why="Progress notifications name only the token: the client can no longer tell whose progress it sees.",
+    example="tools/call id 2 and tools/call id 3 both with progressToken \"p\", neither answered",
+    gate=_unusual_meta,
+)
+def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
+    """A client request whose `_meta.progressToken` (type and value) equals that of another of the
+    sender's requests still waiting for its response. Reuse on a retry after the previous round was
+    answered is fine. Any era."""
+    msg = obs.msg
+    if msg.era != MODERN:
         return
-    m = res.get("_meta")
-    where = msg.session if x is None else (msg.session, x.path)  # endpoint(msg, x)
-    if type(m) is dict:
-        if SERVER_INFO_KEY not in m and once(st, ("server-info", where)):
-            _no_server_info(msg, ctx)
-        if not m.keys() <= _good_keys:
-            _meta_keys(msg, m, st, ctx)
-    elif once(st, ("server-info", where)):
-        _no_server_info(msg, ctx)
-    if where not in st.modern and ("resultType" in res or req.method == "server/discover"):
-        _modern_evidence(where, st, ctx)
-    if st.discover and msg.session in st.discover:
-        _versions_served(msg, req, st, ctx, served=True)
-    if req.method == LISTEN:
-        sid = m.get(SUBSCRIPTION_ID_KEY) if type(m) is dict else None
-        if id_key(sid) != req.idk:
-            ctx.emit(f"{at(msg)} closes {at(req)} but its _meta does not carry io.modelcontextprotocol/subscriptionId "
-                     f"{format_id(req.id)}", messages=[req.index, msg.index], rule_id="subscription-id-missing")
+    token = msg.params["_meta"].get("progressToken")
+    if token is None:
+        return
+    flight = in_flight(ctx, msg)
+    if len(flight) < 2:  # only this request
+        return
+    tk = id_key(token)
+    for other in flight:
+        if other is not msg and id_key(meta_value(other, "progressToken")) == tk:
+            ctx.emit(f"{at(msg)} uses progressToken {format_id(token)}, already used by {at(other)}, which is still in "
+                     "flight; progress tokens MUST be unique across all active requests",
+                     messages=[other.index, msg.index])
+            return
 
 
-def _no_server_info(msg: Message, ctx) -> None:
-    ctx.emit(f"{at(msg)} has no io.modelcontextprotocol/serverInfo in its _meta; servers SHOULD identify themselves in "
-             "every result (reported once per server)", messages=[msg.index], rule_id="server-info-missing")
+@MESSAGES.check(
+    "version-retry-not-from-supported", WARNING, kinds=["request"], directions=["c2s"], section="4.5",
+    spec=spec.VERSIONING, conformance="sep-2575-client-retry-supported-version",
+    quote="The client SHOULD select a mutually supported version from the supported list and retry the request",
+    summary="After -32022, the client's next request uses a version the server did not list as supported.",
+    why="Retrying with a version the server just refused can only fail again.",
+    example='-32022 {"supported":["2026-07-28"]}, then a request with protocolVersion "2026-01-01"',
+)
+def version_retry_not_from_supported(obs: Decoded, ctx, st: _State) -> None:
+    """The first request of a client after a -32022 UnsupportedProtocolVersionError declares a
+    protocol version that is not in that error's `data.supported`."""
+    if not st.retry:
+        return
+    msg = obs.msg
+    pending = st.retry.pop(client_at(msg, obs.exchange), None)
+    if pending is not None:
+        err, supported = pending
+        if msg.version is not None and msg.version not in supported:
+            ctx.emit(f"{at(msg)} declares version {msg.version!r} after {at(err)} listed {', '.join(supported)} as "
+                     "supported; the client SHOULD retry with a version from that list", messages=[err.index, msg.index])
 
 
-def _versions_served(msg: Message, req: Message, st: _State, ctx, served: bool) -> None:
+@MESSAGES.check(
+    "fallback-after-modern-error", WARNING, kinds=["request"], directions=["c2s"], methods=["initialize"],
+    section="4.5", spec=spec.VERSIONING_BACKCOMPAT,
+    quote="a recognized modern JSON-RPC error (such as UnsupportedProtocolVersionError) identifies a modern "
+          "server: the client retries with a supported version rather than falling back.",
+    summary="After a recognized modern error, the client fell back to initialize.",
+    why="The server is modern; a legacy handshake cannot work with it (derived from the era rules).",
+    example="tools/list → -32022 {\"supported\":[\"2026-07-28\"]}; then initialize",
+)
+def fallback_after_modern_error(obs: Decoded, ctx, st: _State) -> None:
+    """A client sends `initialize` after the server answered it with -32020, -32021 or -32022, or on
+    HTTP with a 404 carrying -32601. Not reported when the -32022 listed a legacy version (RULES.md
+    §7.18: a legacy initialize is then the supported retry)."""
+    if not st.modern_error:
+        return
+    msg = obs.msg
+    seen = st.modern_error.pop(client_at(msg, obs.exchange), None)
+    if seen is not None and not seen[1]:
+        err = seen[0]
+        ctx.emit(f"{at(msg)} falls back to the legacy handshake after {at(err)} (error {error_code(err)}), a "
+                 "recognized modern error that identifies a modern server; the client should retry with a "
+                 "supported version rather than fall back", messages=[err.index, msg.index])
+
+
+# --- responses -------------------------------------------------------------------------------------------------
+
+
+@MESSAGES.check(
+    "response-id-mismatch", ERROR, kinds=["result", "error"], section="4.5", spec=spec.BASE_RESULTS,
+    conformance="sep-2575-http-server-error-jsonrpc-id",
+    quote="Result responses MUST include the same ID as the request they correspond to.",
+    summary="A response whose id matches no outstanding request (stdio), or not the POSTed request's (HTTP).",
+    why="The peer pairs responses by id; an unmatched response is dropped and its request waits forever.",
+    example="tools/call id 2 → {\"id\":3,\"result\":{…}}", gate=_anomalous,
+)
+def response_id_mismatch(obs: Decoded, ctx, st: _State) -> None:
+    """A server response with an id that no request in flight carries: on stdio none of the
+    client's unanswered requests (never sent, or answered already), on an HTTP exchange not the
+    POSTed request's id, or a second response to it. On a modern request's SSE stream
+    `sse-multiple-or-foreign-response` (§4.6) says it instead. A legacy client's response to no
+    server request counts too."""
+    msg, x = obs.msg, obs.exchange
+    if obs.request is not None or msg.id is None:
+        return
+    if msg.direction == "c2s":
+        if msg.era == LEGACY:
+            ctx.emit(f"{at(msg)} from the client answers no server request in flight", messages=[msg.index])
+        return
+    if x is not None:
+        posted = x.request_messages[0] if x.request_messages else None
+        if x.request is None and posted is not None and posted.kind == NOTIFICATION and msg.kind == RESULT:
+            return  # notification-with-id
+        if x.event_stream and x.era == MODERN:
+            return  # sse-multiple-or-foreign-response (§4.6)
+        req = x.request
+        if req is not None:
+            again = "a second response to" if msg.idk == req.idk else "a response that does not carry the id of"
+            ctx.emit(f"{at(msg)} on HTTP exchange {x.number} is {again} the POSTed {at(req)}; responses MUST include "
+                     "the same ID as their request", messages=[req.index, msg.index])
+            return
+    ctx.emit(f"{at(msg)} answers no request in flight (never sent, or already answered); responses MUST include the "
+             "same ID as the request they correspond to", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "error-response-missing-id", ERROR, kinds=["error"], directions=["s2c"], section="4.5", spec=spec.BASE_ERRORS,
+    conformance="sep-2575-http-server-error-jsonrpc-id",
+    quote="Error responses MUST include the same ID as the request they correspond to (except in error cases where "
+          "the ID could not be read due a malformed request).",
+    summary="An error response without an id for a request whose id was readable.",
+    why="The client cannot tell which request failed; it waits for the real answer until it times out.",
+    example="tools/call id 5 → {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,…}}",
+    gate=_anomalous,
+)
+def error_response_missing_id(obs: Decoded, ctx, st: _State) -> None:
+    """A server error whose `id` is absent or null although the request it answers had a readable
+    id: on HTTP the POSTed request of its exchange; on stdio, no client message with an unreadable
+    id (invalid JSON, a batch, a null or non-string, non-integer id) is waiting for such an error
+    (heuristic)."""
+    msg, x = obs.msg, obs.exchange
+    if msg.id is not None or obs.request is not None:
+        return
+    if x is not None:
+        req = x.request
+        if req is not None and type(req.id) in (int, str):
+            ctx.emit(f"{at(msg)} answers {at(req)} without its id; error responses MUST include the request's ID "
+                     "unless it could not be read", messages=[req.index, msg.index])
+        return
+    if st.unreadable:
+        st.unreadable -= 1
+        return
+    ctx.emit(f"{at(msg)} has no id, yet every client message on this pipe had a readable id; error responses MUST "
+             "include the request's ID unless it could not be read", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "server-info-missing", WARNING, kinds=["result"], directions=["s2c"], section="4.5", spec=spec.BASE_META,
+    conformance="sep-2575-server-identifies-in-result-meta",
+    quote="Servers SHOULD include the following io.modelcontextprotocol/* field in every result's _meta, unless "
+          "specifically configured not to do so",
+    summary="A modern result whose _meta lacks io.modelcontextprotocol/serverInfo.",
+    why="With no session, each result is the only place a server can say who it is.",
+    example='{"result":{"tools":[],"resultType":"complete"}}', gate=_unusual_answer,
+)
+def server_info_missing(obs: Decoded, ctx, st: _State) -> None:
+    """A result to a modern request without `_meta["io.modelcontextprotocol/serverInfo"]`; reported
+    once per server (stdio process, HTTP endpoint)."""
+    msg = obs.msg
+    if msg.era != MODERN or type(msg.result) is not dict or obs.request is None:
+        return
+    m = msg.result.get("_meta")
+    if (type(m) is not dict or SERVER_INFO_KEY not in m) and once(st, ("server-info", endpoint(msg, obs.exchange))):
+        ctx.emit(f"{at(msg)} has no io.modelcontextprotocol/serverInfo in its _meta; servers SHOULD identify "
+                 "themselves in every result (reported once per server)", messages=[msg.index])
+
+
+@MESSAGES.also("meta-key-format-invalid", kinds=["result"], directions=["s2c"], gate=_unusual_answer)
+def result_meta_keys(obs: Decoded, ctx, st: _State) -> None:
+    """The `_meta` keys of a server's result, in a modern exchange."""
+    msg = obs.msg
+    if msg.era != MODERN or type(msg.result) is not dict or obs.request is None:
+        return
+    m = msg.result.get("_meta")
+    if type(m) is dict and not m.keys() <= _good_keys:
+        _bad_meta_keys(obs.msg, m, st, ctx)
+
+
+@MESSAGES.check(
+    "log-level-invalid", WARNING, kinds=["result", "error"], directions=["s2c"], section="4.5",
+    spec=spec.LOGGING_ERRORS,
+    quote="If the io.modelcontextprotocol/logLevel value carried in a request's _meta is not a recognized log level, "
+          "the server SHOULD reject that request with a standard JSON-RPC error",
+    summary="A request's logLevel is not a LoggingLevel and the server did not reject it with -32602.",
+    why="The client believes it asked for a level; the server silently picked another.",
+    example='tools/call with logLevel "verbose" → a result', gate=_unusual_answer,
+)
+def log_level_invalid(obs: Decoded, ctx, st: _State) -> None:
+    """A modern request whose `_meta["io.modelcontextprotocol/logLevel"]` is not one of debug, info,
+    notice, warning, error, critical, alert, emergency, answered with anything but a -32602 error."""
+    msg = obs.msg
+    req = obs.request
+    if req is None or msg.era != MODERN:
+        return
+    level = req.params["_meta"].get(LOG_LEVEL_KEY)
+    code = error_code(msg) if msg.kind == ERROR_KIND else None
+    if level is not None and not (type(level) is str and level in LOG_LEVELS) and code != INVALID_PARAMS:
+        ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
+                 f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
+                 chain=chain_of(ctx, msg))
+
+
+@MESSAGES.check(
+    "protocol-version-unsupported-served", INFO, kinds=["result", "error"], directions=["s2c"], section="4.5",
+    spec=spec.VERSIONING, conformance="sep-2575-server-unsupported-version-error",
+    quote="it MUST respond with an UnsupportedProtocolVersionError listing the versions it does support",
+    summary="A request was served under a version the server's own DiscoverResult does not list (or refused one it lists).",
+    why="Either the discovery answer or the request handling is wrong; clients choose versions from discovery.",
+    example='discover → supportedVersions ["2026-07-28"]; tools/list under "2027-01-01" → a result',
+)
+def protocol_version_unsupported_served(obs: Decoded, ctx, st: _State) -> None:
+    """After a DiscoverResult was seen in the session: a result to a modern request whose version is
+    not in its `supportedVersions`, or a -32022 for a version that is. Reported once per version."""
+    msg = obs.msg
+    req = obs.request
+    if req is None or msg.era != MODERN or not st.discover:
+        return
+    if msg.kind == RESULT:
+        if type(msg.result) is not dict:
+            return
+        served = True
+    elif error_code(msg) == UNSUPPORTED_VERSION:
+        served = False
+    else:
+        return
     disc = st.discover.get(msg.session)
     supported = disc.get("supportedVersions") if type(disc) is dict else None
     v = req.version
@@ -787,152 +809,254 @@ def _versions_served(msg: Message, req: Message, st: _State, ctx, served: bool) 
     if once(st, ("version", v, served)):
         what = "served it" if served else "refused it with -32022"
         ctx.emit(f"{at(req)} declares version {v!r}; the server's DiscoverResult lists {', '.join(map(str, supported))}, "
-                 f"yet it {what} ({at(msg)})", messages=[req.index, msg.index],
-                 rule_id="protocol-version-unsupported-served")
+                 f"yet it {what} ({at(msg)})", messages=[req.index, msg.index])
 
 
-def _server_error(msg: Message, req: Message, x, code, st: _State, ctx) -> None:
-    not_found_404 = code == METHOD_NOT_FOUND and x is not None and x.status == 404
-    if code in MODERN_CODES or not_found_404:
-        where = endpoint(msg, x)
-        if where not in st.modern:
-            _modern_evidence(where, st, ctx)
-        legacy_ok = False
-        if code == UNSUPPORTED_VERSION:
-            data = msg.error.get("data")
-            supported = data.get("supported") if type(data) is dict else None
-            if type(supported) is list:
-                bounded(st.retry, client_at(msg, x), (msg, [v for v in supported if type(v) is str]))
-                legacy_ok = any(v in LEGACY_VERSIONS for v in supported if type(v) is str)
-        bounded(st.modern_error, client_at(msg, x), (msg, legacy_ok))
-    method = req.method
-    if method == "server/discover" and req.era == MODERN and _meta_problem(req) is None and code == METHOD_NOT_FOUND:
-        _pend(st, endpoint(msg, x), "discover-not-implemented",
-              f"the server answered {at(req)} with {at(msg)} (-32601 Method not found)", [req.index, msg.index], ctx)
-    elif method == "initialize":
-        err = msg.error if type(msg.error) is dict else {}
-        text = f"{err.get('message')} {json.dumps(err.get('data'))}"
-        if not DATE.search(text):
-            _pend(st, endpoint(msg, x), "initialize-error-without-versions",
-                  f"the server rejected {at(req)} with {at(msg)}, naming no protocol version it supports; legacy "
-                  "clients have no other diagnostic", [req.index, msg.index], ctx)
+@MESSAGES.also("subscription-id-missing", kinds=["result"], directions=["s2c"], gate=_unusual_answer)
+def listen_closed_untagged(obs: Decoded, ctx, st: _State) -> None:
+    """The graceful-closure result of a modern subscriptions/listen without its subscriptionId."""
+    msg = obs.msg
+    req = obs.request
+    if req is None or req.method != LISTEN or msg.era != MODERN or type(msg.result) is not dict:
+        return
+    m = msg.result.get("_meta")
+    sid = m.get(SUBSCRIPTION_ID_KEY) if type(m) is dict else None
+    if id_key(sid) != req.idk:
+        ctx.emit(f"{at(msg)} closes {at(req)} but its _meta does not carry io.modelcontextprotocol/subscriptionId "
+                 f"{format_id(req.id)}", messages=[req.index, msg.index])
 
 
-def _pend(st: _State, where, rule_id: str, text: str, messages: list, ctx) -> None:
-    """A finding that needs the server to be shown modern: now if it is, else when it is."""
+# --- discovery and eras: findings that wait for a server to be shown modern ----------------------------------------
+
+
+def _pend(st: _State, where, ctx, text: str, messages: list) -> None:
+    """A finding of `ctx`'s rule that needs the server to be shown modern: now if it is, else when it is
+    (`_modern_evidence`); it keeps its own rule id either way."""
     if where in st.modern:
-        ctx.emit(text, messages=messages, rule_id=rule_id)
+        ctx.emit(text, messages=messages)
     else:
         waiting = st.pending.setdefault(where, [])
         if len(waiting) < 16:
-            waiting.append((rule_id, text, messages))
+            waiting.append((ctx, text, messages))
 
 
-def _modern_evidence(where, st: _State, ctx) -> None:
+def _modern_evidence(where, st: _State) -> None:
     st.modern.add(where)
-    for rule_id, text, messages in st.pending.pop(where, ()):
-        ctx.emit(text + " (a server shown to be modern by other answers)", messages=messages, rule_id=rule_id)
+    for ctx, text, messages in st.pending.pop(where, ()):
+        ctx.emit(text + " (a server shown to be modern by other answers)", messages=messages)
+
+
+@MESSAGES.step(kinds=["result"], directions=["s2c"])
+def modern_result_shown(obs: Decoded, ctx, st: _State) -> None:
+    """A result with resultType, or a DiscoverResult, shows its server to be modern: findings waiting
+    for that evidence are reported now."""
+    msg = obs.msg
+    res = msg.result
+    if msg.era != MODERN or type(res) is not dict:
+        return
+    req = obs.request
+    if req is not None and ("resultType" in res or req.method == "server/discover"):
+        x = obs.exchange
+        where = msg.session if x is None else (msg.session, x.path)  # endpoint(msg, x), for every result
+        if where not in st.modern:
+            _modern_evidence(where, st)
+
+
+@MESSAGES.step(kinds=["error"], directions=["s2c"])
+def modern_error_shown(obs: Decoded, ctx, st: _State) -> None:
+    """A recognized modern error (-32020, -32021, -32022, or on HTTP a 404 with -32601) shows its
+    server to be modern; the client's next request is judged against it (a version retry, a fallback
+    to initialize)."""
+    msg, x = obs.msg, obs.exchange
+    if obs.request is None:
+        return
+    code = error_code(msg)
+    if code not in MODERN_CODES and not (code == METHOD_NOT_FOUND and x is not None and x.status == 404):
+        return
+    where = endpoint(msg, x)
+    if where not in st.modern:
+        _modern_evidence(where, st)
+    legacy_ok = False
+    if code == UNSUPPORTED_VERSION:
+        data = msg.error.get("data")
+        supported = data.get("supported") if type(data) is dict else None
+        if type(supported) is list:
+            bounded(st.retry, client_at(msg, x), (msg, [v for v in supported if type(v) is str]))
+            legacy_ok = any(v in LEGACY_VERSIONS for v in supported if type(v) is str)
+    bounded(st.modern_error, client_at(msg, x), (msg, legacy_ok))
+
+
+@MESSAGES.check(
+    "discover-not-implemented", ERROR, kinds=["error"], directions=["s2c"], section="4.5", spec=spec.VERSIONING,
+    conformance="sep-2575-server-implements-discover",
+    quote="Servers MUST implement server/discover.",
+    summary="A server otherwise shown to be modern answers server/discover with -32601 (or HTTP 404).",
+    why="Clients probe with server/discover; a modern server without it is taken for a legacy one.",
+    example="server/discover → -32601; tools/list → {\"resultType\":\"complete\",…}",
+)
+def discover_not_implemented(obs: Decoded, ctx, st: _State) -> None:
+    """`server/discover` with valid modern `_meta` answered with -32601, or on HTTP a 404, by a
+    server that is shown modern (a result with resultType, a DiscoverResult, -32020/-32021/-32022, a
+    404 with a -32601 body), before or after. A legacy server failing the era probe is not
+    reported."""
+    msg, x = obs.msg, obs.exchange
+    req = obs.request
+    if (req is not None and req.method == "server/discover" and req.era == MODERN and _meta_problem(req) is None
+            and error_code(msg) == METHOD_NOT_FOUND):
+        _pend(st, endpoint(msg, x), ctx, f"the server answered {at(req)} with {at(msg)} (-32601 Method not found)",
+              [req.index, msg.index])
+
+
+@MESSAGES.also("discover-not-implemented", on=ExchangeDone)
+def discover_404(obs: ExchangeDone, ctx, st: _State) -> None:
+    """A modern server/discover POST answered with HTTP 404 and no JSON-RPC response."""
+    x = obs.exchange
+    req = _lost_request(x)
+    if req is not None and req.method == "server/discover" and x.status == 404:
+        _pend(st, endpoint(req, x), ctx, f"the server answered {at(req)} with HTTP 404 and no JSON-RPC response",
+              [req.index])
+
+
+@MESSAGES.check(
+    "initialize-error-without-versions", WARNING, kinds=["error"], directions=["s2c"], section="4.5",
+    spec=spec.VERSIONING_BACKCOMPAT,
+    quote="A server that supports only modern versions SHOULD name the protocol versions it supports in any error it "
+          "returns to an initialize request",
+    summary="A modern server rejects initialize without naming the versions it supports.",
+    why="Legacy clients have no fall-forward: that error message is all the user will see.",
+    example='initialize → {"error":{"code":-32601,"message":"Method not found"}}',
+)
+def initialize_error_without_versions(obs: Decoded, ctx, st: _State) -> None:
+    """An error answering `initialize` whose message and data hold no YYYY-MM-DD version, from a
+    server shown to be modern (as for discover-not-implemented), before or after (heuristic)."""
+    msg = obs.msg
+    req = obs.request
+    if req is None or req.method != "initialize":
+        return
+    err = msg.error if type(msg.error) is dict else {}
+    text = f"{err.get('message')} {json.dumps(err.get('data'))}"
+    if not DATE.search(text):
+        _pend(st, endpoint(msg, obs.exchange), ctx,
+              f"the server rejected {at(req)} with {at(msg)}, naming no protocol version it supports; legacy "
+              "clients have no other diagnostic", [req.index, msg.index])
 
 
 # --- error codes -----------------------------------------------------------------------------------------------
 
-JSONRPC_CODES = frozenset({-32700, -32600, -32601, -32602, -32603})
-DRAFT_CODES = {-32001: "HeaderMismatch (now -32020)", -32003: "MissingRequiredClientCapability (now -32021)",
-               -32004: "UnsupportedProtocolVersion (now -32022)"}
+
+def _modern_code(msg: Message) -> int | None:
+    """The integer code of an error on a modern exchange, for the allocation policy of basic/index.mdx
+    "Error Codes" (None: no integer code, another era, or -32042, which is url-elicitation-required-error
+    only, RULES.md §10.2)."""
+    err = msg.error
+    code = err.get("code") if type(err) is dict else None
+    if type(code) is not int or (msg.era != MODERN and msg.era != MALFORMED) or code == URL_ELICITATION_REQUIRED:
+        return None
+    return code
 
 
-@rule(
-    "error-code-not-integer", ERROR, on=Decoded, kinds=["error"], section="4.5", spec=spec.BASE_ERRORS,
+@MESSAGES.check(
+    "error-code-not-integer", ERROR, kinds=["error"], section="4.5", spec=spec.BASE_ERRORS,
     conformance="wire-schema-valid",
     quote="Error codes MUST be integers.",
     summary="An error whose code is not an integer.",
     why="Peers switch on the code; -32602.0 or \"-32602\" matches nothing.",
     example='{"error":{"code":"-32602","message":"Invalid params"}}',
 )
-def error_codes(obs: Decoded, ctx) -> None:
+def error_code_not_integer(obs: Decoded, ctx, st: _State) -> None:
     """An error response whose `error.code` is not an integer as written (a string, `-32602.0`, a
-    boolean), in any era. On modern exchanges the same check sorts integer codes into the
-    allocation policy of basic/index.mdx "Error Codes" (the four rules below)."""
+    boolean), in any era."""
     msg = obs.msg
     err = msg.error
-    if type(err) is not dict or "code" not in err:
-        return
-    code = err["code"]
-    if type(code) is not int:
-        ctx.emit(f"{at(msg)} from the {side(msg)} has error code {json.dumps(code)[:30]}; error codes MUST be integers",
-                 messages=[msg.index])
-        return
-    if (msg.era != MODERN and msg.era != MALFORMED) or code == URL_ELICITATION_REQUIRED:
-        return  # -32042: url-elicitation-required-error only (RULES.md §10.2)
-    if code == -32002:
-        ctx.emit(f"{at(msg)} uses -32002 (resource not found of 2025-11-25); this revision MUST NOT emit it: "
-                 "resource not found is -32602", messages=[msg.index], rule_id="error-code-removed")
-    elif -32019 <= code <= -32000:
-        draft = f": {DRAFT_CODES[code]} in a pre-renumbering draft" if code in DRAFT_CODES else ""
-        ctx.emit(f"{at(msg)} uses {code}, in the legacy sub-range -32000…-32019{draft}; new implementations SHOULD NOT "
-                 "use codes from this sub-range", messages=[msg.index], rule_id="error-code-legacy-range")
-    elif -32099 <= code <= -32020 and code not in MODERN_CODES:
-        ctx.emit(f"{at(msg)} uses {code}, in the sub-range -32020…-32099 reserved for codes the specification defines "
-                 "(only -32020, -32021, -32022 are); implementations MUST NOT emit others", messages=[msg.index],
-                 rule_id="error-code-reserved-undefined")
-    elif -32768 <= code <= -32100 and code not in JSONRPC_CODES:
-        ctx.emit(f"{at(msg)} uses {code}, inside the JSON-RPC reserved range -32768…-32000 but no standard JSON-RPC "
-                 "code; new error codes SHOULD be allocated outside it", messages=[msg.index],
-                 rule_id="error-code-jsonrpc-reserved")
+    if type(err) is dict and "code" in err and type(err["code"]) is not int:
+        ctx.emit(f"{at(msg)} from the {side(msg)} has error code {json.dumps(err['code'])[:30]}; error codes MUST be "
+                 "integers", messages=[msg.index])
 
 
-declare(
-    "error-code-reserved-undefined", ERROR, section="4.5", spec=spec.BASE_ERROR_CODES, emitted_by="error-code-not-integer",
+@MESSAGES.check(
+    "error-code-reserved-undefined", ERROR, kinds=["error"], section="4.5", spec=spec.BASE_ERROR_CODES,
     quote="Implementations MUST NOT emit any code from this sub-range that is not defined by this specification",
     summary="An error code in -32099…-32020 other than -32020, -32021, -32022.",
-    doc="On a modern exchange, an error code in the MCP-reserved sub-range that this revision does not define "
-        "(-32042 excepted: `url-elicitation-required-error`).",
     why="The sub-range is the specification's; a private code there collides with a future definition.",
     example='{"error":{"code":-32050,"message":"quota"}}',
 )
-declare(
-    "error-code-removed", ERROR, section="4.5", spec=spec.BASE_ERROR_CODES, emitted_by="error-code-not-integer",
+def error_code_reserved_undefined(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange, an error code in the MCP-reserved sub-range that this revision does not
+    define (-32042 excepted: `url-elicitation-required-error`)."""
+    msg = obs.msg
+    code = _modern_code(msg)
+    if code is not None and -32099 <= code <= -32020 and code not in MODERN_CODES:
+        ctx.emit(f"{at(msg)} uses {code}, in the sub-range -32020…-32099 reserved for codes the specification defines "
+                 "(only -32020, -32021, -32022 are); implementations MUST NOT emit others", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "error-code-removed", ERROR, kinds=["error"], section="4.5", spec=spec.BASE_ERROR_CODES,
     quote="Implementations of this protocol version MUST NOT emit these codes:",
     summary="-32002 (resource not found of 2025-11-25) on a modern exchange.",
-    doc="On a modern exchange, error code -32002; resource not found is -32602 now. (-32042 is "
-        "`url-elicitation-required-error`, RULES.md §10.2.)",
     why="Modern clients look for -32602; -32002 is kept reserved only so old servers are understood.",
     example='resources/read → {"error":{"code":-32002,"message":"Resource not found"}}',
 )
-declare(
-    "error-code-legacy-range", WARNING, section="4.5", spec=spec.BASE_ERROR_CODES, emitted_by="error-code-not-integer",
+def error_code_removed(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange, error code -32002; resource not found is -32602 now. (-32042 is
+    `url-elicitation-required-error`, RULES.md §10.2.)"""
+    msg = obs.msg
+    if _modern_code(msg) == RESOURCE_NOT_FOUND_2025:
+        ctx.emit(f"{at(msg)} uses -32002 (resource not found of 2025-11-25); this revision MUST NOT emit it: "
+                 "resource not found is -32602", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "error-code-legacy-range", WARNING, kinds=["error"], section="4.5", spec=spec.BASE_ERROR_CODES,
     quote="new implementations SHOULD NOT use codes from this sub-range at all.",
     summary="An error code in -32019…-32000 on a modern exchange (-32001, -32003, -32004: stale draft codes).",
-    doc="On a modern exchange, an error code in the legacy sub-range other than -32002. -32001, -32003 and -32004 "
-        "are called out: they are the pre-renumbering draft values of -32020, -32021 and -32022.",
     why="Receivers MUST NOT assume any meaning for these codes; a stale SDK sending -32004 is not understood as "
         "UnsupportedProtocolVersion.",
     example='{"error":{"code":-32004,"message":"Unsupported protocol version"}}',
 )
-declare(
-    "error-code-jsonrpc-reserved", WARNING, section="4.5", spec=spec.BASE_ERROR_CODES, emitted_by="error-code-not-integer",
+def error_code_legacy_range(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange, an error code in the legacy sub-range other than -32002. -32001, -32003
+    and -32004 are called out: they are the pre-renumbering draft values of -32020, -32021 and
+    -32022."""
+    msg = obs.msg
+    code = _modern_code(msg)
+    if code is not None and -32019 <= code <= -32000 and code != RESOURCE_NOT_FOUND_2025:
+        draft = f": {DRAFT_CODES[code]} in a pre-renumbering draft" if code in DRAFT_CODES else ""
+        ctx.emit(f"{at(msg)} uses {code}, in the legacy sub-range -32000…-32019{draft}; new implementations SHOULD NOT "
+                 "use codes from this sub-range", messages=[msg.index])
+
+
+@MESSAGES.check(
+    "error-code-jsonrpc-reserved", WARNING, kinds=["error"], section="4.5", spec=spec.BASE_ERROR_CODES,
     quote="New error codes for purposes not defined by this specification SHOULD be allocated outside the JSON-RPC "
           "reserved range (-32768 to -32000)",
     summary="An error code in -32768…-32100 that is not a standard JSON-RPC code.",
-    doc="On a modern exchange, an error code in -32768…-32100 other than the standard -32700 and -32600…-32603.",
     why="JSON-RPC may define these codes one day; an application code there becomes ambiguous.",
     example='{"error":{"code":-32500,"message":"backend down"}}',
 )
+def error_code_jsonrpc_reserved(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange, an error code in -32768…-32100 other than the standard -32700 and
+    -32600…-32603."""
+    msg = obs.msg
+    code = _modern_code(msg)
+    if code is not None and -32768 <= code <= -32100 and code not in JSONRPC_CODES:
+        ctx.emit(f"{at(msg)} uses {code}, inside the JSON-RPC reserved range -32768…-32000 but no standard JSON-RPC "
+                 "code; new error codes SHOULD be allocated outside it", messages=[msg.index])
 
 
-@rule(
-    "unsupported-version-error-shape", ERROR, on=Decoded, kinds=["error"], section="4.5",
+@MESSAGES.check(
+    "unsupported-version-error-shape", ERROR, kinds=["error"], directions=["s2c"], section="4.5",
     spec=spec.VERSIONING, conformance="sep-2575-server-unsupported-version-error",
     quote="it MUST respond with an UnsupportedProtocolVersionError listing the versions it does support",
     summary="A -32022 error without data.supported (string[]) and data.requested (the request's version).",
     why="The client picks its retry version from data.supported; without it the client can only give up.",
     example='{"error":{"code":-32022,"message":"Unsupported protocol version"}}',
 )
-def unsupported_version_error_shape(obs: Decoded, ctx) -> None:
+def unsupported_version_error_shape(obs: Decoded, ctx, st: _State) -> None:
     """A -32022 error from the server whose `data` lacks `supported` (an array of strings) or
     `requested` (a string), or whose `requested` differs from the version the request declared."""
     msg = obs.msg
-    if error_code(msg) != UNSUPPORTED_VERSION or msg.direction != "s2c":
+    if error_code(msg) != UNSUPPORTED_VERSION:
         return
     data = msg.error.get("data")
     data = data if type(data) is dict else {}
@@ -940,10 +1064,11 @@ def unsupported_version_error_shape(obs: Decoded, ctx) -> None:
     problems = []
     if type(supported) is not list or not all(type(v) is str for v in supported):
         problems.append("data.supported is not an array of version strings")
+    req = obs.request
     if type(requested) is not str:
         problems.append("data.requested is not a string")
-    elif obs.request is not None and obs.request.version is not None and requested != obs.request.version:
-        problems.append(f"data.requested is {requested!r}, but the request declared {obs.request.version!r}")
+    elif req is not None and req.version is not None and requested != req.version:
+        problems.append(f"data.requested is {requested!r}, but the request declared {req.version!r}")
     if problems:
         ctx.emit(f"{at(msg)}: {'; '.join(problems)}", messages=[msg.index])
 
@@ -951,15 +1076,15 @@ def unsupported_version_error_shape(obs: Decoded, ctx) -> None:
 # --- methods, discovery, caching -------------------------------------------------------------------------------
 
 
-@rule(
-    "removed-method-modern", WARNING, on=Decoded, kinds=["request", "notification"], directions=["c2s"],
+@MESSAGES.check(
+    "removed-method-modern", WARNING, kinds=["request", "notification"], directions=["c2s"],
     methods=REMOVED_METHODS, section="4.5", spec=spec.CHANGELOG,
     quote="Make MCP stateless: remove the initialize/notifications/initialized handshake.",
     summary="A modern request or notification uses a method 2026-07-28 removed (initialize, ping, logging/setLevel…).",
     why="Modern servers answer them with -32601 (404 on HTTP); the client expects a feature that is gone.",
     example='{"method":"ping","params":{"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28",…}}}',
 )
-def removed_method_modern(obs: Decoded, ctx) -> None:
+def removed_method_modern(obs: Decoded, ctx, st: _State) -> None:
     """A modern client message (a request with modern `_meta`, or a notification in a modern context)
     whose method is initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe,
     tasks/list, tasks/result, notifications/initialized or notifications/roots/list_changed."""
@@ -1059,25 +1184,21 @@ def _tagged(msg: Message) -> bool:
     return type(m) is dict and SUBSCRIPTION_ID_KEY in m
 
 
-_LOG = dict(on=(Decoded, SessionOver), kinds=["notification"], directions=["s2c"], methods=["notifications/message"],
-            section="4.5")
+_LOG = dict(kinds=["notification"], directions=["s2c"], methods=["notifications/message"], section="4.5")
 
 
-def new_situation(obs, ctx, situation) -> bool:
+def new_situation(st: _State, ctx, situation) -> bool:
     """False while a log rule's situation (the stream's request, or the requests in flight on a pipe)
-    is the one it last reported: a server that logs all the time is reported once per situation."""
-    mem = ctx.mem
-    if type(obs) is SessionOver:
-        mem.pop(obs.session, None)
+    is the one it last reported in this session: a server that logs all the time is reported once
+    per situation."""
+    rid = ctx.rule.id
+    if st.situations.get(rid) == situation:
         return False
-    session = obs.msg.session
-    if mem.get(session) == situation:
-        return False
-    mem[session] = situation
+    st.situations[rid] = situation
     return True
 
 
-@rule(
+@MESSAGES.check(
     "log-without-loglevel", ERROR, **_LOG, spec=spec.LOGGING_PER_REQUEST,
     conformance="sep-2575-server-no-log-without-loglevel",
     quote="The server MUST NOT emit notifications/message for a request that does not include this field.",
@@ -1085,32 +1206,29 @@ def new_situation(obs, ctx, situation) -> bool:
     why="Logging is opt-in per request now; unsolicited log traffic is noise the client never asked for.",
     example="tools/call without logLevel; its stream carries notifications/message",
 )
-def log_without_loglevel(obs, ctx) -> None:
+def log_without_loglevel(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange: on HTTP, a `notifications/message` on the stream of a request whose
     `_meta` has no valid logLevel; on stdio (heuristic: a log notification names no request), one
     sent while no request in flight has set a logLevel. Listen streams are `log-off-request-stream`.
     Reported once per request stream, or on stdio once per set of requests in flight."""
-    if type(obs) is SessionOver:
-        new_situation(obs, ctx, None)
-        return
     msg, x = obs.msg, obs.exchange
     if msg.era != MODERN:
         return
     req = on_stream_of(x)
     if req is not None:
-        if req.method != LISTEN and _log_level(req) is None and new_situation(obs, ctx, req.index):
+        if req.method != LISTEN and _log_level(req) is None and new_situation(st, ctx, req.index):
             ctx.emit(f"{at(msg)} on the stream of {at(req)}, which set no io.modelcontextprotocol/logLevel; the server "
                      "MUST NOT emit notifications/message for such a request (reported once per stream)",
                      messages=[req.index, msg.index])
     elif x is None and not _tagged(msg):
         flight = list(in_flight(ctx, msg))
-        if not any(_log_level(r) is not None for r in flight) and new_situation(obs, ctx, [r.index for r in flight]):
+        if not any(_log_level(r) is not None for r in flight) and new_situation(st, ctx, [r.index for r in flight]):
             ctx.emit(f"{at(msg)} while no request in flight set io.modelcontextprotocol/logLevel; the server MUST NOT "
                      "emit notifications/message for a request that does not include it (reported once while the "
                      "same requests are in flight)", messages=[msg.index])
 
 
-@rule(
+@MESSAGES.check(
     "log-below-level", WARNING, **_LOG, spec=spec.LOGGING_PER_REQUEST,
     quote="When the field is present, the server MAY send notifications/message notifications at or above the "
           "requested level",
@@ -1118,13 +1236,10 @@ def log_without_loglevel(obs, ctx) -> None:
     why="The client asked not to see these; they cost bandwidth and clutter its log view.",
     example='logLevel "error"; notifications/message {"level":"debug"}',
 )
-def log_below_level(obs, ctx) -> None:
+def log_below_level(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a `notifications/message` whose `level` ranks below the logLevel of the
     request whose stream carries it (HTTP), or below the logLevel of every request in flight that set
     one (stdio). Reported once per request stream, or on stdio once per set of requests in flight."""
-    if type(obs) is SessionOver:
-        new_situation(obs, ctx, None)
-        return
     msg, x = obs.msg, obs.exchange
     level = LOG_LEVELS.get(params(msg).get("level"))
     if msg.era != MODERN or level is None:
@@ -1137,14 +1252,14 @@ def log_below_level(obs, ctx) -> None:
     else:
         return
     asked = [r for r in candidates if _log_level(r) is not None]
-    if asked and all(level < _log_level(r) for r in asked) and new_situation(obs, ctx, [r.index for r in asked]):
+    if asked and all(level < _log_level(r) for r in asked) and new_situation(st, ctx, [r.index for r in asked]):
         lowest = min(asked, key=_log_level)
         ctx.emit(f"{at(msg)} has level {params(msg)['level']!r}, below the logLevel "
                  f"{meta_value(lowest, LOG_LEVEL_KEY)!r} of {at(lowest)}; the server may only send at or above it",
                  messages=[lowest.index, msg.index])
 
 
-@rule(
+@MESSAGES.check(
     "log-off-request-stream", ERROR, **_LOG, spec=spec.LOGGING_PER_REQUEST,
     quote="the server MUST NOT deliver it on a subscriptions/listen stream or on any stream other than the one "
           "carrying the response to the request that set the log level.",
@@ -1152,11 +1267,9 @@ def log_below_level(obs, ctx) -> None:
     why="notifications/message is request-scoped: on a listen stream no request owns it.",
     example="subscriptions/listen stream carrying notifications/message",
 )
-def log_off_request_stream(obs, ctx) -> None:
+def log_off_request_stream(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a `notifications/message` on the SSE stream of a `subscriptions/listen`
     request (HTTP), or tagged with an `io.modelcontextprotocol/subscriptionId` (stdio)."""
-    if type(obs) is SessionOver:
-        return
     msg, x = obs.msg, obs.exchange
     if msg.era != MODERN:
         return
@@ -1171,8 +1284,7 @@ def log_off_request_stream(obs, ctx) -> None:
 
 # --- progress ----------------------------------------------------------------------------------------------------
 
-_PROGRESS = dict(on=Decoded, kinds=["notification"], directions=["s2c"], methods=["notifications/progress"],
-                 section="4.5")
+_PROGRESS = dict(kinds=["notification"], directions=["s2c"], methods=["notifications/progress"], section="4.5")
 
 
 def progress_owner(msg: Message, x, ctx) -> tuple:
@@ -1189,14 +1301,14 @@ def progress_owner(msg: Message, x, ctx) -> tuple:
     return tk, None
 
 
-@rule(
+@MESSAGES.check(
     "progress-token-not-active", ERROR, **_PROGRESS, spec=spec.PROGRESS,
     quote="Progress notifications MUST only reference tokens that: Were provided in an active request",
     summary="A progress notification whose token belongs to no request in flight (e.g. after the response).",
     why="The client has forgotten the token once the request completed; late progress is dropped or misrouted.",
     example="tools/call progressToken 1 → result; then notifications/progress {progressToken: 1}",
 )
-def progress_token_not_active(obs: Decoded, ctx) -> None:
+def progress_token_not_active(obs: Decoded, ctx, st: _State) -> None:
     """A server `notifications/progress` whose `progressToken` (type and value) is carried by no
     client request in flight in its scope: never given, or its request was already answered (the
     notification came after the response). Any era."""
@@ -1208,20 +1320,16 @@ def progress_token_not_active(obs: Decoded, ctx) -> None:
                  "tokens of active requests", messages=[msg.index])
 
 
-@rule(
-    "progress-not-increasing", ERROR, on=(Decoded, SessionOver), kinds=["notification"], directions=["s2c"],
-    methods=["notifications/progress"], section="4.5", spec=spec.PROGRESS_FLOW,
+@MESSAGES.check(
+    "progress-not-increasing", ERROR, **_PROGRESS, spec=spec.PROGRESS_FLOW,
     quote="The progress value MUST increase with each notification, even if the total is unknown.",
     summary="A progress value that does not exceed the previous one for the same token.",
     why="Clients draw progress bars from it; a value going back or standing still reads as a hang.",
     example="progress 50, then progress 50 (or 40) for the same token",
 )
-def progress_not_increasing(obs, ctx) -> None:
+def progress_not_increasing(obs: Decoded, ctx, st: _State) -> None:
     """For one active request's progressToken, a `progress` value less than or equal to the value
     of the previous progress notification. Any era."""
-    if type(obs) is SessionOver:
-        ctx.mem.pop(obs.session, None)
-        return
     msg = obs.msg
     value = params(msg).get("progress")
     if type(value) not in (int, float):
@@ -1229,7 +1337,7 @@ def progress_not_increasing(obs, ctx) -> None:
     tk, owner = progress_owner(msg, obs.exchange, ctx)
     if owner is None:
         return
-    seen = ctx.mem.setdefault(msg.session, {})
+    seen = st.progress
     last = seen.get(owner.index)
     if last is not None and value <= last[0]:
         ctx.emit(f"{at(msg)} reports progress {value} for token {format_id(params(msg)['progressToken'])} of "
@@ -1241,8 +1349,8 @@ def progress_not_increasing(obs, ctx) -> None:
 # --- cancellation ------------------------------------------------------------------------------------------------
 
 
-@rule(
-    "server-cancelled-non-listen", ERROR, on=Decoded, kinds=["notification"], directions=["s2c"],
+@MESSAGES.check(
+    "server-cancelled-non-listen", ERROR, kinds=["notification"], directions=["s2c"],
     methods=["notifications/cancelled"], section="4.5", spec=spec.CANCEL,
     quote="Server-sent cancellation notifications MUST reference a subscriptions/listen request, to terminate that "
           "subscription stream",
@@ -1250,7 +1358,7 @@ def progress_not_increasing(obs, ctx) -> None:
     why="There are no server requests to cancel any more; the client does not know what the server means.",
     example='server → {"method":"notifications/cancelled","params":{"requestId":2}} where 2 is a tools/call',
 )
-def server_cancelled_non_listen(obs: Decoded, ctx) -> None:
+def server_cancelled_non_listen(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a `notifications/cancelled` from the server whose `requestId` is not
     the id of a `subscriptions/listen` request in flight."""
     msg = obs.msg
@@ -1285,26 +1393,48 @@ def cancelled_unknown_request(obs: Cancelled, ctx) -> None:
              "cancel crossing its response is an allowed race)", messages=[n.index])
 
 
-declare(
-    "message-after-cancel", WARNING, section="4.5", spec=spec.STDIO_CANCEL, emitted_by=HOST,
-    quote="Servers SHOULD stop work on a cancelled request as soon as practical and MUST NOT send any further "
-          "messages for it.",
-    summary="After the client cancelled a request on stdio, the server still sent its response or progress.",
-    doc="On stdio, a response to a request, or a progress notification with its token, sent after the client's "
-        "notifications/cancelled for it. A passive tee cannot know when the server read the cancel, so this is a "
-        "warning (heuristic).",
-    why="The client has stopped waiting; late messages are dropped, or mistaken for those of a new request.",
-    example="tools/call id 3; notifications/cancelled {requestId: 3}; then the result id 3",
-)
+@MESSAGES.step(on=Cancelled)
+def remember_cancel(obs: Cancelled, ctx, st: _State) -> None:
+    """A stdio request the client cancelled: the server must send nothing more for it."""
+    n, req = obs.notification, obs.request
+    if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
+        bounded(st.cancelled, req.index, (req, n))
 
 
 def _after_cancel(msg: Message, cancel: Message, ctx) -> None:
     ctx.emit(f"{at(msg)} came after {at(cancel)} cancelled the request; the server MUST NOT send further messages for "
              "a cancelled request (unless the two crossed on the wire)", messages=[cancel.index, msg.index],
-             chain=chain_of(ctx, msg), rule_id="message-after-cancel")
+             chain=chain_of(ctx, msg))
 
 
-def _progress_after_cancel(msg: Message, st: _State, ctx) -> None:
+@MESSAGES.check(
+    "message-after-cancel", WARNING, kinds=["result", "error"], directions=["s2c"], section="4.5",
+    spec=spec.STDIO_CANCEL,
+    quote="Servers SHOULD stop work on a cancelled request as soon as practical and MUST NOT send any further "
+          "messages for it.",
+    summary="After the client cancelled a request on stdio, the server still sent its response or progress.",
+    why="The client has stopped waiting; late messages are dropped, or mistaken for those of a new request.",
+    example="tools/call id 3; notifications/cancelled {requestId: 3}; then the result id 3",
+)
+def message_after_cancel(obs: Decoded, ctx, st: _State) -> None:
+    """On stdio, a response to a request, or a progress notification with its token, sent after the
+    client's notifications/cancelled for it. A passive tee cannot know when the server read the
+    cancel, so this is a warning (heuristic)."""
+    if not st.cancelled:
+        return
+    msg = obs.msg
+    req = obs.request
+    c = st.cancelled.pop(req.index, None) if req is not None else None
+    if c is not None:
+        _after_cancel(msg, c[1], ctx)
+
+
+@MESSAGES.also("message-after-cancel", kinds=["notification"], methods=["notifications/progress"])
+def progress_after_cancel(obs: Decoded, ctx, st: _State) -> None:
+    """A progress notification for the token of a cancelled request."""
+    if not st.cancelled:
+        return
+    msg = obs.msg
     tk = id_key(params(msg).get("progressToken"))
     for req, cancel in st.cancelled.values():
         if tk is not None and id_key(meta_value(req, "progressToken")) == tk:
@@ -1315,9 +1445,56 @@ def _progress_after_cancel(msg: Message, st: _State, ctx) -> None:
 # --- subscriptions -----------------------------------------------------------------------------------------------
 
 
-@rule(
-    "subscription-ack-missing", ERROR, on=(Decoded, SessionOver), kinds=["notification"], directions=["s2c"],
-    section="4.5", spec=spec.SUBSCRIPTIONS_ACK, conformance="sep-2575-server-sends-subscription-ack",
+class _OnListen:
+    """Where a modern server notification stands with the subscriptions: the listen it belongs to
+    (None: none, or none known), and, when its subscriptionId tag is wrong or missing, what to say."""
+
+    __slots__ = ("listen", "untagged")
+
+    def __init__(self, listen: Message | None, untagged: tuple | None) -> None:
+        self.listen = listen
+        self.untagged = untagged  # (the listen or None, the tag, whether it was tagged at all)
+
+
+_NOT_ON_LISTEN = _OnListen(None, None)
+
+
+def _on_listen(obs: Decoded, ctx, st: _State) -> _OnListen:
+    """The subscription of a server notification (HTTP: the listen request's SSE stream; stdio: the
+    listen its `_meta` names), computed once for the subscription checks of the message."""
+    msg = obs.msg
+    if st.listen[0] is msg:
+        return st.listen[1]
+    found = _NOT_ON_LISTEN
+    if msg.era == MODERN:
+        x = obs.exchange
+        m = params(msg).get("_meta")
+        tagged = type(m) is dict and SUBSCRIPTION_ID_KEY in m
+        sid = m.get(SUBSCRIPTION_ID_KEY) if tagged else None
+        req = on_stream_of(x)
+        if req is not None:
+            if req.method == LISTEN:  # another request's own stream: sse-notification-unrelated (§4.6)
+                found = _OnListen(req, (req, sid, tagged) if id_key(sid) != req.idk else None)
+        elif x is None:
+            if not tagged:
+                if msg.method in LISTEN_TYPES:
+                    found = _OnListen(None, (None, sid, tagged))
+            else:
+                listen = in_flight(ctx, msg).get(id_key(sid))
+                if listen is None or listen.method != LISTEN:
+                    found = _OnListen(None, (None, sid, tagged))
+                else:
+                    found = _OnListen(listen, None)
+    st.listen = (msg, found)
+    return found
+
+
+_SUBSCRIPTIONS = dict(kinds=["notification"], directions=["s2c"], section="4.5")
+
+
+@MESSAGES.check(
+    "subscription-ack-missing", ERROR, **_SUBSCRIPTIONS, spec=spec.SUBSCRIPTIONS_ACK,
+    conformance="sep-2575-server-sends-subscription-ack",
     quote="The server MUST send notifications/subscriptions/acknowledged as the first message carrying the "
           "subscription's ID",
     summary="A subscription's first message is not notifications/subscriptions/acknowledged.",
@@ -1325,67 +1502,54 @@ def _progress_after_cancel(msg: Message, st: _State, ctx) -> None:
         "know what it subscribed to.",
     example="subscriptions/listen id 1 → notifications/tools/list_changed before any acknowledgment",
 )
-def subscription_notifications(obs, ctx) -> None:
+def subscription_ack_missing(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a server notification on a `subscriptions/listen` stream (HTTP: the
     listen request's SSE stream; stdio: a notification whose `_meta` names the listen's id) before
-    that subscription's `notifications/subscriptions/acknowledged`; reported once per subscription.
-    The same pass checks the subscriptionId tag and the listen filter (the two rules below)."""
-    if type(obs) is SessionOver:
-        ctx.mem.pop(obs.session, None)
+    that subscription's `notifications/subscriptions/acknowledged`; reported once per subscription."""
+    listen = _on_listen(obs, ctx, st).listen
+    if listen is None:
         return
-    msg, x = obs.msg, obs.exchange
-    if msg.era != MODERN:
-        return
-    method = msg.method
-    m = params(msg).get("_meta")
-    tagged = type(m) is dict and SUBSCRIPTION_ID_KEY in m
-    sid = m.get(SUBSCRIPTION_ID_KEY) if tagged else None
-    req = on_stream_of(x)
-    if req is not None:
-        if req.method != LISTEN:
-            return  # a request's own stream: sse-notification-unrelated (§4.6)
-        listen = req
-        if id_key(sid) != listen.idk:
-            _untagged(msg, listen, sid, tagged, ctx)
-    elif x is None:
-        if not tagged:
-            if method in LISTEN_TYPES:
-                _untagged(msg, None, sid, tagged, ctx)
-            return
-        listen = in_flight(ctx, msg).get(id_key(sid))
-        if listen is None or listen.method != LISTEN:
-            _untagged(msg, None, sid, tagged, ctx)
-            return
-    else:
-        return
-    acked = ctx.mem.setdefault(msg.session, {})
-    if method == ACKNOWLEDGED:
+    acked = st.acked
+    if obs.msg.method == ACKNOWLEDGED:
         bounded(acked, listen.index, listen)
-        return
-    if listen.index not in acked:
+    elif listen.index not in acked:
         bounded(acked, listen.index, listen)
-        ctx.emit(f"{at(msg)} is the first message of the subscription {at(listen)}, before its "
+        ctx.emit(f"{at(obs.msg)} is the first message of the subscription {at(listen)}, before its "
                  "notifications/subscriptions/acknowledged; the acknowledgment MUST come first",
-                 messages=[listen.index, msg.index])
-    if not _requested(listen, msg):
-        ctx.emit(f"{at(msg)} on the subscription {at(listen)}, whose notifications filter did not ask for it; the "
-                 "server MUST NOT send notification types the client has not explicitly requested",
-                 messages=[listen.index, msg.index], rule_id="subscription-unrequested-type")
+                 messages=[listen.index, obs.msg.index])
 
 
-def _untagged(msg: Message, listen: Message | None, sid, tagged: bool, ctx) -> None:
+@MESSAGES.check(
+    "subscription-id-missing", ERROR, **_SUBSCRIPTIONS, spec=spec.BASE_META,
+    conformance="sep-2575-server-tags-subscription-id",
+    quote="On notifications delivered via a subscriptions/listen stream, the server MUST include "
+          "io.modelcontextprotocol/subscriptionId in _meta",
+    summary="A notification on a listen stream without the subscriptionId, or with another id than the listen's.",
+    why="On stdio all subscriptions share one pipe: the tag is the only way to demultiplex them.",
+    example="subscriptions/listen id 1 → notifications/tools/list_changed with no _meta",
+)
+def subscription_id_missing(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange: a notification on a listen stream whose
+    `_meta["io.modelcontextprotocol/subscriptionId"]` is missing or is not the listen request's id;
+    on stdio, a change notification (list_changed, resources/updated, acknowledged) without it, or
+    one naming no open listen; and the graceful-closure result of a listen without it."""
+    untagged = _on_listen(obs, ctx, st).untagged
+    if untagged is None:
+        return
+    msg = obs.msg
+    listen, sid, tagged = untagged
     if listen is not None:
         what = f"the id of {at(listen)}" if not tagged else f"{format_id(sid)}, not the listen id {format_id(listen.id)}"
         text = f"{at(msg)} on the subscriptions/listen stream of {at(listen)} carries subscriptionId {what}" if tagged \
             else f"{at(msg)} on the subscriptions/listen stream of {at(listen)} does not carry {what} in " \
                  "_meta[\"io.modelcontextprotocol/subscriptionId\"]"
-        ctx.emit(text, messages=[listen.index, msg.index], rule_id="subscription-id-missing")
+        ctx.emit(text, messages=[listen.index, msg.index])
     elif tagged:
         ctx.emit(f"{at(msg)} carries subscriptionId {format_id(sid)}, which names no open subscriptions/listen",
-                 messages=[msg.index], rule_id="subscription-id-missing")
+                 messages=[msg.index])
     else:
         ctx.emit(f"{at(msg)} belongs to a subscription, but carries no io.modelcontextprotocol/subscriptionId to say "
-                 "which", messages=[msg.index], rule_id="subscription-id-missing")
+                 "which", messages=[msg.index])
 
 
 def _requested(listen: Message, msg: Message) -> bool:
@@ -1409,28 +1573,51 @@ def _requested(listen: Message, msg: Message) -> bool:
     return method == "notifications/cancelled" and id_key(p.get("requestId")) == listen.idk
 
 
-declare(
-    "subscription-id-missing", ERROR, section="4.5", spec=spec.BASE_META, emitted_by="subscription-ack-missing",
-    conformance="sep-2575-server-tags-subscription-id",
-    quote="On notifications delivered via a subscriptions/listen stream, the server MUST include "
-          "io.modelcontextprotocol/subscriptionId in _meta",
-    summary="A notification on a listen stream without the subscriptionId, or with another id than the listen's.",
-    doc="On a modern exchange: a notification on a listen stream whose `_meta[\"io.modelcontextprotocol/"
-        "subscriptionId\"]` is missing or is not the listen request's id; on stdio, a change notification "
-        "(list_changed, resources/updated, acknowledged) without it, or one naming no open listen; and the "
-        "graceful-closure result of a listen without it.",
-    why="On stdio all subscriptions share one pipe: the tag is the only way to demultiplex them.",
-    example="subscriptions/listen id 1 → notifications/tools/list_changed with no _meta",
-)
-declare(
-    "subscription-unrequested-type", ERROR, section="4.5", spec=spec.SUBSCRIPTIONS_OPENING,
-    emitted_by="subscription-ack-missing", conformance="sep-2575-server-honors-notification-filter",
+@MESSAGES.check(
+    "subscription-unrequested-type", ERROR, **_SUBSCRIPTIONS, spec=spec.SUBSCRIPTIONS_OPENING,
+    conformance="sep-2575-server-honors-notification-filter",
     quote="The server MUST NOT send notification types the client has not explicitly requested.",
     summary="A notification on a listen stream that its notifications filter did not opt into.",
-    doc="On a modern listen stream, a notification whose type the listen's `notifications` filter did not ask for: "
-        "list_changed without its flag set to true, resources/updated for a URI outside resourceSubscriptions "
-        "(a sub-resource counts as inside, heuristic), or any other type (notifications/elicitation/complete "
-        "included). Acknowledgments and log notifications (`log-off-request-stream`) are not reported here.",
     why="The filter is the client's contract for what it will handle; other types are dropped or mishandled.",
     example='listen {"toolsListChanged":true} → notifications/prompts/list_changed',
+)
+def subscription_unrequested_type(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern listen stream, a notification whose type the listen's `notifications` filter did
+    not ask for: list_changed without its flag set to true, resources/updated for a URI outside
+    resourceSubscriptions (a sub-resource counts as inside, heuristic), or any other type
+    (notifications/elicitation/complete included). Acknowledgments and log notifications
+    (`log-off-request-stream`) are not reported here."""
+    listen = _on_listen(obs, ctx, st).listen
+    st.listen = (None, None)  # the last of the subscription checks: the state keeps no message
+    if listen is not None and not _requested(listen, obs.msg):
+        ctx.emit(f"{at(obs.msg)} on the subscription {at(listen)}, whose notifications filter did not ask for it; the "
+                 "server MUST NOT send notification types the client has not explicitly requested",
+                 messages=[listen.index, obs.msg.index])
+
+
+# The order of the checks of one message, which is the order of its findings in the report: the
+# envelope, then what the kind of message calls for (a request's id and _meta, the client's request
+# against what the server said before; a response's pairing and _meta, the evidence it gives, the
+# findings that waited for it), then the error codes, methods, logging, progress, cancellation and
+# subscriptions.
+MESSAGES.order(
+    jsonrpc_envelope_invalid, unterminated_last_message, count_unreadable,
+    # requests
+    notification_with_id, request_id_null, request_id_type, count_unreadable_id,
+    request_meta_missing, client_info_missing, meta_key_format_invalid, progress_token_duplicate_active,
+    version_retry_not_from_supported, fallback_after_modern_error, request_reissued_same_id,
+    # responses
+    response_members, response_id_mismatch, error_response_missing_id, result_to_notification,
+    server_accepted_request_missing_meta, server_info_missing, result_meta_keys, modern_result_shown,
+    protocol_version_unsupported_served, listen_closed_untagged, log_level_invalid,
+    modern_error_shown, discover_not_implemented, initialize_error_without_versions, message_after_cancel,
+    # notifications
+    notification_meta_keys, progress_after_cancel,
+    # the rest, in the catalog's order
+    error_code_not_integer, error_code_reserved_undefined, error_code_removed, error_code_legacy_range,
+    error_code_jsonrpc_reserved, unsupported_version_error_shape, removed_method_modern,
+    log_without_loglevel, log_below_level, log_off_request_stream, progress_token_not_active, progress_not_increasing,
+    server_cancelled_non_listen, subscription_id_missing, subscription_ack_missing, subscription_unrequested_type,
+    # other observations
+    remember_broken_stream, discover_404, remember_cancel,
 )

@@ -1,5 +1,6 @@
-"""RULES.md §4.4: chain semantics (tracker events and cross-chain rules), and the two server
-reactions the first seed's gateway shows (RULES.md §10.5)."""
+"""RULES.md §4.4: chain semantics (tracker events and cross-chain rules), and what the first
+seed's gateway shows (RULES.md §10.5): a result collapsed to text, a server giving up after rounds,
+a server rejecting its own state."""
 
 from __future__ import annotations
 
@@ -9,7 +10,36 @@ from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
 from . import spec
-from .registry import ERROR, INFO, WARNING, rule
+from .common import answer_chain, answered
+from .registry import ERROR, INFO, OTHER_RESULT, WARNING, rule
+
+
+@rule(
+    "tool-result-missing-structured-content", ERROR, on=Answered, kinds=[OTHER_RESULT], directions=["s2c"],
+    methods=["tools/call"],
+    section="4.4", spec=spec.TOOLS_OUTPUT_SCHEMA,
+    quote="Servers MUST provide structured results that conform to this schema.",
+    summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",
+    why="What a gateway that collapses every result to one text block shows on the wire: the client loses the "
+        "structured answer its tool definition promised.",
+    example='tools/list: {"name": "weather", "outputSchema": {…}}; '
+            'tools/call weather → {"content": [{"type": "text", …}]}',
+)
+def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
+    """A server's complete, non-error result to tools/call (any era) that has no
+    `structuredContent`, for a tool whose `outputSchema` this capture saw in an earlier tools/list.
+    Results with `isError: true`, input_required and task results are not judged."""
+    r = obs.response.result
+    if obs.response.direction != "s2c" or type(r) is not dict or "structuredContent" in r or r.get("isError") is True:
+        return
+    if r.get("resultType", "complete") != "complete":
+        return
+    params = obs.request.params if obs.request is not None and type(obs.request.params) is dict else {}
+    tool = ctx.knowledge.tool(obs.response.session, params.get("name"))
+    if tool is not None and "outputSchema" in tool:
+        ctx.emit(f"{answered(obs)} has no structuredContent, but tool {params['name']!r} declared an outputSchema "
+                 "in tools/list; servers MUST provide structured results that conform to it",
+                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
 
 
 @rule(

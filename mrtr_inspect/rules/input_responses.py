@@ -22,6 +22,7 @@ from typing import Any
 from ..core.messages import INPUT_REQUEST_METHODS
 from ..core.observations import Answered, Linked
 from . import shapes, spec
+from .common import at
 from .registry import ERROR, INFO, WARNING, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
 
@@ -58,8 +59,8 @@ class Answer:
         o = self.origin
         if self.key is None:
             resp, req = o.response, o.request
-            return f"the client's result {resp.label()} (message #{resp.index}) to {req.label()} (message #{req.index})"
-        return f"the answer to {self.key!r} in {o.request.label()} (message #{o.request.index}), the retry of chain {self.chain}"
+            return f"the client's result {at(resp)} to {at(req)}"
+        return f"the answer to {self.key!r} in {at(o.request)}, the retry of chain {self.chain}"
 
     @property
     def errors(self) -> list[dict]:

@@ -1,26 +1,35 @@
-"""RULES.md §4.8: the legacy era (2025-11-25 and earlier) and era mixing, plus the two §4.6 rules
-that hold on both transports (`server-initiated-request`, `client-sent-response`).
+"""RULES.md §4.8: the legacy era (2025-11-25 and earlier) and era mixing.
 
 Each hop is judged by its own era (RULES.md §2): legacy traffic (initialize, sessions,
 server-initiated elicitation/create answered by the client) is shown as what it is and judged by the
-legacy rules below only; legacy artifacts on a modern hop (a server request, a client response, an
-elicitationId, notifications/elicitation/complete, -32042) are flagged as leakage.
+legacy rules below only; legacy artifacts on a modern hop (an elicitationId,
+notifications/elicitation/complete, -32042) are flagged as leakage. A server request or a client
+response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http.py).
 
-Like base.py, the conditions that can hold for any message share one pass (`legacy_checks`,
-registered as `legacy-request-id-reused-in-session`); the rest subscribe to rarer observations.
+The checks that need what a session showed before (the ids its senders used, the eras of its
+requests, the legacy sessions its initialize minted) are the checks of one pass, `LEGACY`, which
+keeps that per capture session; the rest are rules of their own.
 """
 
 from __future__ import annotations
 
 from ..core.era import LEGACY, MALFORMED, MODERN
 from ..core.events import header
-from ..core.messages import LEGACY_VERSIONS, REQUEST, RESULT, Message
-from ..core.observations import Decoded, SessionOver
+from ..core.messages import LEGACY_VERSIONS, REQUEST, Message
+from ..core.observations import Decoded
 from . import spec
-from .base import URL_ELICITATION_REQUIRED, at, bounded, chain_of, error_code, on_stream_of, once, params, request_of
-from .registry import ERROR, INFO, WARNING, declare, rule
+from .common import (
+    URL_ELICITATION_REQUIRED,
+    at,
+    bounded,
+    chain_of,
+    error_code,
+    on_stream_of,
+    once,
+    params,
+)
+from .registry import ERROR, INFO, WARNING, Pass, rule
 
-HOST = "legacy-request-id-reused-in-session"
 IDS_REMEMBERED = 4096  # request ids remembered per session and sender
 VERSION_HEADER_SINCE = "2025-06-18"  # the first revision whose clients send MCP-Protocol-Version
 DISCOVER = "server/discover"
@@ -31,7 +40,7 @@ class _State:
 
     __slots__ = ("eras", "ids", "by_client", "by_sid", "once")
 
-    def __init__(self) -> None:
+    def __init__(self, ctx) -> None:
         self.eras: dict = {}  # stdio "" or HTTP path -> [first modern request, first legacy request]
         self.ids: dict = {}  # (sender, legacy session) -> {id key: message index}
         self.by_client: dict = {}  # HTTP (path, client) -> (session id or None, negotiated version, initialize result)
@@ -39,41 +48,30 @@ class _State:
         self.once: set = set()
 
 
-@rule(
-    HOST, ERROR, on=(Decoded, SessionOver), section="4.8", spec=spec.LEGACY_REQUESTS,
+LEGACY_PASS = Pass("legacy", state=_State)
+
+
+def _legacy_flavoured(obs: Decoded) -> bool:
+    """A request of the legacy era, or one declaring a legacy version (gates the two checks that judge
+    only those)."""
+    msg = obs.msg
+    return msg.era == LEGACY or msg.version in LEGACY_VERSIONS
+
+
+@LEGACY_PASS.check(
+    "legacy-request-id-reused-in-session", ERROR, kinds=["request"], section="4.8", spec=spec.LEGACY_REQUESTS,
     quote="The request ID MUST NOT have been previously used by the requestor within the same session.",
     summary="A legacy-era request reuses an id its sender already used in the session.",
     why="In 2025-11-25 ids are unique per session, not only while in flight; peers may keep them to match late "
         "responses or cancellations.",
-    example="legacy stdio: tools/list id 2 answered, later tools/call id 2",
+    example="legacy stdio: tools/list id 2 answered, later tools/call id 2", gate=_legacy_flavoured,
 )
-def legacy_checks(obs, ctx) -> None:
+def legacy_request_id_reused_in_session(obs: Decoded, ctx, st: _State) -> None:
     """A legacy-era request whose id (type and value) its sender (client or server) already used in
     the same session: the stdio process, or the HTTP Mcp-Session-Id (HTTP requests without a session
     id are not judged). The last 4,096 ids per sender and session are remembered."""
-    if type(obs) is SessionOver:
-        ctx.mem.pop(obs.session, None)
-        return
     msg, x = obs.msg, obs.exchange
-    mem = ctx.mem
-    st = mem.get(msg.session)
-    if st is None:
-        st = mem[msg.session] = _State()
-    k = msg.kind
-    if msg.direction == "c2s":
-        if k == REQUEST:
-            _client_request(msg, x, st, ctx)
-        if x is not None and (st.by_client or st.by_sid) and msg.era != MODERN and msg.method != "initialize":
-            _session_headers(msg, x, st, ctx)
-    elif k == RESULT:
-        if msg.era == LEGACY or type(msg.result) is dict and "inputRequests" in msg.result:
-            _server_result(msg, x, st, ctx)
-    elif k == REQUEST and msg.era == LEGACY:
-        _id_reuse(msg, x, st, ctx)
-
-
-def _id_reuse(msg: Message, x, st: _State, ctx) -> None:
-    if msg.idk is None:
+    if msg.era != LEGACY or msg.idk is None:
         return
     if x is None:
         session = msg.session
@@ -98,40 +96,26 @@ def _id_reuse(msg: Message, x, st: _State, ctx) -> None:
 
 # --- eras ----------------------------------------------------------------------------------------------------------
 
-declare(
-    "era-mixed-connection", INFO, section="4.8", spec=spec.VERSIONING_MATRIX, emitted_by=HOST,
+
+@LEGACY_PASS.check(
+    "era-mixed-connection", INFO, kinds=["request"], directions=["c2s"], section="4.8", spec=spec.VERSIONING_MATRIX,
     quote="A dual-era server MAY serve both eras concurrently on the same endpoint or process.",
     summary="Modern and legacy requests on the same stdio process or HTTP endpoint.",
-    doc="The first time one stdio process or HTTP endpoint carries both a modern request and a legacy one "
-        "(initialize, or a request of an initialized process or legacy session). A server/discover probe does not "
-        "count as modern (a failed probe is `stdio-era-probe`).",
     why="Allowed for dual-era servers; worth knowing when a client or gateway mixes eras by accident.",
     example="stdio: tools/list with modern _meta, then initialize",
 )
-declare(
-    "era-modern-meta-legacy-version", INFO, section="4.8", spec=spec.VERSIONING, emitted_by=HOST,
-    summary="A request with modern _meta declares a legacy protocol version.",
-    doc="A request whose `_meta[\"io.modelcontextprotocol/protocolVersion\"]` is 2024-11-05, 2025-03-26, "
-        "2025-06-18 or 2025-11-25: the modern shape with a legacy version, which the specification does not "
-        "define (RULES.md §7.18). Reported once per version and stdio process or HTTP endpoint.",
-    why="The server may answer it either way; the client probably copied a version from -32022's supported list.",
-    example='_meta {"io.modelcontextprotocol/protocolVersion": "2025-11-25", …}',
-)
-
-
-def _client_request(msg: Message, x, st: _State, ctx) -> None:
+def era_mixed_connection(obs: Decoded, ctx, st: _State) -> None:
+    """The first time one stdio process or HTTP endpoint carries both a modern request and a legacy
+    one (initialize, or a request of an initialized process or legacy session). A server/discover
+    probe does not count as modern (a failed probe is `stdio-era-probe`)."""
+    msg, x = obs.msg, obs.exchange
     era = msg.era
     if era == MODERN:
-        if msg.version in LEGACY_VERSIONS and once(st, ("version", msg.version, x.path if x else "")):
-            ctx.emit(f"{at(msg)} carries modern _meta but declares the legacy version {msg.version!r}; the "
-                     "specification does not define this case", messages=[msg.index],
-                     rule_id="era-modern-meta-legacy-version")
         if msg.method == DISCOVER:
             return
         slot = 0
     elif era == LEGACY:
         slot = 1
-        _id_reuse(msg, x, st, ctx)
     else:
         return
     where = x.path if x is not None else ""
@@ -146,124 +130,160 @@ def _client_request(msg: Message, x, st: _State, ctx) -> None:
             first[2] = True
             place = f"HTTP endpoint {where}" if x is not None else "this stdio process"
             ctx.emit(f"{at(other)} ({other.era}) and {at(msg)} ({msg.era}) on {place}: both eras on one connection, "
-                     "which only a dual-era server serves", messages=[other.index, msg.index],
-                     rule_id="era-mixed-connection")
+                     "which only a dual-era server serves", messages=[other.index, msg.index])
+
+
+@LEGACY_PASS.check(
+    "era-modern-meta-legacy-version", INFO, kinds=["request"], directions=["c2s"], section="4.8",
+    spec=spec.VERSIONING,
+    summary="A request with modern _meta declares a legacy protocol version.",
+    why="The server may answer it either way; the client probably copied a version from -32022's supported list.",
+    example='_meta {"io.modelcontextprotocol/protocolVersion": "2025-11-25", …}', gate=_legacy_flavoured,
+)
+def era_modern_meta_legacy_version(obs: Decoded, ctx, st: _State) -> None:
+    """A request whose `_meta["io.modelcontextprotocol/protocolVersion"]` is 2024-11-05, 2025-03-26,
+    2025-06-18 or 2025-11-25: the modern shape with a legacy version, which the specification does
+    not define (RULES.md §7.18). Reported once per version and stdio process or HTTP endpoint."""
+    msg, x = obs.msg, obs.exchange
+    if msg.era == MODERN and msg.version in LEGACY_VERSIONS and once(st, ("version", msg.version, x.path if x else "")):
+        ctx.emit(f"{at(msg)} carries modern _meta but declares the legacy version {msg.version!r}; the "
+                 "specification does not define this case", messages=[msg.index])
 
 
 # --- legacy HTTP sessions --------------------------------------------------------------------------------------------
 
-declare(
-    "legacy-session-id-charset", ERROR, section="4.8", spec=spec.LEGACY_SESSIONS, emitted_by=HOST,
-    conformance="server-session-id-visible-ascii",
+
+def _initialize_result(obs: Decoded) -> bool:
+    """A legacy server's result to initialize over HTTP: it may mint a session."""
+    msg = obs.msg
+    req = obs.request
+    return (msg.era == LEGACY and type(msg.result) is dict and obs.exchange is not None and req is not None
+            and req.method == "initialize")
+
+
+@LEGACY_PASS.check(
+    "legacy-session-id-charset", ERROR, kinds=["result"], directions=["s2c"], transports=["http"], section="4.8",
+    spec=spec.LEGACY_SESSIONS, conformance="server-session-id-visible-ascii",
     quote="The session ID MUST only contain visible ASCII characters (ranging from 0x21 to 0x7E).",
     summary="An Mcp-Session-Id minted at initialize holds characters outside 0x21–0x7E.",
-    doc="The `Mcp-Session-Id` response header of a successful legacy `initialize` holds a space, a control "
-        "character or a non-ASCII character.",
     why="Clients must echo it in a header; proxies and HTTP stacks mangle or reject such values.",
     example="Mcp-Session-Id: abc def",
 )
-declare(
-    "legacy-session-header-missing", ERROR, section="4.8", spec=spec.LEGACY_SESSIONS, emitted_by=HOST,
+def legacy_session_id_charset(obs: Decoded, ctx, st: _State) -> None:
+    """The `Mcp-Session-Id` response header of a successful legacy `initialize` holds a space, a
+    control character or a non-ASCII character."""
+    if not _initialize_result(obs):
+        return
+    sid = header(obs.exchange.response_headers, "mcp-session-id")
+    bad = sorted({c for c in sid if not "\x21" <= c <= "\x7e"}) if sid is not None else None
+    if bad:
+        ctx.emit(f"the Mcp-Session-Id {sid!r} minted with {at(obs.msg)} holds {', '.join(map(repr, bad))}; the session "
+                 "ID MUST only contain visible ASCII characters (0x21 to 0x7E)", messages=[obs.msg.index])
+
+
+@LEGACY_PASS.step(kinds=["result"], directions=["s2c"], transports=["http"])
+def session_minted(obs: Decoded, ctx, st: _State) -> None:
+    """The session (or none) a legacy initialize assigned to its client, and the version it negotiated:
+    the client's later POSTs must carry them."""
+    if not _initialize_result(obs):
+        return
+    msg, x = obs.msg, obs.exchange
+    sid = header(x.response_headers, "mcp-session-id")
+    session = (sid, msg.result.get("protocolVersion"), msg)
+    bounded(st.by_client, (x.path, x.client), session)
+    if sid is not None:
+        bounded(st.by_sid, sid, session)
+
+
+def _session_of(obs: Decoded, st: _State) -> tuple | None:
+    """The legacy session a client POST belongs to (by its Mcp-Session-Id, else by its client address
+    and endpoint), for a message that is neither modern nor a new initialize; else None."""
+    msg, x = obs.msg, obs.exchange
+    if x is None or not (st.by_client or st.by_sid) or msg.era == MODERN or msg.method == "initialize":
+        return None
+    sid = header(x.headers, "mcp-session-id")
+    return st.by_sid.get(sid) if sid is not None else st.by_client.get((x.path, x.client))
+
+
+@LEGACY_PASS.check(
+    "legacy-session-header-missing", ERROR, directions=["c2s"], transports=["http"], section="4.8",
+    spec=spec.LEGACY_SESSIONS,
     quote="If an MCP-Session-Id is returned by the server during initialization, clients using the Streamable HTTP "
           "transport MUST include it in the MCP-Session-Id header on all of their subsequent HTTP requests.",
     summary="After a legacy session was assigned, a client POST lacks Mcp-Session-Id.",
-    doc="A POST (request, notification or response; not a modern request, not a new initialize) from the same "
-        "client address to an endpoint whose initialize minted a session id, without `Mcp-Session-Id`. GET and "
-        "DELETE requests carry no message and are not judged.",
     why="The server cannot find the session: it answers 400 or, worse, starts treating the client as new.",
     example="initialize → Mcp-Session-Id: s1; POST tools/list without the header",
 )
-declare(
-    "legacy-protocol-version-header-missing", ERROR, section="4.8", spec=spec.LEGACY_VERSION_HEADER, emitted_by=HOST,
+def legacy_session_header_missing(obs: Decoded, ctx, st: _State) -> None:
+    """A POST (request, notification or response; not a modern request, not a new initialize) from
+    the same client address to an endpoint whose initialize minted a session id, without
+    `Mcp-Session-Id`. GET and DELETE requests carry no message and are not judged."""
+    session = _session_of(obs, st)
+    if session is not None and session[0] is not None and header(obs.exchange.headers, "mcp-session-id") is None:
+        msg = obs.msg
+        ctx.emit(f"{at(msg)} is POSTed without Mcp-Session-Id, though initialize ({at(session[2])}) assigned "
+                 f"session {session[0]!r} to this client; clients MUST include it on all subsequent requests",
+                 messages=[session[2].index, msg.index])
+
+
+@LEGACY_PASS.check(
+    "legacy-protocol-version-header-missing", ERROR, directions=["c2s"], transports=["http"], section="4.8",
+    spec=spec.LEGACY_VERSION_HEADER,
     quote="If using HTTP, the client MUST include the MCP-Protocol-Version: <protocol-version> HTTP header on all "
           "subsequent requests to the MCP server",
     summary="A post-initialize legacy POST without MCP-Protocol-Version (a warning when it differs from the negotiated one).",
-    doc="A POST after a legacy initialize that negotiated 2025-06-18 or later (same session id, or same client "
-        "address and endpoint) without `MCP-Protocol-Version`; a header naming another version than the "
-        "negotiated one is reported as a warning (it SHOULD be the negotiated one).",
     why="Without it the server must assume 2025-03-26 and may answer in an older shape.",
     example="initialize negotiates 2025-11-25; POST tools/call without MCP-Protocol-Version",
 )
-
-
-def _session_headers(msg: Message, x, st: _State, ctx) -> None:
-    sid = header(x.headers, "mcp-session-id")
-    if sid is not None:
-        session = st.by_sid.get(sid)
-        if session is None:
-            return
-    else:
-        session = st.by_client.get((x.path, x.client))
-        if session is None:
-            return
-        if session[0] is not None:
-            ctx.emit(f"{at(msg)} is POSTed without Mcp-Session-Id, though initialize ({at(session[2])}) assigned "
-                     f"session {session[0]!r} to this client; clients MUST include it on all subsequent requests",
-                     messages=[session[2].index, msg.index], rule_id="legacy-session-header-missing")
+def legacy_protocol_version_header_missing(obs: Decoded, ctx, st: _State) -> None:
+    """A POST after a legacy initialize that negotiated 2025-06-18 or later (same session id, or
+    same client address and endpoint) without `MCP-Protocol-Version`; a header naming another
+    version than the negotiated one is reported as a warning (it SHOULD be the negotiated one)."""
+    session = _session_of(obs, st)
+    if session is None:
+        return
     version = session[1]
     if type(version) is not str or version < VERSION_HEADER_SINCE:
         return
-    sent = header(x.headers, "mcp-protocol-version")
+    msg = obs.msg
+    sent = header(obs.exchange.headers, "mcp-protocol-version")
     if sent is None:
         ctx.emit(f"{at(msg)} is POSTed without MCP-Protocol-Version after initialize negotiated {version!r} "
                  f"({at(session[2])}); the client MUST include it on all subsequent requests",
-                 messages=[session[2].index, msg.index], rule_id="legacy-protocol-version-header-missing")
+                 messages=[session[2].index, msg.index])
     elif sent.strip() != version:
         ctx.emit(f"{at(msg)} sends MCP-Protocol-Version {sent.strip()!r}, not the negotiated {version!r} "
                  f"({at(session[2])}); it SHOULD be the negotiated version", messages=[session[2].index, msg.index],
-                 rule_id="legacy-protocol-version-header-missing", severity=WARNING)
+                 severity=WARNING)
 
 
 # --- server results ------------------------------------------------------------------------------------------------
 
-declare(
-    "modern-artifact-in-legacy", WARNING, section="4.8", spec=spec.VERSIONING_MATRIX, emitted_by=HOST,
+
+@LEGACY_PASS.check(
+    "modern-artifact-in-legacy", WARNING, kinds=["result"], directions=["s2c"], section="4.8",
+    spec=spec.VERSIONING_MATRIX,
     quote="An initialize request selects legacy semantics, scoped to the stdio process (stdio) or the session "
           "(HTTP), as specified by the negotiated legacy protocol version.",
     summary="A legacy-era request answered with input_required, task or inputRequests.",
-    doc="A result to a request classified legacy whose `resultType` is \"input_required\" or \"task\", or that "
-        "carries `inputRequests`: MRTR does not exist in 2025-11-25, so a legacy client cannot act on it (derived).",
     why="The legacy client treats it as a complete result and shows the user an empty answer.",
     example='legacy tools/call → {"resultType":"input_required","inputRequests":{…}}',
 )
-declare(
-    "url-elicitation-has-elicitation-id", WARNING, section="4.8", spec=spec.CHANGELOG_MINOR, emitted_by=HOST,
-    quote="Remove the notifications/elicitation/complete notification and the elicitationId field of URL mode "
-          "elicitation requests",
-    summary="A URL-mode elicitation in a modern inputRequests carries elicitationId.",
-    doc="On a modern exchange, an `inputRequests` value with method `elicitation/create` and `mode` \"url\" whose "
-        "params carry `elicitationId` (a 2025-11-25 field, gone in 2026-07-28).",
-    why="Usually a gateway translating a legacy server: the client will wait for a completion notification that "
-        "no longer exists.",
-    example='{"inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1",…}}}}',
-)
-
-
-def _server_result(msg: Message, x, st: _State, ctx) -> None:
+def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
+    """A result to a request classified legacy whose `resultType` is "input_required" or "task", or
+    that carries `inputRequests`: MRTR does not exist in 2025-11-25, so a legacy client cannot act on
+    it (derived)."""
+    msg = obs.msg
     res = msg.result
-    if type(res) is not dict:
+    if msg.era != LEGACY or type(res) is not dict:
         return
-    era = msg.era
-    if era == LEGACY:
-        rt = res.get("resultType")
-        if rt == "input_required" or rt == "task" or "inputRequests" in res:
-            what = f"resultType {rt!r}" if rt in ("input_required", "task") else "inputRequests"
-            req = request_of(ctx, msg)
-            ctx.emit(f"{at(msg)} answers the legacy {at(req) if req else 'request'} with {what}, which 2025-11-25 does "
-                     "not have; a legacy request is served by the negotiated legacy revision",
-                     messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg),
-                     rule_id="modern-artifact-in-legacy")
-        req = request_of(ctx, msg)
-        if x is not None and req is not None and req.method == "initialize":
-            _session_minted(msg, x, st, ctx)
-    elif era == MODERN:
-        ir = res.get("inputRequests")
-        if type(ir) is dict:
-            keys = [k for k, v in ir.items() if _url_elicitation(v) and "elicitationId" in v["params"]]
-            if keys:
-                ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
-                         "2025-11-25 field that 2026-07-28 removed", messages=[msg.index],
-                         chain=chain_of(ctx, msg), rule_id="url-elicitation-has-elicitation-id")
+    rt = res.get("resultType")
+    if rt == "input_required" or rt == "task" or "inputRequests" in res:
+        what = f"resultType {rt!r}" if rt in ("input_required", "task") else "inputRequests"
+        req = obs.request
+        ctx.emit(f"{at(msg)} answers the legacy {at(req) if req else 'request'} with {what}, which 2025-11-25 does "
+                 "not have; a legacy request is served by the negotiated legacy revision",
+                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg))
 
 
 def _url_elicitation(v) -> bool:
@@ -271,67 +291,41 @@ def _url_elicitation(v) -> bool:
             and v["params"].get("mode") == "url")
 
 
-def _session_minted(msg: Message, x, st: _State, ctx) -> None:
-    sid = header(x.response_headers, "mcp-session-id")
-    version = msg.result.get("protocolVersion")
-    session = (sid, version, msg)
-    bounded(st.by_client, (x.path, x.client), session)
-    if sid is None:
+@LEGACY_PASS.check(
+    "url-elicitation-has-elicitation-id", WARNING, kinds=["result"], directions=["s2c"], section="4.8",
+    spec=spec.CHANGELOG_MINOR,
+    quote="Remove the notifications/elicitation/complete notification and the elicitationId field of URL mode "
+          "elicitation requests",
+    summary="A URL-mode elicitation in a modern inputRequests carries elicitationId.",
+    why="Usually a gateway translating a legacy server: the client will wait for a completion notification that "
+        "no longer exists.",
+    example='{"inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1",…}}}}',
+)
+def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
+    """On a modern exchange, an `inputRequests` value with method `elicitation/create` and `mode`
+    "url" whose params carry `elicitationId` (a 2025-11-25 field, gone in 2026-07-28)."""
+    msg = obs.msg
+    res = msg.result
+    if msg.era != MODERN or type(res) is not dict:
         return
-    bounded(st.by_sid, sid, session)
-    bad = sorted({c for c in sid if not "\x21" <= c <= "\x7e"})
-    if bad:
-        ctx.emit(f"the Mcp-Session-Id {sid!r} minted with {at(msg)} holds {', '.join(map(repr, bad))}; the session ID "
-                 "MUST only contain visible ASCII characters (0x21 to 0x7E)", messages=[msg.index],
-                 rule_id="legacy-session-id-charset")
+    ir = res.get("inputRequests")
+    if type(ir) is dict:
+        keys = [k for k, v in ir.items() if _url_elicitation(v) and "elicitationId" in v["params"]]
+        if keys:
+            ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
+                     "2025-11-25 field that 2026-07-28 removed", messages=[msg.index], chain=chain_of(ctx, msg))
+
+
+# The order of a message's checks (the order of its findings): a client request's version, id and era,
+# then a client POST's legacy session headers; a server result's modern artifacts, the session it mints.
+LEGACY_PASS.order(
+    era_modern_meta_legacy_version, legacy_request_id_reused_in_session, era_mixed_connection,
+    legacy_session_header_missing, legacy_protocol_version_header_missing,
+    modern_artifact_in_legacy, session_minted, legacy_session_id_charset, url_elicitation_has_elicitation_id,
+)
 
 
 # --- legacy artifacts on a modern hop ----------------------------------------------------------------------------------
-
-
-@rule(
-    "server-initiated-request", ERROR, on=Decoded, kinds=["request"], directions=["s2c"], section="4.6",
-    spec=spec.STDIO_RECEIVING, conformance="sep-2575-http-server-no-independent-requests-on-stream",
-    quote="The server MUST NOT write JSON-RPC requests to stdout.",
-    summary="On a modern exchange, the server sent a JSON-RPC request (a legacy server request).",
-    why="2026-07-28 has no server requests: input goes in an input_required result. A modern client does not "
-        "answer, and the server (or the gateway in front of a legacy one) waits forever.",
-    example='modern stdio: server → {"jsonrpc":"2.0","id":0,"method":"elicitation/create",…}',
-)
-def server_initiated_request(obs: Decoded, ctx) -> None:
-    """On a modern stdio process (a line on stdout) or on the response stream of a modern HTTP POST,
-    a server message with `method` and `id`: elicitation/create, sampling/createMessage, roots/list,
-    ping or any other. Messages whose method starts with notifications/ are `notification-with-id`.
-    Legacy processes and sessions may send server requests and are not reported."""
-    msg = obs.msg
-    if msg.era != MODERN or (msg.method or "").startswith("notifications/"):
-        return
-    req = on_stream_of(obs.exchange)
-    where = f"on the response stream of {at(req)}" if req is not None else "on stdout" if obs.exchange is None \
-        else f"on HTTP exchange {obs.exchange.number}"
-    ctx.emit(f"the server sent the request {at(msg)} {where}; servers MUST NOT initiate JSON-RPC requests in "
-             "2026-07-28: they return an input_required result instead",
-             messages=[i.index for i in (req, msg) if i is not None])
-
-
-@rule(
-    "client-sent-response", ERROR, on=Decoded, kinds=["result", "error"], directions=["c2s"], section="4.6",
-    spec=spec.STDIO_SENDING,
-    quote="The client MUST NOT write JSON-RPC responses.",
-    summary="On a modern exchange, the client sent a JSON-RPC response (legacy answering of a server request).",
-    why="Modern servers never asked: the answer is dropped. Inputs go in inputResponses on a retry.",
-    example='modern stdio: client → {"jsonrpc":"2.0","id":0,"result":{"action":"accept",…}}',
-)
-def client_sent_response(obs: Decoded, ctx) -> None:
-    """On a modern stdio process (a line on stdin) or endpoint (an HTTP POST body), a client message
-    with `result` or `error`: the legacy way of answering a server request."""
-    msg = obs.msg
-    if msg.era != MODERN:
-        return
-    req = obs.request
-    what = f", answering {at(req)}" if req is not None else ""
-    ctx.emit(f"the client sent the response {at(msg)}{what}; clients MUST NOT send JSON-RPC responses in 2026-07-28: "
-             "answers go in inputResponses on a retry", messages=[i.index for i in (req, msg) if i is not None])
 
 
 @rule(

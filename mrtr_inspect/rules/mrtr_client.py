@@ -9,7 +9,7 @@ from urllib.parse import unquote
 from ..core.messages import MRTR_METHODS, REQUEST, format_id
 from ..core.observations import Decoded, Linked, NotLinked
 from . import spec
-from .base import chain_of
+from .common import chain_of
 from .registry import ERROR, INFO, WARNING, declare, rule
 
 # why a capture may not have seen a round: it began after it, or an import left out the exchange
@@ -49,24 +49,28 @@ def retry_reused_id(obs: Linked, ctx) -> None:
             f"{'the first request' if first is obs.earlier[0] else 'an earlier request'} of the chain (message #{first.index})",
             messages=[first.index, msg.index], chain=obs.chain.id,
         )
-        return
-    loose = [r for r in obs.earlier if str(r.id) == str(msg.id)]
-    if loose:
-        ctx.emit(
-            f"retry id {format_id(msg.id)} of chain {obs.chain.id} differs from id {format_id(loose[0].id)} of "
-            f"message #{loose[0].index} only by its JSON type; they are different ids",
-            messages=[loose[0].index, msg.index], chain=obs.chain.id, rule_id="retry-id-stringly-equal",
-        )
 
 
-declare(
-    "retry-id-stringly-equal", INFO, section="10.1", spec=spec.MRTR_CLIENT, emitted_by="retry-reused-id",
+@rule(
+    "retry-id-stringly-equal", INFO, on=Linked, section="10.1", spec=spec.MRTR_CLIENT,
     summary="A retry's id differs from an earlier id of its chain only by type (1 and \"1\").",
-    doc="A retry whose id equals an earlier request's id of the chain once both are turned into strings, "
-        "while their JSON types differ. They are different JSON-RPC ids, so this is not a violation.",
     why="Some JSON-RPC stacks compare ids as strings; such a peer would pair the responses wrongly.",
     example='tools/call id 1 → input_required; retry id "1"',
 )
+def retry_id_stringly_equal(obs: Linked, ctx) -> None:
+    """A retry whose id equals an earlier request's id of the chain once both are turned into
+    strings, while their JSON types differ. They are different JSON-RPC ids, so this is not a
+    violation."""
+    msg = obs.request
+    loose = [r for r in obs.earlier if str(r.id) == str(msg.id)]
+    # an id of the same type and value is retry-reused-id (it is among those equal as strings)
+    if loose and not any(type(r.id) is type(msg.id) and r.id == msg.id for r in loose):
+        ctx.emit(
+            f"retry id {format_id(msg.id)} of chain {obs.chain.id} differs from id {format_id(loose[0].id)} of "
+            f"message #{loose[0].index} only by its JSON type; they are different ids",
+            messages=[loose[0].index, msg.index], chain=obs.chain.id,
+        )
+
 
 # --- requestState ----------------------------------------------------------------------------------
 
@@ -213,6 +217,9 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
              chain=chain_of(ctx, msg))  # the chain it starts
 
 
+# One condition, two ids: what request-state-unsolicited (and input-responses-unsolicited) find is
+# reported under this id, at info, when the capture could not have seen the round (it is unconfirmed,
+# not a finding of the rule); users filter on the id, so the variant is a rule of its own.
 declare(
     "capture-incomplete", INFO, section="0", emitted_by="request-state-unsolicited",
     summary="A finding could not be confirmed because the capture began after the chain it concerns.",

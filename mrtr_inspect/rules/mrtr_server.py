@@ -15,15 +15,14 @@ import ipaddress
 import re
 from urllib.parse import urlsplit
 
-from ..core.messages import CLIENT_CAPABILITIES_KEY, INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
+from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
 from ..core.observations import Answered, Decoded, NotLinked
 from . import shapes, spec
+from .common import METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answer_chain, answered, at, client_caps, modern_result
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
 
-MISSING_CAPABILITY = -32021
-TASKS_EXTENSION = "io.modelcontextprotocol/tasks"
 # Subscriptions: most messages reach none of these rules, an input_required result reaches those that read it.
 _RESULTS = {"on": Answered, "kinds": ["result"], "directions": ["s2c"]}  # input_required ones included
 _OTHER = {**_RESULTS, "kinds": [OTHER_RESULT]}  # results whose resultType is neither input_required nor task
@@ -32,30 +31,6 @@ _ERRORS = {"on": Answered, "kinds": ["error"], "directions": ["s2c"]}
 _IRR = {"on": Answered, "kinds": [INPUT_REQUIRED], "directions": ["s2c"], "methods": sorted(MRTR_METHODS)}
 _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "directions": ["s2c"],
           "methods": sorted(MRTR_METHODS | INPUT_REQUEST_METHODS)}  # IRRs, and legacy server requests
-
-
-def _caps(request: Message | None) -> dict:
-    """The client capabilities the request declared for itself ({} when it declared none)."""
-    meta = request.meta if request is not None else None
-    caps = meta.get(CLIENT_CAPABILITIES_KEY) if meta is not None else None
-    return caps if type(caps) is dict else {}
-
-
-def _modern_result(obs: Answered) -> dict | None:
-    """The result object of a server's answer to a modern request, else None."""
-    r = obs.response
-    if r.era != "modern" or r.direction != "s2c" or obs.request is None or type(r.result) is not dict:
-        return None
-    return r.result
-
-
-def _chain(obs: Answered) -> str | None:
-    return obs.creq.chain.id if obs.creq is not None else None
-
-
-def _answered(obs: Answered) -> str:
-    """`result id=2 (message #3) to tools/call id=2 (message #2)`."""
-    return f"{obs.response.label()} (message #{obs.response.index}) to {obs.request.label()} (message #{obs.request.index})"
 
 
 # --- resultType: every modern result ------------------------------------------------------------
@@ -73,10 +48,10 @@ def _answered(obs: Answered) -> str:
 def result_type_missing(obs: Answered, ctx) -> None:
     """A server's result to a modern request whose `result` has no `resultType` member. Legacy
     results are exempt: 2025-11-25 has no resultType."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is not None and "resultType" not in r:
-        ctx.emit(f"{_answered(obs)} has no resultType; a 2026-07-28 result MUST include one",
-                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+        ctx.emit(f"{answered(obs)} has no resultType; a 2026-07-28 result MUST include one",
+                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -88,11 +63,11 @@ def result_type_missing(obs: Answered, ctx) -> None:
 )
 def result_type_not_string(obs: Answered, ctx) -> None:
     """A modern result whose `resultType` is a number, boolean, null, array or object."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is not None and "resultType" in r and type(r["resultType"]) is not str:
-        ctx.emit(f"{_answered(obs)} has resultType {short(r['resultType'])}, which is not a string; "
+        ctx.emit(f"{answered(obs)} has resultType {short(r['resultType'])}, which is not a string; "
                  "resultType is a string (ResultType)",
-                 messages=[obs.response.index], chain=_chain(obs))
+                 messages=[obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -108,17 +83,17 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
     """A modern result whose `resultType` is a string other than "complete" and "input_required",
     and other than "task" on a request whose clientCapabilities.extensions declares
     io.modelcontextprotocol/tasks."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     rt = r.get("resultType") if r is not None else None
     if type(rt) is not str or rt in ("complete", "input_required"):
         return
-    ext = _caps(obs.request).get("extensions")
+    ext = client_caps(obs.request).get("extensions")
     if rt == "task" and type(ext) is dict and TASKS_EXTENSION in ext:
         return
     extra = " and the request did not declare the tasks extension" if rt == "task" else ""
-    ctx.emit(f"{_answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}; "
+    ctx.emit(f"{answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}; "
              "a client MUST treat it as invalid",
-             messages=[obs.response.index], chain=_chain(obs))
+             messages=[obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -133,14 +108,14 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
 def input_requests_without_input_required(obs: Answered, ctx) -> None:
     """A modern result with `inputRequests` or `requestState` whose `resultType` is absent or
     "complete"."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType", "complete") != "complete":
         return
     fields = [f for f in ("inputRequests", "requestState") if f in r]
     if fields:
         how = "has no resultType" if "resultType" not in r else 'has resultType "complete"'
-        ctx.emit(f"{_answered(obs)} carries {' and '.join(fields)} but {how}: clients MUST take it as complete, "
-                 "so nobody answers", messages=[obs.response.index], chain=_chain(obs))
+        ctx.emit(f"{answered(obs)} carries {' and '.join(fields)} but {how}: clients MUST take it as complete, "
+                 "so nobody answers", messages=[obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -156,9 +131,9 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
     """`resultType: "input_required"` on a modern request whose method is not tools/call,
     prompts/get or resources/read (server/discover, the list methods, completion/complete,
     subscriptions/listen, tasks/*)."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is not None and r.get("resultType") == "input_required" and obs.request.method not in MRTR_METHODS:
-        ctx.emit(f"{_answered(obs)} is an input_required result, but only tools/call, prompts/get and "
+        ctx.emit(f"{answered(obs)} is an input_required result, but only tools/call, prompts/get and "
                  f"resources/read may be answered so", messages=[obs.request.index, obs.response.index])
 
 
@@ -190,8 +165,8 @@ class Ask:
     def where(self) -> str:
         if self.key is None:
             msg = self.origin.msg
-            return f"the server request {msg.label()} (message #{msg.index})"
-        return f"input request {self.key!r} of the input_required {_answered(self.origin)}"
+            return f"the server request {at(msg)}"
+        return f"input request {self.key!r} of the input_required {answered(self.origin)}"
 
     @property
     def valid_method(self) -> bool:
@@ -220,13 +195,13 @@ class IrrView:
         self.obs = obs
         self.result = result
         ir = result.get("inputRequests")
-        messages, chain = [obs.response.index], _chain(obs)
+        messages, chain = [obs.response.index], answer_chain(obs)
         self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
                      for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
         self.valid = [a for a in self.asks if a.valid_method]
 
     def emit(self, ctx, text: str, **kw) -> None:
-        ctx.emit(text, messages=[self.obs.response.index], chain=_chain(self.obs), **kw)
+        ctx.emit(text, messages=[self.obs.response.index], chain=answer_chain(self.obs), **kw)
 
 
 # The message last taken apart, and what came of it: the rules of one message run in a row, so the
@@ -243,7 +218,7 @@ def _view(obs: Answered) -> IrrView | None:
     last = _last_irr
     if last[0] is resp:
         return last[1]
-    r = _modern_result(obs)
+    r = modern_result(obs)
     view = IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
     _last_irr = (resp, view)
     return view
@@ -280,7 +255,7 @@ def irr_empty(obs: Answered, ctx) -> None:
     value (absent or null)."""
     v = _view(obs)
     if v is not None and v.result.get("inputRequests") is None and v.result.get("requestState") is None:
-        v.emit(ctx, f"the input_required {_answered(obs)} has neither inputRequests nor requestState; servers "
+        v.emit(ctx, f"the input_required {answered(obs)} has neither inputRequests nor requestState; servers "
                     "MUST include at least one")
 
 
@@ -295,7 +270,7 @@ def irr_empty_map(obs: Answered, ctx) -> None:
     """`inputRequests` is `{}` and there is no `requestState`."""
     v = _view(obs)
     if v is not None and v.result.get("inputRequests") == {} and v.result.get("requestState") is None:
-        v.emit(ctx, f"the input_required {_answered(obs)} asks nothing: its inputRequests is empty and it has "
+        v.emit(ctx, f"the input_required {answered(obs)} asks nothing: its inputRequests is empty and it has "
                     "no requestState (one of the two MUST be included; whether {} counts is unsettled)")
 
 
@@ -323,7 +298,7 @@ def irr_field_types(obs: Answered, ctx) -> None:
     else:
         wrong += [f"inputRequests[{k!r}] is {short(x)}, not a request object" for k, x in ir.items() if type(x) is not dict]
     if wrong:
-        v.emit(ctx, f"the input_required {_answered(obs)}: {'; '.join(wrong)}")
+        v.emit(ctx, f"the input_required {answered(obs)}: {'; '.join(wrong)}")
 
 
 @rule(
@@ -343,7 +318,7 @@ def input_requests_duplicate_key(obs: Answered, ctx) -> None:
         return
     for d in obs.response.duplicates:
         if d.path == ("result", "inputRequests"):
-            v.emit(ctx, f"the input_required {_answered(obs)} repeats the inputRequests key {d.name!r} {d.count} "
+            v.emit(ctx, f"the input_required {answered(obs)} repeats the inputRequests key {d.name!r} {d.count} "
                         "times (keys MUST be unique); parsers disagree on which one counts", details={"key": d.name})
 
 
@@ -519,7 +494,7 @@ def elicit_url_not_https(obs, ctx) -> None:
 # --- capabilities ---------------------------------------------------------------------------------
 
 
-def _undeclared(a: Ask, caps: dict) -> str | None:
+def undeclared_capability(a: Ask, caps: dict) -> str | None:
     """The capability an input request needs that `caps` does not declare (None: declared)."""
     params = a.params if type(a.params) is dict else {}
     if a.method == ELICIT:
@@ -564,9 +539,9 @@ def input_request_undeclared_capability(obs: Answered, ctx) -> None:
     asks = _valid_asks(obs)
     if not asks:
         return
-    caps = _caps(obs.request)
+    caps = client_caps(obs.request)
     for a in asks:
-        need = _undeclared(a, caps)
+        need = undeclared_capability(a, caps)
         if need:
             ctx.emit(f"{a.where} needs the {need} capability, but {obs.request.label()} {_declared(caps, need)}; "
                      "servers MUST NOT ask for what the request did not declare",
@@ -589,7 +564,7 @@ def sampling_include_context_undeclared(obs: Answered, ctx) -> None:
             and a.params.get("includeContext") in ("thisServer", "allServers")]
     if not asks:
         return
-    sampling = _caps(obs.request).get("sampling")
+    sampling = client_caps(obs.request).get("sampling")
     if type(sampling) is dict and "context" in sampling:
         return
     for a in asks:
@@ -627,7 +602,7 @@ def missing_capability_error_shape(obs: Answered, ctx) -> None:
     if problems:
         ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} does not list the missing "
                  f"capabilities as a ClientCapabilities object: {'; '.join(problems)}",
-                 messages=[obs.response.index], chain=_chain(obs))
+                 messages=[obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -644,7 +619,7 @@ def missing_capability_http_status(obs: Answered, ctx) -> None:
     x = obs.exchange
     if x is not None and x.status != 400 and _missing_capability(obs) is not None:
         ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} came with HTTP status "
-                 f"{x.status}; on HTTP it MUST be 400", messages=[obs.response.index], chain=_chain(obs),
+                 f"{x.status}; on HTTP it MUST be 400", messages=[obs.response.index], chain=answer_chain(obs),
                  details={"status": x.status})
 
 
@@ -688,14 +663,14 @@ def missing_capability_contradicts_declared(obs: Answered, ctx) -> None:
     required = data.get("requiredCapabilities") if type(data) is dict else None
     if type(required) is not dict or not required or obs.request is None:
         return
-    caps = _caps(obs.request)
+    caps = client_caps(obs.request)
     paths = _leaves(required)
     if all(_has(caps, p) for p in paths):
         missing = ", ".join(".".join(p) for p in paths)
         ctx.emit(f"the -32021 error (message #{obs.response.index}) says {missing} is missing, but "
-                 f"{obs.request.label()} (message #{obs.request.index}) declared it; a defined code MUST only be used "
+                 f"{at(obs.request)} declared it; a defined code MUST only be used "
                  "with its meaning",
-                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
 
 
 # --- the server's answer to inputResponses ---------------------------------------------------------
@@ -713,7 +688,7 @@ def _malformed(ir, link) -> list[str]:
 
 
 # Errors that are no refusal to ask: the method is not served at all, or the client lacks the capability to be asked.
-_NOT_A_REFUSAL = frozenset({-32601, MISSING_CAPABILITY})
+_NOT_A_REFUSAL = frozenset({METHOD_NOT_FOUND, MISSING_CAPABILITY})
 
 
 @rule(
@@ -758,11 +733,11 @@ def server_error_instead_of_reask(obs, ctx) -> None:
             keys = sorted(req.params["inputResponses"])
             listed = ", ".join(map(repr, keys)) or "empty"
             after = f" (its chain {unlinked.completed.id} had completed)" if unlinked.completed is not None else ""
-            ctx.emit(f"{req.label()} (message #{req.index}) carries inputResponses ({listed}) "
+            ctx.emit(f"{at(req)} carries inputResponses ({listed}) "
                      f"that answer no input_required round the server had open for it{after}, so what the server "
                      f"needs is still missing; it answered with error {short(err.get('code'))} instead of asking for "
                      "it with a new input_required result, as it SHOULD", messages=[req.index, obs.response.index],
-                     chain=_chain(obs), details={"unlinked": unlinked.reason, "answered": keys})
+                     chain=answer_chain(obs), details={"unlinked": unlinked.reason, "answered": keys})
         return
     link = obs.creq.link if obs.creq is not None else None
     if link is None or link.request is None or link.replay is not None:
@@ -796,7 +771,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
     """A request carrying `inputResponses` that are not an object, or whose values are not valid
     answers (judged against the kind each key was asked as when the request is a linked retry;
     against any InputResponse otherwise), is answered with a complete result."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType", "complete") != "complete":
         return
     params = obs.request.params if type(obs.request.params) is dict else {}
@@ -805,10 +780,10 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
     link = obs.creq.link if obs.creq is not None else None
     what = _malformed(params["inputResponses"], link if link is not None and link.request is not None else None)
     if what:
-        ctx.emit(f"the server completed {obs.request.label()} (message #{obs.request.index}) although its inputResponses "
+        ctx.emit(f"the server completed {at(obs.request)} although its inputResponses "
                  f"are malformed ({'; '.join(what[:4])}); servers SHOULD validate them",
                  messages=[obs.request.index, obs.response.index],
-                 chain=_chain(obs))
+                 chain=answer_chain(obs))
 
 
 # --- informational ------------------------------------------------------------------------------------
@@ -827,7 +802,7 @@ def irr_caching_hints(obs: Answered, ctx) -> None:
     v = _view(obs)
     hints = [h for h in ("ttlMs", "cacheScope") if v is not None and h in v.result]
     if hints:
-        v.emit(ctx, f"the input_required {_answered(obs)} carries caching hints ({', '.join(hints)}); interim "
+        v.emit(ctx, f"the input_required {answered(obs)} carries caching hints ({', '.join(hints)}); interim "
                     "results are not cacheable")
 
 
@@ -847,7 +822,7 @@ def irr_hybrid_fields(obs: Answered, ctx) -> None:
     v = _view(obs)
     extra = [f for f in _FINAL_FIELDS if v is not None and f in v.result]
     if extra:
-        v.emit(ctx, f"the input_required {_answered(obs)} also carries {', '.join(extra)}, which clients ignore")
+        v.emit(ctx, f"the input_required {answered(obs)} also carries {', '.join(extra)}, which clients ignore")
 
 
 @rule(
@@ -868,33 +843,3 @@ def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
             ctx.emit(f"{a.where} carries {' and '.join(extra)}, as a whole JSON-RPC request would; an input request "
                      "is only its method and params",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
-
-
-# --- RULES.md §10.5 -------------------------------------------------------------------------------------
-
-
-@rule(
-    "tool-result-missing-structured-content", ERROR, **_OTHER, methods=["tools/call"],
-    section="4.4", spec=spec.TOOLS_OUTPUT_SCHEMA,
-    quote="Servers MUST provide structured results that conform to this schema.",
-    summary="A tools/call result has no structuredContent though the tool declared an outputSchema.",
-    why="What a gateway that collapses every result to one text block shows on the wire: the client loses the "
-        "structured answer its tool definition promised.",
-    example='tools/list: {"name": "weather", "outputSchema": {…}}; '
-            'tools/call weather → {"content": [{"type": "text", …}]}',
-)
-def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
-    """A server's complete, non-error result to tools/call (any era) that has no
-    `structuredContent`, for a tool whose `outputSchema` this capture saw in an earlier tools/list.
-    Results with `isError: true`, input_required and task results are not judged."""
-    r = obs.response.result
-    if obs.response.direction != "s2c" or type(r) is not dict or "structuredContent" in r or r.get("isError") is True:
-        return
-    if r.get("resultType", "complete") != "complete":
-        return
-    params = obs.request.params if obs.request is not None and type(obs.request.params) is dict else {}
-    tool = ctx.knowledge.tool(obs.response.session, params.get("name"))
-    if tool is not None and "outputSchema" in tool:
-        ctx.emit(f"{_answered(obs)} has no structuredContent, but tool {params['name']!r} declared an outputSchema "
-                 "in tools/list; servers MUST provide structured results that conform to it",
-                 messages=[obs.request.index, obs.response.index], chain=_chain(obs))

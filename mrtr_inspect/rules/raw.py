@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from ..core.observations import DuplicateMembers
 from . import spec
+from .common import at, creq_of
 from .registry import INFO, rule
 
 _OWN_RULES = {("result", "inputRequests"), ("params", "inputResponses")}
@@ -38,8 +39,8 @@ def duplicate_member_name(obs: DuplicateMembers, ctx) -> None:
     for d in msg.duplicates:
         if d.path in _OWN_RULES:
             continue
-        creq = ctx.view.chain_request(msg)  # none yet: duplicates are observed before the message is stitched
+        creq = creq_of(ctx, msg)  # none yet: duplicates are observed before the message is stitched
         chain = creq.chain.id if creq is not None else None
-        ctx.emit(f"{msg.label()} (message #{msg.index}) repeats the member name {d.name!r} {d.count} times in "
+        ctx.emit(f"{at(msg)} repeats the member name {d.name!r} {d.count} times in "
                  f"{_path(d.path)}; parsers disagree on which value wins",
                  messages=[msg.index], chain=chain, details={"path": list(d.path), "name": d.name})

@@ -17,20 +17,67 @@ detects; `why`, `example` and `quote` feed `docs/rules.md` and the text of each 
 The engine dispatches each observation to the rules that subscribe to its type, narrowed by the
 message kinds and methods a rule names, so a message costs only the rules that can apply to it. A
 rule that raises becomes an `inspector-error` finding; the pipeline goes on.
+
+Passes
+------
+
+Most per-message rules of a RULES.md section share what they remember about a session (which
+requests were cancelled, which servers have shown themselves modern…). They are the checks of a
+named `Pass`: each check is still one function with its own id, severity, spec and docstring, and
+emits its own id; the engine makes one dispatch per message into the pass, which runs the checks
+that apply to the message (chosen once per kind, method, direction and transport, as for rules),
+each with the observation, its own context and the pass's state:
+
+    MESSAGES = Pass("messages", state=_State)        # base.py: the per-message checks of §4.5
+
+    @MESSAGES.check("request-id-null", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_REQUESTS,
+                    quote="Unlike base JSON-RPC, the ID MUST NOT be null.",
+                    summary="A request whose id is null.",
+                    why="null is what an error carries when the request's id could not be read …",
+                    example='{"jsonrpc":"2.0","id":null,"method":"tools/list"}')
+    def request_id_null(obs: Decoded, ctx, st: _State) -> None:
+        \"\"\"A request whose `id` is JSON null, from either side, in any era (docs/rules.md).\"\"\"
+        msg = obs.msg
+        if msg.id is None and not (msg.method or "").startswith("notifications/"):
+            ctx.emit(f"{at(msg)} from the {side(msg)} has id null; …", messages=[msg.index])
+
+and in tests/rules/test_base.py one test that triggers it and one near miss that must not. That is
+all a new per-message rule needs: its check runs after the pass's other checks (the order of a
+message's findings in the report) unless `Pass.order` places it.
+
+- A pass sits in the engine's order where its first check is registered; its checks run in their
+  registration order, or in the order `Pass.order(fn, …)` gives (a function placed twice is named
+  twice), since a message's findings are reported in the order they are found.
+- `@PASS.also(id, …)`: the same rule checked at a second place of the pass (another kind of
+  message, a point where other checks must come first); `@PASS.step(…)`: no rule, bookkeeping of
+  the pass's state that checks read (a step emits nothing of its own).
+- `state`: a factory `state(ctx)` of what the pass remembers, one per capture session (created at
+  the session's first observation, dropped at `SessionOver`), or one for the engine's lifetime
+  with `per_session=False`. `prepare(obs, state)`, when given, makes what the checks get as their
+  third argument (None: none of them runs for this observation).
+- `gate=`: a precondition of the observation that checks share (they can find nothing when it is
+  false), as for rules; the pass tests each gate once per observation and runs the checks planned
+  for its outcome. `over=`: a function `(obs, arg)` of the items a run of consecutive
+  checks naming it judges one by one (each item goes through every check of the run before the
+  next item); the checks get the item as their third argument.
+- Every check of a pass runs while any rule of the pass is enabled (their state feeds each
+  other); findings of disabled rules are dropped. A check that raises becomes an
+  `inspector-error` naming its rule, and the other checks of the pass still run.
 """
 
 from __future__ import annotations
 
 import traceback
+from itertools import product
 from operator import attrgetter
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Callable, Iterable
 
 from ..config import Config
 from ..core.findings import ERROR, INFO, SEVERITIES, WARNING, Finding
-from ..core.observations import Answered, Decoded
+from ..core.observations import Answered, Decoded, SessionOver
 
-__all__ = ["Rule", "rule", "declare", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
+__all__ = ["Rule", "rule", "declare", "Pass", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
 
 RESULT = "result"
 INPUT_REQUIRED = "input_required"  # an `Answered` kind: a result whose resultType is "input_required"
@@ -64,6 +111,7 @@ class Rule:
     where: tuple[tuple[str, frozenset], ...] = ()  # (attribute, values): observations of other types it reaches
     observable: bool = True  # False: documented, but a passive observer cannot see it (✗)
     emitted_by: str | None = None  # a rule whose check emits this id (one check, several ids)
+    in_pass: "Pass | None" = None  # the pass that runs `check` (the engine dispatches to the pass)
 
     @property
     def detects(self) -> str:
@@ -80,6 +128,27 @@ def _register(r: Rule) -> Rule:
         raise ValueError(f"rule {r.id} registered twice")
     REGISTRY[r.id] = r
     return r
+
+
+def _reach(id: str, on: type | tuple[type, ...], kinds: Iterable[str] | None,
+           methods: Iterable[str] | dict[str, Iterable[str]] | None, directions: Iterable[str] | None,
+           transports: Iterable[str] | None) -> dict:
+    """The fields that narrow which observations reach a check, normalised (`methods` per kind too)."""
+    by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
+    if isinstance(methods, dict):
+        by_kind = tuple((k, frozenset(m)) for k, m in sorted(methods.items()))
+        if kinds is None:
+            kinds = methods
+        elif not set(kinds) >= set(methods):
+            raise ValueError(f"{id}: methods= names kinds that kinds= leaves out")
+        methods = {m for _, ms in by_kind for m in ms}
+    return dict(
+        on=on if isinstance(on, tuple) else (on,),
+        kinds=frozenset(kinds) if kinds is not None else None,
+        methods=frozenset(methods) if methods is not None else None, methods_by_kind=by_kind,
+        directions=frozenset(directions) if directions is not None else None,
+        transports=frozenset(transports) if transports is not None else None,
+    )
 
 
 def rule(
@@ -122,26 +191,13 @@ def rule(
     their attributes, `{"state": ["dropped"]}`: name it for a check that does nothing on the others."""
     if where and {Decoded, Answered} & set(on if isinstance(on, tuple) else (on,)):
         raise ValueError(f"{id}: where= narrows observations other than Decoded and Answered")
-    by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
-    if isinstance(methods, dict):
-        by_kind = tuple((k, frozenset(m)) for k, m in sorted(methods.items()))
-        if kinds is None:
-            kinds = methods
-        elif not set(kinds) >= set(methods):
-            raise ValueError(f"{id}: methods= names kinds that kinds= leaves out")
-        methods = {m for _, ms in by_kind for m in ms}
+    reach = _reach(id, on, kinds, methods, directions, transports)
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
             Rule(
                 id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
-                conformance=conformance, why=why, example=example, doc=_doc(fn),
-                on=on if isinstance(on, tuple) else (on,),
-                kinds=frozenset(kinds) if kinds is not None else None,
-                methods=frozenset(methods) if methods is not None else None, methods_by_kind=by_kind,
-                directions=frozenset(directions) if directions is not None else None,
-                transports=frozenset(transports) if transports is not None else None,
-                check=fn, gate=gate,
+                conformance=conformance, why=why, example=example, doc=_doc(fn), **reach, check=fn, gate=gate,
                 where=tuple((a, frozenset(v)) for a, v in sorted(where.items())) if where else (),
             )
         )
@@ -153,11 +209,273 @@ def rule(
 def declare(id: str, severity: str, *, summary: str, section: str = "", spec: str | None = None,
             quote: str | None = None, conformance: str | None = None, why: str = "", example: str = "",
             doc: str = "", observable: bool = True, emitted_by: str | None = None) -> Rule:
-    """Register a rule that has no check of its own: one emitted by another rule's check
-    (`emitted_by`), or one a passive observer cannot see (`observable=False`)."""
+    """Register a rule that has no check of its own: one a passive observer cannot see
+    (`observable=False`), or the variant of another rule's finding that its check reports under
+    this id (`emitted_by`; only where one condition yields two ids)."""
     return _register(Rule(id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
                           conformance=conformance, why=why, example=example, doc=doc, observable=observable,
                           emitted_by=emitted_by))
+
+
+# --- passes -----------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, eq=False)
+class Check:
+    """One place of a pass where a function runs: the check of rule `rule_id`, or (rule_id None) a
+    step that keeps the pass's state. The other fields narrow what reaches it, as a rule's do."""
+
+    rule_id: str | None
+    fn: Callable[[Any, "Context", Any], None]
+    on: tuple[type, ...]
+    kinds: frozenset[str] | None = None
+    methods: frozenset[str] | None = None
+    methods_by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
+    directions: frozenset[str] | None = None
+    transports: frozenset[str] | None = None
+    over: Callable[[Any, Any], Iterable] | None = None
+    gate: Callable[[Any], Any] | None = None
+
+
+class Pass:
+    """A named pass of checks that share state (see the module docstring): one dispatch per
+    observation, the checks that apply to it chosen once per kind, method, direction and transport."""
+
+    where: tuple = ()  # (the engine narrows passes by kind and method, never by attributes)
+
+    def __init__(self, name: str, *, on: type | tuple[type, ...] = Decoded,
+                 state: Callable[["Context"], Any] | None = None, per_session: bool = True,
+                 prepare: Callable[[Any, Any], Any] | None = None) -> None:
+        self.name = name
+        self.on = on if isinstance(on, tuple) else (on,)  # what a check reaches unless it says otherwise
+        self.state = state
+        self.per_session = per_session
+        self.prepare = prepare
+        self.checks: list[Check] = []
+        self._order: tuple[Callable, ...] = ()
+        #: names the pass in an inspector-error (a step or `prepare` that failed) and owns its context
+        self.unit = Rule(id=name, severity=INFO, summary=f"the {name} pass", section="pass")
+
+    def __repr__(self) -> str:
+        return f"<Pass {self.name}>"
+
+    def check(self, id: str, severity: str, *, summary: str, section: str = "", spec: str | None = None,
+              quote: str | None = None, conformance: str | None = None, why: str = "", example: str = "",
+              on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
+              methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
+              directions: Iterable[str] | None = None, transports: Iterable[str] | None = None,
+              over: Callable[[Any, Any], Iterable] | None = None, gate: Callable[[Any], Any] | None = None) -> Callable:
+        """Register the decorated function `fn(obs, ctx, state)` as the check of rule `id`, run by
+        this pass; the arguments are those of `rule()` (the observation types default to the pass's)."""
+        self._one_of(gate, over)
+        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports)
+
+        def deco(fn: Callable) -> Callable:
+            _register(Rule(id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
+                           conformance=conformance, why=why, example=example, doc=_doc(fn), **reach, check=fn,
+                           in_pass=self))
+            self.checks.append(Check(id, fn, **reach, over=over, gate=gate))
+            return fn
+
+        return deco
+
+    def also(self, id: str, *, on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
+             methods: Iterable[str] | dict[str, Iterable[str]] | None = None, directions: Iterable[str] | None = None,
+             transports: Iterable[str] | None = None, over: Callable[[Any, Any], Iterable] | None = None,
+             gate: Callable[[Any], Any] | None = None) -> Callable:
+        """Run the decorated function as rule `id`'s check at a second place of the pass (the rule is
+        declared, with its documentation, by its `check`): findings it emits are `id`'s."""
+        self._one_of(gate, over)
+        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports)
+
+        def deco(fn: Callable) -> Callable:
+            self.checks.append(Check(id, fn, **reach, over=over, gate=gate))
+            return fn
+
+        return deco
+
+    def step(self, *, on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
+             methods: Iterable[str] | dict[str, Iterable[str]] | None = None, directions: Iterable[str] | None = None,
+             transports: Iterable[str] | None = None, gate: Callable[[Any], Any] | None = None) -> Callable:
+        """Run the decorated function as bookkeeping of the pass's state at this place: it belongs to
+        no rule, and whatever it emits goes through the contexts of the checks that left it (a
+        finding deferred until evidence arrives, say)."""
+        reach = _reach(self.name, self.on if on is None else on, kinds, methods, directions, transports)
+
+        def deco(fn: Callable) -> Callable:
+            self.checks.append(Check(None, fn, **reach, gate=gate))
+            return fn
+
+        return deco
+
+    def _one_of(self, gate, over) -> None:
+        if gate is not None and over is not None:
+            raise ValueError(f"pass {self.name}: a check names a gate or over=, not both")
+
+    def order(self, *fns: Callable) -> None:
+        """The order the checks run in (and so the order of a message's findings): these first, in
+        this order (a function placed at several places is named once for each, in the order it was
+        placed), then any others in registration order."""
+        self._order = fns
+
+    def ordered(self) -> list[Check]:
+        """The checks in the order they run."""
+        rank: dict[int, int] = {}
+        seen: dict[Callable, int] = {}
+        for n, fn in enumerate(self._order):
+            k = seen[fn] = seen.get(fn, -1) + 1
+            placed = [i for i, c in enumerate(self.checks) if c.fn is fn]
+            if k >= len(placed):
+                raise ValueError(f"pass {self.name}: order() names {fn.__name__} more often than it is placed")
+            rank[placed[k]] = n
+        return [c for _, c in sorted(enumerate(self.checks), key=lambda ic: (rank.get(ic[0], len(rank)), ic[0]))]
+
+
+def _session_of(obs: Any) -> str:
+    """The capture session an observation belongs to."""
+    t = type(obs)
+    if t is Decoded:
+        return obs.msg.session
+    if t is Answered:
+        return obs.response.session
+    for attr in ("msg", "notification", "exchange", "request"):
+        o = getattr(obs, attr, None)
+        if o is not None:
+            return o.session
+    return getattr(obs, "session", "")
+
+
+class _PassPlan:
+    """What a plan entry of a pass holds: the pass's checks for one kind of observation. When some of
+    them name gates, `variants` holds the checks for each outcome of the gates (one gate: by its truth;
+    several: by the tuple of their truths), and `checks` those of all gates holding."""
+
+    __slots__ = ("checks", "_rule", "gates", "variants")
+
+    def __init__(self, checks: tuple, unit: Rule, gates: tuple = (), variants: dict | None = None) -> None:
+        self.checks = checks
+        self._rule = unit
+        self.gates = gates
+        self.variants = variants
+
+
+class _PassRun:
+    """A pass inside one engine: its contexts, its state, its plans."""
+
+    def __init__(self, engine: "RuleEngine", p: Pass) -> None:
+        self.p = p
+        self.ctx = Context(engine, p.unit, engine.ctx._mem)
+        self.checks = [c for c in p.ordered() if c.rule_id is None or c.rule_id in REGISTRY]
+        self.contexts = {c.rule_id: Context(engine, REGISTRY[c.rule_id], engine.ctx._mem)
+                         for c in self.checks if c.rule_id is not None}
+        self.keeps_sessions = p.state is not None and p.per_session
+        self.on = {t for c in self.checks for t in c.on} | ({SessionOver} if self.keeps_sessions else set())
+        self.methods = {m for c in self.checks if c.methods for m in c.methods}
+        self.internal_error = engine._internal_error
+        self.shared = p.state(self.ctx) if p.state is not None and not p.per_session else None
+        # the state of each session, when the pass keeps one per session
+        self.states: dict | None = self.ctx.mem if self.keeps_sessions else None
+        self.prepare = p.prepare
+        self.run = self._runner()
+
+    def select(self, t: type, kind: str | None, method: str | None, direction: str | None,
+               transport: str | None) -> list[Check]:
+        return [c for c in self.checks if t in c.on and _reaches(c, t, kind, method, direction, transport)]
+
+    def of_type(self, t: type) -> list[Check]:
+        return [c for c in self.checks if t in c.on]
+
+    def compile(self, checks: list[Check]) -> _PassPlan:
+        """The plan of these checks. Gates are decided here, not per check: the plan holds the checks
+        that run for each outcome of the gates they name, and the pass tests each gate once per
+        observation to pick them."""
+        gates = tuple(dict.fromkeys(c.gate for c in checks if c.gate is not None))
+        if not gates:
+            return _PassPlan(self._entries(checks), self.p.unit)
+        variants: dict = {}
+        for held in product((False, True), repeat=len(gates)):
+            on = {g for g, h in zip(gates, held) if h}
+            variants[held if len(gates) > 1 else held[0]] = self._entries(
+                [c for c in checks if c.gate is None or c.gate in on])
+        return _PassPlan(variants[(True,) * len(gates) if len(gates) > 1 else True], self.p.unit, gates, variants)
+
+    def _entries(self, checks: list[Check]) -> tuple:
+        """The (function, context) pairs of these checks; a run of consecutive checks naming the same
+        `over` becomes one entry that goes through the items."""
+        out: list = []
+        i = 0
+        while i < len(checks):
+            over = checks[i].over
+            j = i + 1
+            while over is not None and j < len(checks) and checks[j].over is over:
+                j += 1
+            runs = tuple((c.fn, self.contexts[c.rule_id] if c.rule_id is not None else self.ctx) for c in checks[i:j])
+            out.append(runs[0] if over is None else (self._each(over, runs), self.ctx))
+            i = j
+        return tuple(out)
+
+    def _each(self, over: Callable, runs: tuple) -> Callable:
+        internal_error = self.internal_error
+
+        def each(obs: Any, _ctx: Context, arg: Any) -> None:
+            for item in over(obs, arg):
+                for fn, ctx in runs:
+                    try:
+                        fn(obs, ctx, item)
+                    except Exception as e:
+                        internal_error(ctx._rule, e)
+
+        return each
+
+    def _runner(self) -> Callable[[Any, _PassPlan], None]:
+        """What the engine's plans call for this pass: the observation's state, the checks its gates
+        choose, then each check in turn. One function per pass, with what it needs bound to locals
+        (it runs for every message)."""
+        states, shared, make, ctx0, prepare = self.states, self.shared, self.p.state, self.ctx, self.prepare
+        internal_error, unit = self.internal_error, self.p.unit
+
+        def run(obs: Any, plan: _PassPlan) -> None:
+            try:
+                if states is None:
+                    st = shared
+                else:
+                    t = type(obs)
+                    if t is SessionOver:  # the session is over: its state goes (its checks, if any, see it last)
+                        st = states.pop(obs.session, None)
+                        if st is None:
+                            return
+                    else:
+                        session = obs.msg.session if t is Decoded else _session_of(obs)
+                        st = states.get(session)
+                        if st is None:
+                            st = states[session] = make(ctx0)
+                if prepare is not None:
+                    st = prepare(obs, st)
+                    if st is None:
+                        return
+                gates = plan.gates
+                if not gates:
+                    checks = plan.checks
+                else:
+                    try:
+                        if len(gates) == 1:
+                            checks = plan.variants[True if gates[0](obs) else False]
+                        elif len(gates) == 2:
+                            checks = plan.variants[(True if gates[0](obs) else False, True if gates[1](obs) else False)]
+                        else:
+                            checks = plan.variants[tuple(True if g(obs) else False for g in gates)]
+                    except Exception:  # a gate that raises: the checks run (and fail) as they would without it
+                        checks = plan.checks
+            except Exception as e:
+                internal_error(unit, e)
+                return
+            for fn, ctx in checks:
+                try:
+                    fn(obs, ctx, st)
+                except Exception as e:
+                    internal_error(ctx._rule, e)
+
+        return run
 
 
 def _key_of(attrs: list[str]) -> Callable[[Any], tuple]:
@@ -166,8 +484,8 @@ def _key_of(attrs: list[str]) -> Callable[[Any], tuple]:
     return get if len(attrs) > 1 else lambda obs: (get(obs),)
 
 
-def _where(rules: list[Rule], values: dict[str, Any]) -> list[Rule]:
-    """The rules whose `where` the attribute values satisfy."""
+def _where(rules: list, values: dict[str, Any]) -> list:
+    """The rules whose `where` the attribute values satisfy (passes have none)."""
     return [r for r in rules if all(values[a] in allowed for a, allowed in r.where)]
 
 
@@ -177,13 +495,23 @@ def _kind_matches(name: str, kind: str | None, t: type) -> bool:
         kind == RESULT and t is Answered and name == OTHER_RESULT)
 
 
-def _methods_ok(r: Rule, t: type, kind: str | None, method: str | None) -> bool:
+def _methods_ok(r: Rule | Check, t: type, kind: str | None, method: str | None) -> bool:
     """Whether the rule's methods (all of them, or those of the names that match the kind) take this method."""
     if r.methods is None:
         return True
     if not r.methods_by_kind:
         return method in r.methods
     return any(method in ms for name, ms in r.methods_by_kind if _kind_matches(name, kind, t))
+
+
+def _reaches(r: Rule | Check, t: type, kind: str | None, method: str | None, direction: str | None,
+             transport: str | None) -> bool:
+    """Whether a `Decoded` or `Answered` observation of this kind, method, direction and transport reaches
+    a rule's check (or a check of a pass)."""
+    return ((r.kinds is None or any(_kind_matches(name, kind, t) for name in r.kinds))
+            and _methods_ok(r, t, kind, method)
+            and (r.directions is None or direction in r.directions)
+            and (r.transports is None or transport in r.transports))
 
 
 def _doc(fn: Callable) -> str:
@@ -209,6 +537,11 @@ class Context:
         self._mem: dict[str, dict] = mems if mems is not None else {}
         #: a dict private to the rule, kept across observations (keep it bounded)
         self.mem: dict = self._mem.setdefault(rule.id if rule is not None else "", {})
+
+    @property
+    def rule(self) -> "Rule | None":
+        """The rule whose check this context is (None: the engine's own)."""
+        return self._rule
 
     @property
     def config(self) -> Config:
@@ -240,16 +573,33 @@ class RuleEngine:
         self.view = view
         self.ctx = Context(self)
         self.findings: list[Finding] = []  # drained after each frame (analysis.py)
+        disabled = self.config.disabled
         # a check runs while its own id or an id it emits (`emitted_by`) is enabled; report() drops disabled ids
-        needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in self.config.disabled}
-        self._active = [r for r in REGISTRY.values()
-                        if r.check is not None and (r.id not in self.config.disabled or r.id in needed)]
+        needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in disabled}
+        # what runs, in registration order: rules with a check, and each pass where its first check is
+        # registered (a pass runs while any of its rules is enabled)
+        units: list = []
+        passes: dict[Pass, list[Rule]] = {}
+        for r in REGISTRY.values():
+            if r.check is None:
+                continue
+            if r.in_pass is not None:
+                if r.in_pass not in passes:
+                    passes[r.in_pass] = []
+                    units.append(r.in_pass)
+                passes[r.in_pass].append(r)
+            elif r.id not in disabled or r.id in needed:
+                units.append(r)
+        self._passes = {p: _PassRun(self, p) for p, rules in passes.items()
+                        if any(r.id not in disabled or r.id in needed for r in rules)}
+        self._active = [u for u in units if type(u) is Rule or u in self._passes]
         # each active rule as (check, its context): what a plan holds
-        self._runs = {r.id: (r.check, Context(self, r, self.ctx._mem)) for r in self._active}
-        self._by_type: dict[type, list[Rule]] = {}
-        for r in self._active:
-            for t in r.on:
-                self._by_type.setdefault(t, []).append(r)
+        self._runs = {r.id: (r.check, Context(self, r, self.ctx._mem))
+                      for r in self._active if type(r) is Rule}
+        self._by_type: dict[type, list] = {}
+        for u in self._active:
+            for t in (u.on if type(u) is Rule else self._passes[u].on):
+                self._by_type.setdefault(t, []).append(u)
         self._plain: dict[type, tuple] = {}
         # types some rule narrows by attributes: (the attributes as a key, plans by key, the rules)
         self._keyed: dict[type, tuple] = {}
@@ -260,23 +610,27 @@ class RuleEngine:
             if attrs:
                 self._keyed[t] = (_key_of(attrs), attrs, {}, rules)
             else:
-                self._plain[t] = self._compile(rules)
-        self._method_filtered = {m for r in self._active if r.methods for m in r.methods}
+                self._plain[t] = self._compile(rules, t)
+        self._method_filtered = {m for r in self._active if type(r) is Rule and r.methods for m in r.methods}
+        self._method_filtered |= {m for run in self._passes.values() for m in run.methods}
         self._cache: dict[tuple, tuple] = {}
 
     def _select(self, t: type, kind: str | None, method: str | None, direction: str | None,
-                transport: str | None = None) -> list[Rule]:
+                transport: str | None = None) -> list:
         """The rules a `Decoded` or `Answered` observation of this kind, method, direction and
-        transport reaches."""
+        transport reaches, and (pass, its checks) for each pass some check of which it reaches."""
         if method not in self._method_filtered:
             method = None
-        return [
-            r for r in self._by_type.get(t, ())
-            if (r.kinds is None or any(_kind_matches(name, kind, t) for name in r.kinds))
-            and _methods_ok(r, t, kind, method)
-            and (r.directions is None or direction in r.directions)
-            and (r.transports is None or transport in r.transports)
-        ]
+        out: list = []
+        for u in self._by_type.get(t, ()):
+            if type(u) is Rule:
+                if _reaches(u, t, kind, method, direction, transport):
+                    out.append(u)
+            else:
+                checks = self._passes[u].select(t, kind, method, direction, transport)
+                if checks:
+                    out.append((u, checks))
+        return out
 
     def _plan(self, key: tuple) -> tuple:
         plan = self._cache[key] = self._compile(self._select(*key))
@@ -294,19 +648,31 @@ class RuleEngine:
         except KeyError:
             pass
         except TypeError:  # an unhashable attribute value: every rule of the type (each check decides)
-            return self._compile(rules)
-        plan = plans[key] = self._compile(_where(rules, dict(zip(attrs, key))))
+            return self._compile(rules, t)
+        plan = plans[key] = self._compile(_where(rules, dict(zip(attrs, key))), t)
         return plan
 
-    def _compile(self, rules: list[Rule]) -> tuple:
+    def _compile(self, rules: list, t: type | None = None) -> tuple:
         """The (check, context) pairs of a plan, in the rules' order; a run of consecutive rules
-        that name the same gate becomes one entry that tests the gate once and runs them."""
+        that name the same gate becomes one entry that tests the gate once and runs them. A pass
+        (given as itself for the types other than `Decoded` and `Answered`, or as (pass, its checks))
+        becomes one entry that runs its checks."""
         plan: list = []
         i = 0
         while i < len(rules):
-            gate = rules[i].gate
+            u = rules[i]
+            if type(u) is not Rule:
+                p, checks = u if type(u) is tuple else (u, None)
+                run = self._passes[p]
+                if checks is None:
+                    checks = run.of_type(t)
+                if checks or (t is SessionOver and run.keeps_sessions):
+                    plan.append((run.run, run.compile(checks)))
+                i += 1
+                continue
+            gate = u.gate
             j = i + 1
-            while gate is not None and j < len(rules) and rules[j].gate is gate:
+            while gate is not None and j < len(rules) and type(rules[j]) is Rule and rules[j].gate is gate:
                 j += 1
             runs = tuple(self._runs[r.id] for r in rules[i:j])
             plan.append(runs[0] if gate is None else (self._gated(gate, runs), runs[0][1]))
@@ -367,7 +733,8 @@ class RuleEngine:
     def _internal_error(self, r: Rule, e: BaseException) -> None:
         tb = traceback.extract_tb(e.__traceback__)
         where = f"{tb[-1].filename.rsplit('/', 1)[-1]}:{tb[-1].lineno}" if tb else "?"
-        self.report(REGISTRY["inspector-error"], f"rule {r.id} failed on this input: {type(e).__name__}: {e} ({where}); "
+        what = r.summary if r.section == "pass" and r.check is None else f"rule {r.id}"
+        self.report(REGISTRY["inspector-error"], f"{what} failed on this input: {type(e).__name__}: {e} ({where}); "
                     "the traffic was not affected, analysis goes on", [], None, None, {"rule": r.id}, None)
 
     def report(self, r: Rule, message: str, messages: list[int], chain: str | None, time: float | None,
@@ -379,10 +746,19 @@ class RuleEngine:
             time = self.view.now if self.view is not None else 0.0
         self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
 
+    def _contexts(self):
+        """Every context of this engine: its own, each rule's, each pass's and its checks'."""
+        yield self.ctx
+        for _, c in self._runs.values():
+            yield c
+        for pr in self._passes.values():
+            yield pr.ctx
+            yield from pr.contexts.values()
+
     def set_view(self, view: Any) -> None:
         """The view the checks read (a pipeline made after the engine, to which it is the sink)."""
         self.view = view
-        for ctx in (self.ctx, *(c for _, c in self._runs.values())):
+        for ctx in self._contexts():
             ctx.view = view
 
     def drain(self) -> list[Finding]:

@@ -12,7 +12,7 @@ import json
 from ..core.messages import BATCH, Message
 from ..core.observations import Answered, Decoded, SessionOver
 from . import spec
-from .base import MODERN_CODES, at, error_code, side
+from .common import MODERN_CODES, at, error_code, side
 from .registry import ERROR, INFO, declare, rule
 
 BOM = b"\xef\xbb\xbf"

@@ -17,19 +17,29 @@ from ..core.jsontext import dumps_with
 from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
 from . import shapes, spec
-from .mrtr_server import MISSING_CAPABILITY, TASKS_EXTENSION, Ask, _answered, _caps, _chain, _modern_result, _undeclared
-from .registry import ERROR, INFO, TASK, WARNING, declare, rule
+from .common import (
+    INVALID_PARAMS,
+    METHOD_NOT_FOUND,
+    MISSING_CAPABILITY,
+    TASKS_EXTENSION,
+    answer_chain,
+    answered,
+    at,
+    client_caps,
+    modern_result,
+)
+from .mrtr_server import Ask, undeclared_capability
+from .registry import ERROR, INFO, TASK, WARNING, Pass, rule
 
 TASK_METHODS = ("tasks/get", "tasks/update", "tasks/cancel")
 SNAPSHOTS = ("tasks/get", "notifications/tasks")  # where a task's state is shown
 TERMINAL = frozenset({"completed", "failed", "cancelled"})
-INVALID_PARAMS, METHOD_NOT_FOUND = -32602, -32601
 UNKNOWN_TASK = re.compile(r"not\s+found|unknown|no\s+such|does\s*n[o']t\s+exist|expired", re.I)
 MAX_TASKS = 10_000  # tasks (or task-creating calls) a rule remembers at once
 
 
 def _declares(req: Message) -> bool:
-    ext = _caps(req).get("extensions")
+    ext = client_caps(req).get("extensions")
     return type(ext) is dict and TASKS_EXTENSION in ext
 
 
@@ -49,15 +59,15 @@ def _task_id(obj) -> str | None:
 
 def _created(obs: Answered) -> str | None:
     """The taskId of a CreateTaskResult (a modern result with resultType "task")."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     return _task_id(r) if r is not None and r.get("resultType") == "task" else None
 
 
 def _snapshot(obs) -> tuple[dict, Message, str] | None:
     """The task state a modern tasks/get result or notifications/tasks shows: (task, message, words)."""
     if type(obs) is Answered:
-        r = _modern_result(obs)
-        return (r, obs.response, f"the tasks/get {_answered(obs)}") if r is not None else None
+        r = modern_result(obs)
+        return (r, obs.response, f"the tasks/get {answered(obs)}") if r is not None else None
     msg = obs.msg
     if msg.era != MODERN or type(msg.params) is not dict:
         return None
@@ -86,11 +96,11 @@ def _remember(mem: dict, key, value) -> None:
 def task_result_undeclared_client(obs: Answered, ctx) -> None:
     """A modern result with `resultType: "task"` answering a request whose own
     `_meta.clientCapabilities.extensions` lacks `io.modelcontextprotocol/tasks`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType") != "task" or _declares(obs.request):
         return
-    ctx.emit(f"{_answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
-             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=_chain(obs))
+    ctx.emit(f"{answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
+             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
 
 
 @rule(
@@ -104,10 +114,10 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
 )
 def task_result_unsupported_method(obs: Answered, ctx) -> None:
     """A modern result with `resultType: "task"` answering any method but `tools/call`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or r.get("resultType") != "task" or obs.request.method == "tools/call":
         return
-    ctx.emit(f"{_answered(obs)} creates a task, but only tools/call supports task-augmented execution",
+    ctx.emit(f"{answered(obs)} creates a task, but only tools/call supports task-augmented execution",
              messages=[obs.request.index, obs.response.index])
 
 
@@ -125,10 +135,10 @@ def tasks_result_type_not_complete(obs: Answered, ctx) -> None:
     """A modern tasks/get, tasks/update or tasks/cancel result whose `resultType` is present and not
     "complete" (an absent one is `result-type-missing`; an input_required one also
     `irr-unsupported-method`)."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     if r is None or "resultType" not in r or r["resultType"] == "complete":
         return
-    ctx.emit(f"{_answered(obs)} has resultType {json.dumps(r['resultType'])}; {obs.request.method} results are "
+    ctx.emit(f"{answered(obs)} has resultType {json.dumps(r['resultType'])}; {obs.request.method} results are "
              "always \"complete\"", messages=[obs.response.index])
 
 
@@ -154,7 +164,7 @@ def task_input_required_missing_input_requests(obs, ctx) -> None:
                  messages=[msg.index])
 
 
-# --- task input keys (one check: both rules read the same history of each task) -------------------
+# --- task input keys: one pass, both rules read the same history of each task ----------------------
 
 
 class _Keys:
@@ -180,10 +190,35 @@ def _input_responses(msg: Message) -> dict:
     return ir if type(ir) is dict else {}
 
 
-@rule(
-    "task-input-key-reused", ERROR, on=(Decoded, Answered),
-    methods={"notification": ["notifications/tasks", "tasks/update"], "request": ["tasks/update"],
-             "result": ["tasks/get", "tasks/update", "notifications/tasks"], TASK: ["tools/call"]},
+def _histories(ctx) -> dict:
+    """The key history of each task, by (session, taskId): the last MAX_TASKS tasks."""
+    return {}
+
+
+TASK_KEYS = Pass("task-keys", on=(Decoded, Answered), state=_histories, per_session=False)
+
+
+@TASK_KEYS.step(on=Answered, kinds=[TASK], methods=["tools/call"])
+def task_created(obs: Answered, ctx, tasks: dict) -> None:
+    """A CreateTaskResult: the capture sees every key the task will ask."""
+    tid = _created(obs)
+    if tid is not None:
+        _remember(tasks, (obs.response.session, tid), _Keys(created=True))
+
+
+@TASK_KEYS.step(on=Answered, kinds=["result"], methods=["tasks/update"])
+def update_acknowledged(obs: Answered, ctx, tasks: dict) -> None:
+    """An acknowledged tasks/update: the keys it answered are answered."""
+    if modern_result(obs) is None:
+        return
+    st = tasks.get((obs.request.session, _task_id(obs.request.params)))
+    if st is not None:
+        st.answered.update(_input_responses(obs.request))
+
+
+@TASK_KEYS.check(
+    "task-input-key-reused", ERROR, methods={"notification": ["notifications/tasks"],
+                                             "result": ["tasks/get", "notifications/tasks"]},
     section="4.9", spec=spec.TASKS_UPDATE,
     conformance="sep-2663-input-request-key-unique-per-task",
     quote="Each request key in inputRequests MUST be unique over the lifetime of a single task.",
@@ -193,29 +228,11 @@ def _input_responses(msg: Message) -> dict:
         "old answer to it.",
     example='poll 1 inputRequests {"name": {elicit "Your name?"}}; poll 2 {"name": {elicit "Your age?"}}',
 )
-def task_input_key_reused(obs, ctx) -> None:
+def task_input_key_reused(obs, ctx, tasks: dict) -> None:
     """Per taskId, across the `tasks/get` results and `notifications/tasks` of the capture: a key whose
     request payload differs from the one first shown under it; or a key shown again after a
     `tasks/update` answered it and a later snapshot no longer showed it. The same payload still
-    shown right after the update is reported as info (acknowledgements are eventually consistent).
-    This check also judges `tasks/update` requests (`task-update-unknown-key`)."""
-    if type(obs) is Answered:
-        method = obs.request.method if obs.request is not None else None
-        if method == "tools/call":
-            tid = _created(obs)
-            if tid is not None:
-                _remember(ctx.mem, (obs.response.session, tid), _Keys(created=True))
-        elif method == "tasks/update":
-            _update_acknowledged(obs, ctx)
-        else:
-            _snapshot_keys(obs, ctx)
-    elif obs.msg.method == "tasks/update":
-        _update_sent(obs.msg, ctx)
-    elif obs.msg.kind == "notification":
-        _snapshot_keys(obs, ctx)
-
-
-def _snapshot_keys(obs, ctx) -> None:
+    shown right after the update is reported as info (acknowledgements are eventually consistent)."""
     snap = _snapshot(obs)
     tid = _task_id(snap[0]) if snap is not None else None
     if tid is None:
@@ -223,12 +240,12 @@ def _snapshot_keys(obs, ctx) -> None:
     task, msg, words = snap
     key = (msg.session, tid)
     if task.get("status") in TERMINAL:
-        ctx.mem.pop(key, None)
+        tasks.pop(key, None)
         return
-    st = ctx.mem.get(key)
+    st = tasks.get(key)
     if st is None:
         st = _Keys(created=False)
-        _remember(ctx.mem, key, st)
+        _remember(tasks, key, st)
     asked = task.get("inputRequests")
     asked = asked if type(asked) is dict and task.get("status") == "input_required" else {}
     for k, v in asked.items():
@@ -249,8 +266,21 @@ def _snapshot_keys(obs, ctx) -> None:
     st.cleared |= st.answered - asked.keys()
 
 
-def _update_sent(msg: Message, ctx) -> None:
-    st = ctx.mem.get((msg.session, _task_id(msg.params)))
+@TASK_KEYS.check(
+    "task-update-unknown-key", ERROR, on=Decoded, kinds=["request", "notification"], methods=["tasks/update"],
+    section="4.9", spec=spec.TASKS_UPDATE, conformance="sep-2663-update-ignore-unknown-keys",
+    quote="Each key MUST correspond to a currently-outstanding inputRequest key.",
+    summary="A tasks/update answers a key the task never asked, or one already answered.",
+    why="An answer to the wrong key is dropped by the server, so the task keeps waiting for input.",
+    example='task asked {"name"}; tasks/update inputResponses {"nmae": …}',
+)
+def task_update_unknown_key(obs: Decoded, ctx, tasks: dict) -> None:
+    """A modern `tasks/update` whose `inputResponses` names a key that the task's `tasks/get`
+    results and `notifications/tasks` never showed, or one an earlier acknowledged `tasks/update`
+    already answered. Judged only for tasks whose creation the capture saw (otherwise earlier keys
+    may be missing). The sentence is a code comment in SEP-2663; servers SHOULD ignore such keys."""
+    msg = obs.msg
+    st = tasks.get((msg.session, _task_id(msg.params)))
     if msg.era != MODERN or st is None or not st.created:
         return  # only a task seen from its creation shows every key it asked
     for k in _input_responses(msg):
@@ -258,29 +288,7 @@ def _update_sent(msg: Message, ctx) -> None:
         if why:
             ctx.emit(f"tasks/update id={msg.id} (message #{msg.index}) answers key {k!r} of task "
                      f"{_task_id(msg.params)!r}, which {why}; each key must name a currently outstanding input request",
-                     messages=[msg.index], rule_id="task-update-unknown-key")
-
-
-def _update_acknowledged(obs: Answered, ctx) -> None:
-    if _modern_result(obs) is None:
-        return
-    st = ctx.mem.get((obs.request.session, _task_id(obs.request.params)))
-    if st is not None:
-        st.answered.update(_input_responses(obs.request))
-
-
-declare(
-    "task-update-unknown-key", ERROR, section="4.9", spec=spec.TASKS_UPDATE, emitted_by="task-input-key-reused",
-    conformance="sep-2663-update-ignore-unknown-keys",
-    quote="Each key MUST correspond to a currently-outstanding inputRequest key.",
-    summary="A tasks/update answers a key the task never asked, or one already answered.",
-    doc="A modern `tasks/update` whose `inputResponses` names a key that the task's `tasks/get` results and "
-        "`notifications/tasks` never showed, or one an earlier acknowledged `tasks/update` already answered. "
-        "Judged only for tasks whose creation the capture saw (otherwise earlier keys may be missing). The "
-        "sentence is a code comment in SEP-2663; servers SHOULD ignore such keys.",
-    why="An answer to the wrong key is dropped by the server, so the task keeps waiting for input.",
-    example='task asked {"name"}; tasks/update inputResponses {"nmae": …}',
-)
+                     messages=[msg.index])
 
 
 # --- acknowledgements, capabilities, errors ------------------------------------------------------
@@ -298,10 +306,10 @@ declare(
 def task_ack_not_empty(obs: Answered, ctx) -> None:
     """A successful modern `tasks/update` or `tasks/cancel` result carrying members besides
     `resultType` and `_meta`."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     extra = sorted(k for k in r if k not in ("resultType", "_meta")) if r is not None else None
     if extra:
-        ctx.emit(f"{_answered(obs)} carries {', '.join(extra)}; a {obs.request.method} acknowledgement is an empty result",
+        ctx.emit(f"{answered(obs)} carries {', '.join(extra)}; a {obs.request.method} acknowledgement is an empty result",
                  messages=[obs.response.index])
 
 
@@ -321,7 +329,7 @@ def tasks_non_declaring_client(obs: Answered, ctx) -> None:
     req, resp = obs.request, obs.response
     if req is None or req.era != MODERN or _declares(req) or _error_code(resp) == MISSING_CAPABILITY:
         return
-    ctx.emit(f"{req.label()} (message #{req.index}) does not declare the {TASKS_EXTENSION} extension, yet got {_got(resp)} "
+    ctx.emit(f"{at(req)} does not declare the {TASKS_EXTENSION} extension, yet got {_got(resp)} "
              f"(message #{resp.index}) instead of -32021", messages=[req.index, resp.index])
 
 
@@ -345,7 +353,7 @@ def tasks_invalid_task_id(obs: Answered, ctx) -> None:
     if tid is None:
         return
     sev = None if req.method == "tasks/get" else WARNING
-    where = f"{req.label()} (message #{req.index}) for task {tid!r}"
+    where = f"{at(req)} for task {tid!r}"
     if resp.kind == "error":
         err = resp.error if type(resp.error) is dict else {}
         code = _error_code(resp)
@@ -434,8 +442,7 @@ def task_stream_progress_or_log(obs: Decoded, ctx) -> None:
     wanted = p.get("notifications")
     ids = wanted.get("taskIds") if type(wanted) is dict else None
     if type(ids) is list and ids:
-        ctx.emit(f"{obs.msg.method} (message #{obs.msg.index}) on the listen stream of {req.label()} (message "
-                 f"#{req.index}), which subscribed to task ids {ids}", messages=[req.index, obs.msg.index])
+        ctx.emit(f"{at(obs.msg)} on the listen stream of {at(req)}, which subscribed to task ids {ids}", messages=[req.index, obs.msg.index])
 
 
 @rule(
@@ -451,7 +458,7 @@ def tasks_result_not_method_not_found(obs: Answered, ctx) -> None:
     req, resp = obs.request, obs.response
     if req is None or req.era != MODERN or _error_code(resp) == METHOD_NOT_FOUND:
         return
-    ctx.emit(f"{req.label()} (message #{req.index}) got {_got(resp)} (message #{resp.index}); tasks/result is removed and "
+    ctx.emit(f"{at(req)} got {_got(resp)} (message #{resp.index}); tasks/result is removed and "
              "answered with -32601", messages=[req.index, resp.index])
 
 
@@ -470,10 +477,10 @@ def task_shape_carries_request_state(obs, ctx) -> None:
     """A modern CreateTaskResult (`resultType: "task"`) with `requestState` or `inputRequests`, or a
     `tasks/get` result or `notifications/tasks` with `requestState`."""
     if type(obs) is Answered and obs.request is not None and obs.request.method == "tools/call":
-        r = _modern_result(obs)
+        r = modern_result(obs)
         if r is None or r.get("resultType") != "task":
             return
-        task, msg, words, fields = r, obs.response, f"the CreateTaskResult {_answered(obs)}", ("requestState", "inputRequests")
+        task, msg, words, fields = r, obs.response, f"the CreateTaskResult {answered(obs)}", ("requestState", "inputRequests")
     else:
         snap = _snapshot(obs)
         if snap is None:
@@ -498,16 +505,16 @@ def task_input_requests_undeclared_capability(obs: Answered, ctx) -> None:
     """A modern `tasks/get` result whose `inputRequests` include a request needing a capability that
     this tasks/get request's own clientCapabilities lack (the checks of
     `input-request-undeclared-capability`)."""
-    r = _modern_result(obs)
+    r = modern_result(obs)
     asked = r.get("inputRequests") if r is not None else None
     if type(asked) is not dict:
         return
-    caps = _caps(obs.request)
+    caps = client_caps(obs.request)
     for k, v in asked.items():
         if type(v) is not dict:
             continue
-        need = _undeclared(Ask(k, v, shapes.MODERN, "", [], None), caps)
+        need = undeclared_capability(Ask(k, v, shapes.MODERN, "", [], None), caps)
         if need:
-            ctx.emit(f"input request {k!r} of the tasks/get {_answered(obs)} needs the {need} capability, which the "
+            ctx.emit(f"input request {k!r} of the tasks/get {answered(obs)} needs the {need} capability, which the "
                      "tasks/get request did not declare", messages=[obs.request.index, obs.response.index],
                      details={"key": k, "capability": need})

@@ -1,5 +1,6 @@
-"""RULES.md §4.6, Streamable HTTP: each rule's trigger and near miss, the real SDK captures, and the
-request-metadata check whose rules can be turned off one by one."""
+"""RULES.md §4.6, Streamable HTTP: each rule's trigger and near miss (server-initiated-request and
+client-sent-response on stdio too), the real SDK captures, and the request-metadata pass whose rules
+can be turned off one by one."""
 
 from __future__ import annotations
 
@@ -14,6 +15,7 @@ from mrtr_inspect.core.findings import Finding
 from mrtr_inspect.rules.http import _Annotations, decode_header_value
 from mrtr_inspect.rules.registry import REGISTRY
 from tests.captures import capture_frames, capture_names
+from tests.rules.test_legacy import legacy_stdio
 from tests.traffic import ELICIT, HTTP_HEADERS, VERSION, Traffic
 
 NAME_FIELD = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
@@ -348,13 +350,13 @@ def test_session_id_sent():
     assert len(f) == 1 and f[0].severity == "info" and f[0].messages == [0]
 
 
-def test_one_check_many_rules_each_can_be_turned_off():
+def test_one_pass_many_rules_each_can_be_turned_off():
     t = Traffic("http")
     post(t, "tools/call", {"name": "deploy"}, drop=("mcp-protocol-version", "mcp-method"))
     both = {"http-protocol-version-header-missing", "http-mcp-method-missing"}
     assert both <= t.run().rules()
-    hub_off = t.run(Config(disabled={"http-protocol-version-header-missing"})).rules()
-    assert "http-mcp-method-missing" in hub_off and "http-protocol-version-header-missing" not in hub_off
+    first_off = t.run(Config(disabled={"http-protocol-version-header-missing"})).rules()
+    assert "http-mcp-method-missing" in first_off and "http-protocol-version-header-missing" not in first_off
     child_off = t.run(Config(disabled={"http-mcp-method-missing"})).rules()
     assert "http-protocol-version-header-missing" in child_off and "http-mcp-method-missing" not in child_off
 
@@ -608,6 +610,47 @@ def test_irr_on_sse():
     t.respond_json(x, {"jsonrpc": "2.0", "id": i, "result": irr})
     f = t.run().of("http-irr-on-sse")
     assert len(f) == 1 and f[0].severity == "info" and "as the last event" in f[0].message
+
+
+# --- legacy artifacts on a modern hop, on both transports -----------------------------------------------------
+
+
+def test_server_initiated_request_modern_stdio():
+    t = Traffic()
+    t.call("tools/call", {"name": "deploy"}, id=2)
+    t.server({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {"message": "ok?",
+                                                                                     "requestedSchema": {}}})
+    r = t.run()
+    f = r.of("server-initiated-request")
+    assert len(f) == 1 and f[0].messages == [1] and "on stdout" in f[0].message
+
+
+def test_server_request_on_a_legacy_process_is_fine():
+    t = legacy_stdio()
+    t.call("tools/call", {"name": "deploy"}, with_meta=False)
+    t.server({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": {"message": "ok?",
+                                                                                     "requestedSchema": {}}})
+    t.client({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept", "content": {}}})
+    r = t.run()
+    assert not r.of("server-initiated-request") and not r.of("client-sent-response")
+
+
+def test_server_initiated_request_on_a_modern_post_stream():
+    h = Traffic("http")
+    x = h.post(h.request("tools/call", {"name": "deploy"}, id=2))
+    h.respond_sse(x, [{"jsonrpc": "2.0", "id": 0, "method": "sampling/createMessage", "params": {}},
+                      {"jsonrpc": "2.0", "id": 2, "result": {"content": [], "resultType": "complete"}}])
+    f = h.run().of("server-initiated-request")
+    assert len(f) == 1 and f[0].messages == [0, 1] and "response stream of tools/call id=2" in f[0].message
+
+
+def test_client_sent_response():
+    t = Traffic()
+    t.call("tools/list")
+    t.client({"jsonrpc": "2.0", "id": 0, "result": {"action": "accept"}})
+    t.client({"jsonrpc": "2.0", "id": 1, "error": {"code": -32601, "message": "no"}})
+    assert [f.messages for f in t.run().of("client-sent-response")] == [[1], [2]]
+
 
 
 # --- the real SDK captures --------------------------------------------------------------------------------------------

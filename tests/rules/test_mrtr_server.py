@@ -1,5 +1,5 @@
-"""RULES.md §4.1 (MRTR, the server side) and §10.5 tool-result-missing-structured-content: each rule
-fires on the traffic it describes and stays quiet on the nearest traffic that is fine."""
+"""RULES.md §4.1 (MRTR, the server side): each rule fires on the traffic it describes and stays quiet
+on the nearest traffic that is fine."""
 
 import copy
 
@@ -504,37 +504,6 @@ def test_input_request_jsonrpc_envelope():
     assert "input-request-jsonrpc-envelope" not in irr({"q": ELICIT}).rules()
 
 
-# --- tool-result-missing-structured-content (RULES.md §10.5) -----------------------------------------------
-
-WEATHER = {"name": "weather", "inputSchema": {"type": "object"},
-           "outputSchema": {"type": "object", "properties": {"t": {"type": "number"}}}}
-PLAIN = {"name": "plain", "inputSchema": {"type": "object"}}
-
-
-def tool_call(tool: str, result: dict, listed_first: bool = True):
-    t = Traffic()
-    if listed_first:
-        lid = t.call("tools/list")
-        t.result(lid, {"tools": [WEATHER, PLAIN], "ttlMs": 0, "cacheScope": "public"})
-    rid = t.tool(tool)
-    t.result(rid, result)
-    return t.run()
-
-
-def test_tool_result_missing_structured_content():
-    [f] = tool_call("weather", {"content": [{"type": "text", "text": "{\"t\": 20}"}]}).of(
-        "tool-result-missing-structured-content")
-    assert "'weather'" in f.message and f.severity == "error"
-
-
-def test_tool_result_missing_structured_content_near_miss():
-    text = {"content": [{"type": "text", "text": "20"}]}
-    assert "tool-result-missing-structured-content" not in tool_call("weather", {**text, "structuredContent": {"t": 20}}).rules()
-    assert "tool-result-missing-structured-content" not in tool_call("weather", {**text, "isError": True}).rules()
-    assert "tool-result-missing-structured-content" not in tool_call("plain", text).rules()
-    assert "tool-result-missing-structured-content" not in tool_call("weather", text, listed_first=False).rules()
-
-
 # --- real traffic ------------------------------------------------------------------------------------------
 
 SECTION_4_1 = [
@@ -553,7 +522,7 @@ SECTION_4_3 = [
     "create-message-result-invalid", "create-message-result-tool-use-unoffered", "list-roots-result-invalid",
     "root-uri-not-file", "input-response-error-shaped",
 ]
-OURS = set(SECTION_4_1 + SECTION_4_3 + ["tool-result-missing-structured-content"])
+OURS = set(SECTION_4_1 + SECTION_4_3)
 
 
 def _ours_not_info(outs: list) -> list:

@@ -181,3 +181,194 @@ def test_methods_per_kind_narrow_each_kind_to_its_own_methods(monkeypatch):
     assert registry.REGISTRY["per-kind"].kinds == {"request", "result", "task"}
     with pytest.raises(ValueError):  # a kind with methods that kinds= leaves out
         registry.rule("y", "info", summary="s", on=Decoded, kinds=["request"], methods={"notification": ["x"]})
+
+
+# --- passes ------------------------------------------------------------------------------------------------------
+
+
+def _pass_registry(monkeypatch) -> None:
+    """An empty registry (but for inspector-error), so that a test declares its own rules and passes."""
+    monkeypatch.setattr(registry, "REGISTRY", {"inspector-error": registry.REGISTRY["inspector-error"]})
+
+
+def _decoded(kind: str, session: str = "s1") -> Decoded:
+    m = _msg(kind, "stdio")
+    m.session = session
+    return Decoded(m)
+
+
+def test_a_pass_runs_each_check_once_per_message_of_its_kinds_and_each_emits_its_own_id(monkeypatch):
+    _pass_registry(monkeypatch)
+    calls: list = []
+    states: list = []
+
+    def emit(obs, ctx, *st):
+        calls.append(ctx.rule.id)
+        ctx.emit(f"{ctx.rule.id} on {obs.msg.kind}")
+
+    registry.rule("before", "info", summary="s", on=Decoded)(emit)
+    p = registry.Pass("p", state=lambda ctx: states.append(ctx) or {"n": 0})
+    p.check("on-requests", "error", summary="s", kinds=["request"])(emit)
+    p.check("on-results", "warning", summary="s", kinds=["result"])(emit)
+    p.check("on-both", "info", summary="s", kinds=["request", "result"])(emit)
+    registry.rule("after", "info", summary="s", on=Decoded)(emit)
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    assert calls == ["before", "on-requests", "on-both", "after"]  # the pass where its first check is registered
+    calls.clear()
+    engine.dispatch(_decoded("result"))
+    assert calls == ["before", "on-results", "on-both", "after"]
+    calls.clear()
+    engine.dispatch(_decoded("notification"))
+    assert calls == ["before", "after"]
+    # one dispatch into the pass per message: the engine's plan holds the pass once, with only its checks
+    # that can apply to the key
+    plan = engine._cache[(Decoded, "request", None, "c2s", "stdio")]
+    assert len(plan) == 3 and [ctx.rule.id for _, ctx in plan[1][1].checks] == ["on-requests", "on-both"]
+    assert [(f.rule, f.severity, f.message) for f in engine.drain()] == [
+        ("before", "info", "before on request"), ("on-requests", "error", "on-requests on request"),
+        ("on-both", "info", "on-both on request"), ("after", "info", "after on request"),
+        ("before", "info", "before on result"), ("on-results", "warning", "on-results on result"),
+        ("on-both", "info", "on-both on result"), ("after", "info", "after on result"),
+        ("before", "info", "before on notification"), ("after", "info", "after on notification")]
+    assert len(states) == 1  # one state for the session, kept across its messages
+
+
+def test_a_failing_check_becomes_an_inspector_error_naming_it_and_the_others_still_run(monkeypatch):
+    _pass_registry(monkeypatch)
+    p = registry.Pass("p", state=lambda ctx: {})
+
+    @p.check("broken", "error", summary="s")
+    def broken(obs, ctx, st):
+        raise KeyError("x")
+
+    @p.check("fine", "error", summary="s")
+    def fine(obs, ctx, st):
+        ctx.emit("still checked")
+
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    err, ok = engine.drain()
+    assert err.rule == "inspector-error" and err.details == {"rule": "broken"} and "rule broken failed" in err.message
+    assert ok.rule == "fine" and ok.message == "still checked"
+
+
+def test_a_pass_keeps_its_state_per_session_and_drops_it_when_the_session_ends(monkeypatch):
+    _pass_registry(monkeypatch)
+    p = registry.Pass("p", state=lambda ctx: [])
+
+    @p.check("count", "info", summary="s")
+    def count(obs, ctx, seen):
+        seen.append(obs.msg.kind)
+        ctx.emit(f"{len(seen)}")
+
+    engine = RuleEngine(Config())
+    for obs in (_decoded("request"), _decoded("result"), _decoded("request", "s2"), SessionOver("s1", "stdio", 1.0, {}),
+                _decoded("request")):
+        engine.dispatch(obs)
+    assert [f.message for f in engine.drain()] == ["1", "2", "1", "1"]  # s1, s1, s2, then s1 anew
+    assert list(engine._passes[p].states) == ["s2", "s1"]
+
+
+def test_order_also_steps_and_prepare(monkeypatch):
+    _pass_registry(monkeypatch)
+    seen: list = []
+
+    def prepare(obs, st):
+        return None if obs.msg.method == "skip" else st
+
+    p = registry.Pass("p", state=lambda ctx: {"marks": []}, prepare=prepare)
+
+    @p.check("a", "info", summary="s", kinds=["request"])
+    def a(obs, ctx, st):
+        seen.append(("a", list(st["marks"])))
+        ctx.emit("a")
+
+    @p.step(kinds=["request", "result"])
+    def mark(obs, ctx, st):
+        st["marks"].append(obs.msg.kind)
+
+    @p.check("b", "info", summary="s", kinds=["request"])
+    def b(obs, ctx, st):
+        seen.append(("b", list(st["marks"])))
+        ctx.emit("b")
+
+    @p.also("a", kinds=["result"])
+    def a_on_results(obs, ctx, st):
+        ctx.emit("a, on a result")
+
+    p.order(b, mark, a)  # then the others (a_on_results) in registration order
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    engine.dispatch(_decoded("result"))
+    skipped = _decoded("request")
+    skipped.msg.method = "skip"
+    engine.dispatch(skipped)
+    assert seen == [("b", []), ("a", ["request"])]
+    assert [(f.rule, f.message) for f in engine.drain()] == [("b", "b"), ("a", "a"), ("a", "a, on a result")]
+    with pytest.raises(ValueError):  # a function named more often than it is placed
+        p.order(a, a)
+        p.ordered()
+
+
+def test_over_goes_item_by_item_through_a_run_of_checks(monkeypatch):
+    _pass_registry(monkeypatch)
+    p = registry.Pass("p", state=lambda ctx: {})
+
+    def items(obs, st):
+        return [1, 2]
+
+    for name in ("x", "y"):
+        p.check(name, "info", summary="s", over=items)(lambda obs, ctx, item: ctx.emit(f"{ctx.rule.id}{item}"))
+
+    @p.check("z", "info", summary="s")
+    def z(obs, ctx, st):
+        ctx.emit("z")
+
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    assert [f.message for f in engine.drain()] == ["x1", "y1", "x2", "y2", "z"]
+
+
+def test_a_pass_runs_while_one_of_its_rules_is_enabled(monkeypatch):
+    _pass_registry(monkeypatch)
+    calls: list = []
+    p = registry.Pass("p", state=lambda ctx: {})
+    for name in ("a", "b"):
+        p.check(name, "info", summary="s")(lambda obs, ctx, st: calls.append(ctx.rule.id) or ctx.emit("x"))
+    engine = RuleEngine(Config(disabled={"a"}))
+    engine.dispatch(_decoded("request"))
+    assert calls == ["a", "b"]  # a disabled check still runs (its state may feed the others) ...
+    assert [f.rule for f in engine.drain()] == ["b"]  # ... and its findings are dropped
+    calls.clear()
+    engine = RuleEngine(Config(disabled={"a", "b"}))
+    engine.dispatch(_decoded("request"))
+    assert calls == [] and p not in engine._passes
+
+
+def test_a_gate_of_a_pass_is_tested_once_per_observation_and_skips_its_checks_when_false(monkeypatch):
+    _pass_registry(monkeypatch)
+    tested: list = []
+    ran: list = []
+    state = {"open": False}
+
+    def gate(obs):
+        tested.append(1)
+        if state["open"] is None:
+            raise ValueError("broken gate")
+        return state["open"]
+
+    p = registry.Pass("p", state=lambda ctx: {})
+    for name, g in (("g1", gate), ("plain", None), ("g2", gate)):
+        p.check(name, "info", summary="s", gate=g)(lambda obs, ctx, st: ran.append(ctx.rule.id))
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    assert ran == ["plain"] and len(tested) == 1  # the gated checks need not be consecutive
+    state["open"], ran[:], tested[:] = True, [], []
+    engine.dispatch(_decoded("request"))
+    assert ran == ["g1", "plain", "g2"] and len(tested) == 1
+    state["open"], ran[:] = None, []  # a gate that raises lets its checks run
+    engine.dispatch(_decoded("request"))
+    assert ran == ["g1", "plain", "g2"]
+    with pytest.raises(ValueError):
+        p.check("both", "info", summary="s", gate=gate, over=lambda obs, st: [])(lambda obs, ctx, st: None)

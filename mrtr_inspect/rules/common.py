@@ -1,0 +1,157 @@
+"""What the rules of every section share: the error codes of the specification, how findings name
+a message, and the helpers through which rules reach what the pipeline knows beyond the observation
+in hand (the request a response answers, the chain of a request, the requests in flight).
+
+Rules read those facts only through the helpers below (`request_of`, `creq_of`, `chain_of`,
+`in_flight`, `legacy_session`), never from the message or the inspector directly, so that where the
+pipeline keeps them can change in one place.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+from ..core.messages import CLIENT_CAPABILITIES_KEY, Message
+
+# --- error codes (basic/index.mdx "Error Codes", RULES.md §5) -------------------------------------------
+
+PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR = -32700, -32600, -32601, -32602, -32603
+JSONRPC_CODES = frozenset({PARSE_ERROR, INVALID_REQUEST, METHOD_NOT_FOUND, INVALID_PARAMS, INTERNAL_ERROR})
+HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION = -32020, -32021, -32022
+MODERN_CODES = frozenset({HEADER_MISMATCH, MISSING_CAPABILITY, UNSUPPORTED_VERSION})  # the codes 2026-07-28 defines
+RESOURCE_NOT_FOUND_2025 = -32002  # 2025-11-25's resource not found; this revision MUST NOT emit it
+URL_ELICITATION_REQUIRED = -32042  # 2025-11-25 only
+
+TASKS_EXTENSION = "io.modelcontextprotocol/tasks"  # the tasks extension's capability name (SEP-2663)
+BOUND = 1024  # entries a per-session table keeps before it forgets the oldest
+
+
+# --- naming a message in a finding ---------------------------------------------------------------------
+
+
+def at(msg: Message) -> str:
+    """`tools/call id=2 (message #4)`: how findings name a message."""
+    return f"{msg.label()} (message #{msg.index})"
+
+
+def side(msg: Message) -> str:
+    return "client" if msg.direction == "c2s" else "server"
+
+
+def answered(obs: Any) -> str:
+    """`result id=2 (message #3) to tools/call id=2 (message #2)`: an `Answered` observation."""
+    return f"{at(obs.response)} to {at(obs.request)}"
+
+
+# --- what a message carries -----------------------------------------------------------------------------
+
+
+def params(msg: Message) -> dict:
+    return msg.params if type(msg.params) is dict else {}
+
+
+def meta_value(msg: Message, key: str):
+    m = msg.meta
+    return m.get(key) if m is not None else None
+
+
+def client_caps(request: Message | None) -> dict:
+    """The client capabilities the request declared for itself ({} when it declared none)."""
+    meta = request.meta if request is not None else None
+    caps = meta.get(CLIENT_CAPABILITIES_KEY) if meta is not None else None
+    return caps if type(caps) is dict else {}
+
+
+def error_code(msg: Message):
+    """`error.code` as written, for comparing and showing; None when there is none, or when it is an
+    array or object (no code to compare; error-code-not-integer reports it), which a set lookup of
+    the code would fail on."""
+    err = msg.error
+    code = err.get("code") if type(err) is dict else None
+    return None if type(code) is list or type(code) is dict else code
+
+
+def integer_code(msg: Message) -> int | None:
+    """`error.code` when it is an integer as written (None otherwise: absent, 1.0, "1", true)."""
+    e = msg.error
+    c = e.get("code") if type(e) is dict else None
+    return c if type(c) is int else None
+
+
+def modern_result(obs: Any) -> dict | None:
+    """The result object of a server's answer to a modern request (an `Answered`), else None."""
+    r = obs.response
+    if r.era != "modern" or r.direction != "s2c" or obs.request is None or type(r.result) is not dict:
+        return None
+    return r.result
+
+
+# --- where a message stands: its request, its chain, the requests in flight -------------------------------
+
+
+def request_of(ctx, msg: Message) -> Message | None:
+    """The request that a response of the frame being analysed answers (None: it answers no request
+    known). A per-message check reads it from its observation instead (`Decoded.request`)."""
+    return ctx.view.request_of(msg)
+
+
+def creq_of(ctx, msg: Message) -> Any:
+    """A request's place in a chain (`ChainRequest`), or that of the request a response answers, for a
+    message of the frame being analysed; None for other messages and requests of no chain."""
+    return ctx.view.chain_request(msg)
+
+
+def chain_of(ctx, msg: Message) -> str | None:
+    """The chain of a request, or of the request a response answers (MRTR methods), for findings:
+    `msg` is a message of the frame being analysed."""
+    creq = ctx.view.chain_request(msg)
+    return creq.chain.id if creq is not None else None
+
+
+def answer_chain(obs: Any) -> str | None:
+    """The chain of the request an `Answered` observation answers."""
+    return obs.creq.chain.id if obs.creq is not None else None
+
+
+def in_flight(ctx, msg: Message):
+    """The client requests in flight in the scope of `msg`: the stdio pipe, or the HTTP peer."""
+    return ctx.view.in_flight(msg.peer if msg.transport == "http" else msg.session)
+
+
+def legacy_session(ctx, session_id: str | None) -> bool:
+    """Whether the server minted this Mcp-Session-Id answering a legacy initialize."""
+    return ctx.view.legacy_session(session_id)
+
+
+def endpoint(msg: Message, x) -> object:
+    """The server behind a message: the stdio process, or the HTTP endpoint (path) of the capture."""
+    return msg.session if x is None else (msg.session, x.path)
+
+
+def client_at(msg: Message, x) -> object:
+    """The client behind a message: the stdio pipe, or the HTTP client address on an endpoint."""
+    return msg.session if x is None else (msg.session, x.path, x.client)
+
+
+def on_stream_of(x) -> Message | None:
+    """The request whose POST response stream carries a server message (None: stdio, or no request)."""
+    return x.request if x is not None else None
+
+
+# --- bounded memory ------------------------------------------------------------------------------------
+
+
+def bounded(table: dict, key, value) -> None:
+    """table[key] = value, forgetting the oldest entry past BOUND."""
+    table[key] = value
+    if len(table) > BOUND:
+        del table[next(iter(table))]
+
+
+def once(st, key) -> bool:
+    """True the first time `key` is seen in this session's state (findings reported once; past
+    4096 keys, a session that keeps producing new ones is not reported further)."""
+    if key in st.once or len(st.once) >= 4096:
+        return False
+    st.once.add(key)
+    return True
