@@ -108,8 +108,8 @@ class Harvest:
         init, feed, close = cls.__init__, cls.feed, cls.close
         runs = self.runs
 
-        def _init(insp, config=None, sink=None):
-            init(insp, config, sink)
+        def _init(insp, config=None, sink=None, trailing=None):
+            init(insp, config, sink, trailing)
             run = {"config": dataclasses.asdict(insp.config), "ops": [], "ok": True}
             insp.__dict__["_golden"] = run
             runs.append(run)
