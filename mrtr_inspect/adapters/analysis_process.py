@@ -14,9 +14,10 @@ methods, called in order on the analysis process' main thread:
 - `chunk(time, direction, data)` for `C2S`/`S2C` items (the tee's bytes; the proxy sends its
   batched, pickled exchange steps as `C2S`),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
-- `end(info, time)` for `END` (info: JSON, such as the child's exit status), after which the process
-  exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md). A pipe
-  that breaks before `END` ends the session as if `END` had come.
+- `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
+  process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
+  A pipe that breaks before `END` (the forwarding process was killed) ends the session the same way,
+  with `gone` true: the forwarding process could not end the recording, so the analysis does.
 
 If the analysis process dies, the traffic goes on: the spooler stops writing and drops what comes.
 """
@@ -33,7 +34,7 @@ import time
 from typing import Callable, Protocol
 
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-C2S, S2C, C2S_EOF, S2C_EOF, END = range(5)
+C2S, S2C, C2S_EOF, S2C_EOF, END, GONE = range(6)  # GONE: the pipe broke before END (never sent)
 DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c"}
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 
@@ -41,7 +42,7 @@ SPOOL_BATCH = 64  # items per write to the analysis pipe
 class Analysis(Protocol):
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
-    def end(self, info: dict, t: float) -> int | None: ...
+    def end(self, info: dict, t: float, gone: bool = False) -> int | None: ...
 
 
 def write_all(fd: int, data: bytes) -> None:
@@ -104,7 +105,7 @@ def read_items(fd: int, put: Callable) -> None:
             put((kind, t, data))
             if kind == END:
                 return
-    put((END, time.time(), b""))  # the tee went away before the end of the session
+    put((GONE, time.time(), b""))  # the tee went away before the end of the session
 
 
 def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
@@ -118,6 +119,8 @@ def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == END:
             return analysis.end(json.loads(data) if data else {}, t) or 0
+        elif kind == GONE:
+            return analysis.end({}, t, gone=True) or 0
         else:
             analysis.eof(t, DIRECTION[kind])
 

@@ -1,19 +1,24 @@
-"""The analysis of a live session: frames recorded, then inspected, the outputs printed and reported.
+"""The analysis of a live session: frames inspected, the outputs printed and reported.
 
-    tee chunks ─────▶ StdioAnalysis ─┐                                     ┌▶ report (at the end)
-                                     ├▶ frames ▶ redact ▶ record ▶ inspect ┼▶ printer (stderr)
-    proxy/addon steps ▶ HttpAnalysis ┘                                     └▶ sinks: live view, flow notes
+    tee chunks ─────▶ StdioAnalysis ─▶ lines ▶ redact ─┐                    ┌▶ report (at the end)
+                                                       ├▶ (record) ▶ inspect ┼▶ printer (stderr)
+    proxy/addon frames (or steps) ▶ HttpAnalysis ──────┘                    └▶ sinks: live view, flow notes
 
-`StdioAnalysis` splits the tee's chunks into lines (`StdioFramer`); `HttpAnalysis` frames the
-proxy's exchange steps (`flows.FlowFramer`). They run away from the traffic: in the analysis
-process of the tee and of the embedded proxy (analysis_process.py, whose protocol `chunk`, `eof`,
-`end` they speak), or on a thread of stock mitmproxy's process (mitm_addon.ThreadedAnalysis).
-Recording comes before analysis and each is guarded on its own: a failing analysis never stops the
-recording, and nothing here can reach the forwarding side.
+`StdioAnalysis` splits the tee's chunks into lines (`StdioFramer`); `HttpAnalysis` takes the frames
+the proxy made of its exchange steps where it forwarded them (recorder.HttpRecorder), or makes
+them itself from steps (`step`). They run away from the traffic: in the analysis process of the
+tee and of the embedded proxy (analysis_process.py, whose protocol `chunk`, `eof`, `end` they
+speak), or on a thread of stock mitmproxy's process (mitm_addon.ThreadedAnalysis).
 
-Each frame is redacted once (`redactor_for(config)`: the defaults and the configured paths and
-headers) before it is recorded and analysed, so the live findings are those of `check` on the
-recording (docs/recording-format.md).
+A live session's recording is written where the bytes are forwarded (recorder.py), so a kill loses
+nothing that crossed; the analysis then has `forwarder_records` and writes nothing to it, unless
+the forwarding process died first (`end(…, gone=True)`): then it ends the session in the file.
+Used on its own (tests, tools), the analysis records the frames itself, before analysing them;
+recording and analysis are guarded each on its own, and nothing here can reach the forwarding side.
+
+Each frame is redacted by `redactor_for(config)` (the defaults and the configured paths and headers)
+before it is recorded and analysed, so the live findings are those of `check` on the recording
+(docs/recording-format.md).
 """
 
 from __future__ import annotations
@@ -55,9 +60,10 @@ class LiveAnalysis:
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 sinks: Iterable[Sink] = ()) -> None:
+                 sinks: Iterable[Sink] = (), forwarder_records: bool = False) -> None:
         self.session = start.session
         self.writer = writer
+        self.forwarder_records = forwarder_records  # the forwarding process writes the recording
         self.inspector = Analysis(config)
         self.printer = printer
         self.report = report
@@ -68,14 +74,18 @@ class LiveAnalysis:
         self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
-    def end(self, info: dict, t: float) -> int:
+    def end(self, info: dict, t: float, gone: bool = False) -> int:
         """The session is over: the session end, the recording closed, the report. Returns the
-        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0."""
+        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0.
+        `gone`: the forwarding process went away without ending the session (killed)."""
         self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
         self._handle(self.inspector.close(t))
         if self.writer is not None:
             try:
-                self.writer.close(info, t)
+                if not self.forwarder_records or gone:
+                    self.writer.close(info, t, after_kill=gone)
+                else:
+                    self.writer.release()  # the forwarding process ended the recording
             except Exception as e:
                 self._internal(e, "recording")
         status = 0
@@ -89,13 +99,14 @@ class LiveAnalysis:
             self.report.close()
         return status
 
-    def _analyse(self, frames: list, record: bool = True) -> None:
-        try:
-            frames = [self.redact(f) for f in frames]
-        except Exception as e:  # neither recorded nor analysed: what could not be redacted goes nowhere
-            self._internal(e, "redaction")
-            return
-        if record and self.writer is not None:
+    def _analyse(self, frames: list, record: bool = True, redacted: bool = False) -> None:
+        if not redacted:
+            try:
+                frames = [self.redact(f) for f in frames]
+            except Exception as e:  # neither recorded nor analysed: what could not be redacted goes nowhere
+                self._internal(e, "redaction")
+                return
+        if record and self.writer is not None and not self.forwarder_records:
             try:
                 for f in frames:
                     self.writer.write_redacted(f)
@@ -143,9 +154,10 @@ class StdioAnalysis(LiveAnalysis):
     """The tee's session: the chunks of both pipes split into lines (`StdioFramer`)."""
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None) -> None:
+                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
+                 forwarder_records: bool = False) -> None:
         self.framer = StdioFramer(start.session)
-        super().__init__(start, config, writer, printer, report, report_path)
+        super().__init__(start, config, writer, printer, report, report_path, forwarder_records=forwarder_records)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
@@ -153,35 +165,40 @@ class StdioAnalysis(LiveAnalysis):
     def eof(self, t: float, direction: str) -> None:
         self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
 
-    def end(self, info: dict, t: float) -> int:
+    def end(self, info: dict, t: float, gone: bool = False) -> int:
         """A line the stream ended in, then the session's end (`LiveAnalysis.end`)."""
         for direction in ("c2s", "s2c"):
             rest = self.framer.close(t, direction)  # type: ignore[arg-type]
-            self._analyse([f for f in rest if type(f) is StdioLine])  # not an end of file: no close frame
-        return super().end(info, t)
+            # not an end of file: no close frame; after a kill the forwarder never recorded it
+            self._analyse([f for f in rest if type(f) is StdioLine], record=not gone)
+        return super().end(info, t, gone)
 
 
 class HttpAnalysis(LiveAnalysis):
-    """The proxy's (and the addon's) session, fed with HTTP steps.
+    """The proxy's (and the addon's) session, fed with frames or with HTTP steps.
 
-    A step is `(name, args)`: `name` one of the framer's methods (`request_head`, `request_data`,
-    `request_end`, `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange
-    read from a file), called with `args`; its frames are recorded, then analysed, and the outputs go
-    to the report, the live view and the flow notes.
-    It speaks the analysis-process protocol too (`chunk`: a pickled list of steps, `eof`: the proxy
-    is ready, `end`), so the embedded proxy runs it in a process of its own (adapters/proxy.py); in
-    stock mitmproxy `mitm_addon.ThreadedAnalysis` runs it on a thread.
+    `frames(list)`: frames made, redacted and recorded where mitmproxy forwards them
+    (recorder.HttpRecorder); the live proxy and the addon feed these. `step(name, args)`: a step
+    framed here (`name` one of the framer's methods: `request_head`, `request_data`, `request_end`,
+    `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange read from a
+    file), then redacted, recorded and analysed. The outputs go to the report, the live view and
+    the flow notes. It speaks the analysis-process protocol too (`chunk`: a pickled list of frames,
+    `eof`: the proxy is ready, `end`), so the embedded proxy runs it in a process of its own
+    (adapters/proxy.py); in stock mitmproxy `mitm_addon.ThreadedAnalysis` runs it on a thread.
     """
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: Sink | None = None) -> None:
+                 notes: Sink | None = None, forwarder_records: bool = False) -> None:
         self.http = FlowFramer(start.session)
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
-                         sinks=(s for s in (view, notes) if s is not None))
+                         sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records)
         if notes is not None:
             notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
+
+    def frames(self, frames: list) -> None:
+        self._analyse(frames, redacted=True)
 
     def step(self, name: str, args: tuple) -> None:
         try:
@@ -192,18 +209,17 @@ class HttpAnalysis(LiveAnalysis):
         self._analyse(frames)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
-        for name, args in pickle.loads(data):
-            self.step(name, args)
+        self.frames(pickle.loads(data))
 
     def eof(self, t: float, direction: str) -> None:
         """The proxy says it is ready (its ready line is out): the live view may take the screen."""
         if self.view is not None:
             self.view.start()
 
-    def end(self, info: dict, t: float) -> int:
-        for x in self.http.open_exchanges():
+    def end(self, info: dict, t: float, gone: bool = False) -> int:
+        for x in self.http.open_exchanges():  # of the steps framed here
             self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
-        status = super().end(info, t)
+        status = super().end(info, t, gone)
         if self.view is not None:
             self.view.stop()  # the session's totals
         return status

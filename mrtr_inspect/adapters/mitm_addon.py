@@ -1,18 +1,20 @@
-"""The mitmproxy addon: mitmproxy's events → `core.framing.HttpFramer` → frames → recording + Inspector.
+"""The mitmproxy addon: mitmproxy's events → steps → frames, recorded at once, then analysed elsewhere.
 
-    mitmproxy event loop                               the analysis (a process, or a thread)
-    requestheaders ─┐                                  ┌▶ HttpFramer → frames ─▶ RecordingWriter
-    request body    ├─ (step, args) ─▶ queue / pipe ───┤                     └──▶ Inspector ─▶ report,
-    responseheaders │   each chunk queued, then        │                                      live view,
-    response body   │   returned unchanged to be       │                                      flow notes
-    response/error ─┘   forwarded                      └ (the same frames are recorded and analysed)
+    mitmproxy event loop                                          the analysis (a process, or a thread)
+    requestheaders ─┐                                             ┌▶ Inspector ─▶ report,
+    request body    ├─ (step, args) ─▶ HttpRecorder: FlowFramer ──┤              live view,
+    responseheaders │   each chunk framed and its frames written  │              flow notes
+    response body   │   to the recording, then returned unchanged │
+    response/error ─┘   to be forwarded                           └ (the frames recorded are the frames analysed)
 
 Forward first, analyse after: request bodies and response bodies go through stream callbacks that
-queue each chunk and hand it back to mitmproxy untouched, so every server-sent event reaches the
-client when the server sends it, and nothing is buffered. The callbacks and hooks never raise: a
-chunk is never dropped for the analysis' sake. Framing (content-encoding removed on a copy, SSE split
-into events), recording and the rules run elsewhere (live_analysis.HttpAnalysis): in a process of its
-own for the embedded proxy (adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s
+hand each chunk to the recorder and back to mitmproxy untouched, so every server-sent event reaches
+the client when the server sends it, and nothing is buffered. The recorder (recorder.HttpRecorder)
+frames the steps where they happen (content-encoding removed on a copy, SSE split into events),
+redacts the frames and appends them to the recording before the hook returns, so a kill loses no
+message that crossed; the callbacks and hooks never raise: a chunk is never dropped for the
+recording's or the analysis' sake. The rules run elsewhere (live_analysis.HttpAnalysis): in a process
+of its own for the embedded proxy (adapters/proxy.py), on a thread in stock mitmproxy (`mitmdump -s
 addons/mrtr_inspect.py`, options declared in `load()`). A JSON body is analysed whole once it is over.
 
 Flows read from a file (`mitmdump -r FILE`, mitmweb's open) go through the same hooks, but no body
@@ -46,6 +48,7 @@ from ..recording.writer import RecordingError, RecordingWriter, new_session_id, 
 from ..settings import SettingsError, load_project
 from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
 from .live_analysis import HttpAnalysis
+from .recorder import HttpRecorder
 
 logger = logging.getLogger("mrtr_inspect")
 
@@ -53,30 +56,41 @@ NOTES_KEY = "mrtr-inspect"
 
 
 class ThreadedAnalysis:
-    """An `HttpAnalysis` on a thread of mitmproxy's process: `put(step)` from the event loop,
-    `finish(info)` to end the session."""
+    """An `HttpAnalysis` on a thread of mitmproxy's process: `put(step)` from the event loop (the
+    step framed and recorded there by `recorder`, its frames queued for the thread), `finish(info)`
+    to end the session."""
 
-    def __init__(self, analysis: HttpAnalysis) -> None:
+    def __init__(self, analysis: HttpAnalysis, recorder: HttpRecorder) -> None:
         self.analysis = analysis
+        self.recorder = recorder
         q: queue.SimpleQueue = queue.SimpleQueue()
-        self.put = q.put
+        self._put = q.put
         self._get = q.get
         self.thread = threading.Thread(target=self._run, name="mrtr-inspect-analysis", daemon=True)
         self.thread.start()
 
+    def put(self, step: tuple) -> None:
+        frames = self.recorder.put(step)
+        if frames:
+            self._put(frames)
+
     def finish(self, info: dict) -> None:
-        self.put((None, (info, time.time())))
+        t = time.time()
+        frames = self.recorder.finish(info, t, CAPTURE_ENDED)
+        if frames:
+            self._put(frames)
+        self._put((info, t))
         self.thread.join()
 
     def _run(self) -> None:
         a = self.analysis
         a.eof(time.time(), "c2s")
         while True:
-            name, args = self._get()
-            if name is None:
-                a.end(*args)
+            item = self._get()
+            if type(item) is tuple:
+                a.end(*item)
                 return
-            a.step(name, args)
+            a.frames(item)
 
 
 class _Forward:
@@ -169,13 +183,20 @@ def _log_line(text: str, severity: str | None) -> None:
     logger.log(logging.WARNING if severity in ("error", "warning") else logging.INFO, text)
 
 
+def session_start(writer: RecordingWriter | None, upstream: str) -> SessionStart:
+    """A capture session's start: the recording's header when there is one."""
+    return writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
+                                                                 {"upstream": upstream})
+
+
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
-                 view: LiveView | None = None, notes: FlowNotes | None = None) -> HttpAnalysis:
-    """The analysis of one capture session: its start is the recording's header when there is one."""
-    start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
-                                                                  {"upstream": upstream})
+                 view: LiveView | None = None, notes: FlowNotes | None = None, start: SessionStart | None = None,
+                 forwarder_records: bool = False) -> HttpAnalysis:
+    """The analysis of one capture session (`start`: by default `session_start`). With
+    `forwarder_records`, it takes frames an `HttpRecorder` made and recorded where they were forwarded."""
+    start = start if start is not None else session_start(writer, upstream)
     builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
-    return HttpAnalysis(start, config, writer, builder, report_path, view, notes)
+    return HttpAnalysis(start, config, writer, builder, report_path, view, notes, forwarder_records)
 
 
 class MrtrInspect:
@@ -252,8 +273,11 @@ class MrtrInspect:
             raise exceptions.OptionsError(str(e)) from None
         self.notes = FlowNotes(ctx.master.event_loop)
         view = LiveView(write=_log_line, color=False)
+        start = session_start(writer, self._upstream())
+        redactor = writer.redactor if writer is not None else redactor_for(self.config)
+        recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
         self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),
-                                                      view, self.notes))
+                                                      view, self.notes, start, forwarder_records=True), recorder)
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None

@@ -5,9 +5,10 @@ proxy uses: `reverse_proxy_master`) with its console output off
 and its configuration folder under the user's cache folder, in reverse mode towards the upstream's
 origin; the upstream's path (`/mcp`) is not part of a mitmproxy reverse spec, and needs not be:
 paths pass through unchanged, so the client uses the same path on the proxy. The addon
-(`mitm_addon.MrtrInspect`) hands every step of every exchange to an analysis process forked before
-mitmproxy starts (the stdio tee's): framing, recording, the rules, the report and the live view run
-there, and mitmproxy's event loop only queues.
+(`mitm_addon.MrtrInspect`) hands every step of every exchange to `_ForkedAnalysis`, which frames it
+and appends its frames to the recording at once, on mitmproxy's event loop (so a kill loses no
+message that crossed), then sends the frames to an analysis process forked before mitmproxy starts
+(the stdio tee's): the rules, the report and the live view run there.
 
 Startup: a bad URL or listen address, an unwritable recording or report, or a port in use is one
 line on stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
@@ -16,7 +17,7 @@ request gets mitmproxy's 502 and an `upstream-error` finding.
 
 Shutdown (SIGINT, SIGTERM): the listening sockets are closed first, then the open client
 connections (mitmproxy leaves both open when its run ends), their exchanges ending as
-`capture-ended`; then the addon finishes: the recording is flushed and closed, the report written.
+`capture-ended`; then the addon finishes: the recording is ended and closed, the report written.
 Exit status 0, or the analysis process' when it failed: 1 when the report could not be written after
 all (`live_analysis.REPORT_FAILED`), 70 when the analysis stopped on an internal error.
 """
@@ -40,13 +41,15 @@ from mitmproxy.addons import (block, core, disable_h2c, dns_resolver, next_layer
 from mitmproxy.master import Master
 
 from ..config import Config
+from ..core.events import CAPTURE_ENDED
 from ..outputs.live import LiveView
 from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .live_analysis import HttpAnalysis
-from .mitm_addon import MrtrInspect, new_analysis
-from .analysis_process import C2S as STEPS, C2S_EOF as READY, END, fork_analysis
+from .mitm_addon import MrtrInspect, new_analysis, session_start
+from .recorder import HttpRecorder
+from .analysis_process import C2S as FRAMES, C2S_EOF as READY, END, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
@@ -145,39 +148,48 @@ def _why(e: BaseException | None) -> str:
 class _ForkedAnalysis:
     """The addon's analysis in a process of its own, the tee's way (`stdio_tee.fork_analysis`: forked
     before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
-    shares its GIL with the rules. Steps travel in batches: `put` collects them, and FLUSH_AFTER seconds
-    after the first one the batch goes to the spooler, pickled as one item (each item wakes a thread on
-    both sides of the pipe: measured, per-step items cost the proxy more CPU than its own forwarding
-    work per request)."""
+    shares its GIL with the rules. `put(step)` frames the step and records its frames at once, on the
+    event loop, before mitmproxy forwards what the step saw (`recorder.HttpRecorder`: a kill loses no
+    message that crossed); the frames travel in batches: FLUSH_AFTER seconds after the first one the
+    batch goes to the spooler, pickled as one item (each item wakes a thread on both sides of the
+    pipe: measured, per-step items cost the proxy more CPU than its own forwarding work per request)."""
 
-    def __init__(self, make) -> None:
+    def __init__(self, make, recorder: HttpRecorder) -> None:
+        self.recorder = recorder
         self.pid, self._spool = fork_analysis(make)
-        self._steps: list = []
+        self._frames: list = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
         self.status = 0  # the analysis process' exit status, once finished
 
     def put(self, step) -> None:  # on mitmproxy's event loop
-        self._steps.append(step)
-        if len(self._steps) == 1:
+        frames = self.recorder.put(step)
+        if not frames:
+            return
+        first = not self._frames
+        self._frames += frames
+        if first:
             if self._loop is None:
                 self._loop = asyncio.get_running_loop()
             self._loop.call_later(FLUSH_AFTER, self._flush)
 
     def _flush(self) -> None:
-        if self._steps:
-            steps, self._steps = self._steps, []
-            self._spool.put(STEPS, 0.0, pickle.dumps(steps))
+        if self._frames:
+            frames, self._frames = self._frames, []
+            self._spool.put(FRAMES, 0.0, pickle.dumps(frames))
 
     def ready(self) -> None:
         self._spool.put(READY, time.time())
 
     def finish(self, info: dict) -> None:
-        """End the session and wait for the analysis to flush the recording and write the report."""
+        """End the session (the exchanges still open, the recording's end: written here) and wait for
+        the analysis to write the report."""
         if not self._finished:
             self._finished = True
+            t = time.time()
+            self._frames += self.recorder.finish(info, t, CAPTURE_ENDED)
             self._flush()
-            self._spool.put(END, time.time(), json.dumps(info).encode())
+            self._spool.put(END, t, json.dumps(info).encode())
             self._spool.thread.join()
             code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
             self.status = code if code >= 0 else 128 - code
@@ -204,11 +216,15 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         say(str(e))
         return 2
 
+    start = session_start(writer, upstream)
+    redactor = writer.redactor if writer is not None else redactor_for(config)
+
     def make() -> HttpAnalysis:  # in the analysis process
         os.nice(ANALYSIS_NICENESS)  # when the CPUs are short, forwarding goes first; the analysis trails
-        return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err))
+        return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err), start=start,
+                            forwarder_records=True)
 
-    analysis = _ForkedAnalysis(make)
+    analysis = _ForkedAnalysis(make, HttpRecorder(start.session, redactor, writer, failed=say))
     addon = MrtrInspect(config, analysis=analysis)
     mitm_log = logging.getLogger("mitmproxy")
     handler, propagate = _MitmLog(say), mitm_log.propagate

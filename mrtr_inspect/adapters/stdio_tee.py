@@ -4,19 +4,23 @@ The client starts the tee instead of the server; the tee starts the server and s
 
     client stdin ──▶ tee ──▶ child stdin          child stdout ──▶ tee ──▶ client stdout
                       └──── chunks, with their time ────┘
+                                     ├──▶ recording (the chunk's lines, one write: recorder.py)
                                      ▼
-                        spooler thread ──pipe──▶ analysis process: frame → record → inspect → stderr
+                        spooler thread ──pipe──▶ analysis process: frame → inspect → stderr
 
-Forwarding never waits for the analysis. Each forwarding thread hands its chunk to an unbounded
-queue (a reference, never blocking) just before writing it on, bytes unchanged; so the analysis
-sees a message before anything the peer answers to it, whatever the thread scheduling. A spooler
+Forwarding never waits for the analysis. Each forwarding thread, just before writing its chunk on
+(bytes unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill
+of any process, or of all, loses no line that crossed) and hands the chunk to an unbounded queue (a
+reference, never blocking); both under one lock, so the recording and the analysis see the chunks
+in one order, and the analysis sees a message before anything the peer answers to it. A spooler
 thread moves the queue into a pipe to the analysis process, which a reader thread there drains
-eagerly: framing, recording and rules run in another process and never hold this one's GIL.
-The analysis may trail the stream; it never slows it.
+eagerly: framing and rules run in another process and never hold this one's GIL. The analysis may
+trail the stream; it never slows it.
 
 The analysis process (`analysis_process.py`, shared with the HTTP proxy) is forked before the
 child starts, in a session of its own: terminal and process-group signals (an MCP client's
-SIGTERM/SIGKILL to the tee's group) do not reach it, and it ends when its pipe does, after writing the end of the recording and the report. The tee waits for
+SIGTERM/SIGKILL to the tee's group) do not reach it, and it ends when its pipe does, after writing the report (and the end of the recording, if the tee
+was killed before it wrote it). The tee waits for
 it, unless a signal comes once the child has exited: the tee then exits at once and the analysis
 finishes on its own.
 
@@ -27,7 +31,7 @@ either side is passed on to the other, as a direct pipe would. A `--record` or `
 cannot be written is one line and exit status 2 before the child starts; a report that cannot be
 written at the end after all is one line, and the status stays the child's.
 
-What the analysis process does with the chunks (frame, redact, record, inspect, print, report) is
+What the analysis process does with the chunks (frame, redact, inspect, print, report) is
 live_analysis.py's `StdioAnalysis`.
 """
 
@@ -48,8 +52,10 @@ from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
-from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
+from .analysis_process import (C2S, C2S_EOF, DIRECTION, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull,
+                               write_all)
 from .live_analysis import StdioAnalysis
+from .recorder import StdioRecorder
 
 CHUNK = 1 << 16
 
@@ -57,8 +63,43 @@ CHUNK = 1 << 16
 # -- forwarding ---------------------------------------------------------------------------------
 
 
-def _pump(src: int, dst: int, kind: int, spool: Spooler, done: Callable[[], None]) -> None:
-    """Copy src to dst until either end closes; each chunk goes to the spooler, then on to dst."""
+class Tap:
+    """Where the forwarding threads hand each chunk before passing it on: the recording (durable at
+    once) and the spooler (the analysis), in one order, under one lock."""
+
+    def __init__(self, spool: Spooler, recorder: StdioRecorder | None) -> None:
+        self.spool = spool
+        self.recorder = recorder
+        self.lock = threading.Lock()
+
+    def put(self, kind: int, t: float, data: bytes = b"") -> None:
+        with self.lock:
+            self.spool.put(kind, t, data)
+            if self.recorder is not None:
+                if kind == C2S or kind == S2C:
+                    self.recorder.chunk(t, DIRECTION[kind], data)
+                else:
+                    self.recorder.close(t, DIRECTION[kind])
+
+    def finish(self, info: dict, t: float) -> None:
+        """The session is over: the recording ends (the tee writes its end), then the analysis' END."""
+        with self.lock:
+            rec, self.recorder = self.recorder, None
+            if rec is not None:
+                rec.finish(info, t)
+            self.spool.put(END, t, json.dumps(info).encode())
+
+
+def _say(text: str) -> None:
+    try:
+        sys.stderr.write(tool_line(text))
+        sys.stderr.flush()
+    except Exception:
+        pass
+
+
+def _pump(src: int, dst: int, kind: int, spool: Spooler | Tap, done: Callable[[], None]) -> None:
+    """Copy src to dst until either end closes; each chunk goes to the tap (or spooler), then on to dst."""
     put = spool.put
     try:
         while True:
@@ -112,12 +153,13 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
         builder = ReportBuilder([record] if record else []) if report else None
-        return StdioAnalysis(start, config, writer, printer, builder, report)
+        return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True)
 
     analysis_pid, spool = fork_analysis(make)
+    tap = Tap(spool, StdioRecorder(writer, failed=_say) if writer is not None else None)
 
     def finish(info: dict, wait: bool = True) -> None:
-        spool.put(END, time.time(), json.dumps(info).encode())
+        tap.finish(info, time.time())
         if not wait:  # the analysis process finishes the recording and report on its own
             spool.thread.join(1.0)
             return
@@ -136,19 +178,19 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     child_in, child_out = child.stdin, child.stdout
 
     def c2s_done() -> None:
-        spool.put(C2S_EOF, time.time())
+        tap.put(C2S_EOF, time.time())
         child_in.close()
         to_devnull(0)
 
     def s2c_done() -> None:
-        spool.put(S2C_EOF, time.time())
+        tap.put(S2C_EOF, time.time())
         to_devnull(1)
         child_out.close()
 
     up = threading.Thread(target=_pump, name="mrtr-inspect-c2s", daemon=True,
-                          args=(0, child_in.fileno(), C2S, spool, c2s_done))
+                          args=(0, child_in.fileno(), C2S, tap, c2s_done))
     down = threading.Thread(target=_pump, name="mrtr-inspect-s2c", daemon=True,
-                            args=(child_out.fileno(), 1, S2C, spool, s2c_done))
+                            args=(child_out.fileno(), 1, S2C, tap, s2c_done))
 
     def on_signal(signum, frame) -> None:
         if not _exited(child):

@@ -3,12 +3,18 @@
 A crash or `kill -9` loses at most the frame being written: each frame is one `write()` on a file
 opened with O_APPEND, so lines of concurrent writers (a client that starts the same stdio command
 twice) stay whole. An existing recording is appended to as a new session, never overwritten.
+
+Live sessions write from where the bytes are forwarded (adapters/recorder.py): the tee's threads
+and mitmproxy's event loop `append` each chunk's or step's records (one write, under the writer's
+lock) before passing the bytes on; the analysis process only ends the session (`close(…,
+after_kill=True)`) when the forwarding process was killed before it could.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
+import threading
 import time
 import uuid
 from pathlib import Path
@@ -82,6 +88,7 @@ class RecordingWriter:
         except OSError as e:
             raise RecordingError(f"cannot write recording {self.path}: {e.strerror}") from None
         self.frames = 0
+        self.lock = threading.Lock()  # the forwarding threads append under it; close takes it too
         t = time.time() if start_time is None else start_time
         meta = {"tool": f"mrtr-inspect {__version__}", "pid": os.getpid()}
         meta.update(info or {})
@@ -125,14 +132,45 @@ class RecordingWriter:
         for f in frames:
             self.write(f)
 
-    def close(self, info: dict | None = None, end_time: float | None = None) -> None:
-        if self.closed:
-            return
-        self.closed = True
+    def append(self, data: bytes) -> None:
+        """Append records already encoded (`format.encode`, `format.line_records`) in one write,
+        under the lock; nothing once the writer is closed. Raises OSError."""
+        if data:
+            with self.lock:
+                if not self.closed:
+                    self._write(data)
+
+    def close(self, info: dict | None = None, end_time: float | None = None, after_kill: bool = False) -> None:
+        """End the session (its `session-end` line) and close the file. `after_kill`: the process
+        that was writing it was killed, perhaps in the middle of a line, which is then ended as torn
+        (`format.TORN`) so the session's end stays a line of its own."""
+        with self.lock:
+            if self.closed:
+                return
+            self.closed = True
+            try:
+                end = fmt.encode(SessionEnd(time.time() if end_time is None else end_time, self.session, info or {}))
+                self._write((fmt.TORN + b"\n" if after_kill and self._torn() else b"") + end)
+            finally:
+                os.close(self._fd)
+
+    def release(self) -> None:
+        """Close this process' descriptor of the file without writing (another process ends the session)."""
+        with self.lock:
+            if not self.closed:
+                self.closed = True
+                os.close(self._fd)
+
+    def _torn(self) -> bool:
+        """Whether the file ends in the middle of a line."""
         try:
-            self._write(fmt.encode(SessionEnd(time.time() if end_time is None else end_time, self.session, info or {})))
-        finally:
-            os.close(self._fd)
+            with open(self.path, "rb") as f:
+                if f.seek(0, os.SEEK_END) == 0:
+                    return False
+                f.seek(-1, os.SEEK_END)
+                return f.read(1) != b"\n"
+        except OSError:
+            return False
 
     def __enter__(self) -> "RecordingWriter":
         return self

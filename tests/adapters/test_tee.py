@@ -67,12 +67,13 @@ def test_items_cross_the_pipe_in_order_and_intact():
 
 
 def test_a_tee_that_goes_away_ends_the_session():
+    """As GONE (never sent by a tee): the analysis then ends the recording the tee could not end."""
     r, w = os.pipe()
     os.write(w, ap.HEAD.pack(ap.C2S, 1.0, 10) + b"torn")
     os.close(w)
     got: list = []
     ap.read_items(r, got.append)
-    assert [k for k, _, _ in got] == [ap.END]
+    assert [k for k, _, _ in got] == [ap.GONE]
 
 
 def test_a_child_gone_but_not_yet_waited_for_counts_as_exited():

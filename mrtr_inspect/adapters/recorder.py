@@ -1,0 +1,186 @@
+"""The recording, written where the bytes are forwarded (CONTRACTS.md, Recordings: a kill loses at
+most the message in flight on each connection, at any rate).
+
+    tee thread:      read chunk ─▶ StdioRecorder.chunk: its complete lines appended (one write) ─▶ write on
+    mitmproxy loop:  hook/stream callback ─▶ HttpRecorder.put: the step's frames appended ─▶ forwarded
+
+Each chunk's (each step's) records are appended to the recording in one `write()` (O_APPEND, no
+fsync: the promise is about processes killed, not power lost) *before* the bytes are passed on, so
+whatever crossed is on file whatever is killed afterwards: the forwarding process alone, or every
+process of the tool at once. What may be lost is what had not crossed whole: a line whose end had
+not arrived (the tee), a body still streaming (the proxy). The analysis process gets the same bytes
+or frames through its pipe and no longer writes the recording; it only ends the session when the
+forwarding process died before it could (`RecordingWriter.close(after_kill=True)`).
+
+Both write exactly the frames the analysis judges (redacted by the same `Redactor`), so `check` of
+the recording gives the live report. The tee's lines are encoded a chunk at a time
+(`format.LineEncoder`), with per-line work only for a line the configured `redact_paths` may touch.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Callable
+
+from ..core.events import StdioClose, StdioLine
+from ..recording import format as fmt
+from ..recording.redaction import Redactor
+from ..recording.writer import RecordingWriter
+from .flows import FlowFramer
+
+
+def _needles(redactor: Redactor) -> tuple[bytes, ...] | None:
+    """Bytes one of which a line holds if the configured paths may redact something in it (the JSON
+    text of a member name each path ends in); None when that cannot be told (every line is
+    redacted one by one); () when no path is configured."""
+    paths = getattr(redactor, "paths", None)
+    if paths is None:
+        return None
+    out = []
+    for path in paths:
+        if type(path) is not tuple:
+            return None
+        names = [p for p in path if type(p) is str and p != "*" and not p.isdigit()]
+        if not names:
+            return None
+        out.append(json.dumps(names[-1], ensure_ascii=False).encode("utf-8"))
+    return tuple(out)
+
+
+class _Recorder:
+    """A recording that cannot be written stops, said once (`failed`); the traffic goes on."""
+
+    writer: RecordingWriter | None
+    failed: Callable[[str], None] | None
+
+    def _append(self, data: bytes) -> None:
+        writer = self.writer
+        if writer is None:
+            return
+        try:
+            writer.append(data)
+        except OSError as e:
+            self.writer = None
+            try:
+                writer.release()
+            except OSError:
+                pass
+            self._said(writer, e, "; recording stopped (traffic unaffected)")
+
+    def _close(self, info: dict, t: float) -> None:
+        """The session's end written, the file closed."""
+        writer, self.writer = self.writer, None
+        if writer is not None:
+            try:
+                writer.close(info, t)
+            except OSError as e:
+                self._said(writer, e)
+
+    def _said(self, writer: RecordingWriter, e: OSError, more: str = "") -> None:
+        if self.failed is not None:
+            self.failed(f"cannot write recording {writer.path}: {e.strerror or e}{more}")
+
+
+class StdioRecorder(_Recorder):
+    """The tee's recording, fed on its forwarding threads (`chunk`, `close`, `finish`; the caller
+    holds one lock around each call and the matching hand-off to the analysis, so the file and the
+    analysis see the chunks in one order)."""
+
+    def __init__(self, writer: RecordingWriter, failed: Callable[[str], None] | None = None) -> None:
+        self.writer = writer
+        self.failed = failed
+        self.session = writer.session
+        self.redact = writer.redactor.frame
+        self._needles = _needles(writer.redactor)
+        self._enc = {d: fmt.LineEncoder(self.session, d) for d in ("c2s", "s2c")}
+        self._pending: dict[str, list[bytes]] = {"c2s": [], "s2c": []}
+
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        """Append the lines `data` completes (one write)."""
+        i = data.rfind(b"\n")
+        pending = self._pending[direction]
+        if i < 0:
+            if data:
+                pending.append(data)
+            return
+        if pending:
+            pending.append(data[:i])
+            body = b"".join(pending)
+            pending.clear()
+        else:
+            body = data[:i]
+        if i + 1 < len(data):
+            pending.append(data[i + 1:])
+        if self.writer is not None:
+            self._append(self._lines(t, direction, body))
+
+    def _lines(self, t: float, direction: str, body: bytes) -> bytes:
+        needles = self._needles
+        if needles is not None and (not needles or not (b"\\u" in body or b"\\/" in body
+                                                          or any(n in body for n in needles))):
+            return self._enc[direction].lines(t, body)
+        s, redact, encode = self.session, self.redact, fmt.encode
+        return b"".join(encode(redact(StdioLine(t, s, direction, line))) for line in body.split(b"\n"))  # type: ignore[arg-type]
+
+    def _rest(self, t: float, direction: str) -> bytes:
+        pending = self._pending[direction]
+        if not pending:
+            return b""
+        rest = b"".join(pending)
+        pending.clear()
+        return fmt.encode(self.redact(StdioLine(t, self.session, direction, rest, eol=False)))  # type: ignore[arg-type]
+
+    def close(self, t: float, direction: str) -> None:
+        """End of file on `direction`: the bytes after its last LF, then the close (one write)."""
+        self._append(self._rest(t, direction) + fmt.encode(StdioClose(t, self.session, direction)))  # type: ignore[arg-type]
+
+    def finish(self, info: dict, t: float) -> None:
+        """The session is over: what waits for an LF, as lines of their own, then the session's end."""
+        self._append(self._rest(t, "c2s") + self._rest(t, "s2c"))
+        self._close(info, t)
+
+
+class HttpRecorder(_Recorder):
+    """The proxy's (and the addon's) frames, made from mitmproxy's steps where it forwards them.
+
+    `put(step)` frames the step (`FlowFramer`: content-encoding removed on a copy, event streams split
+    into events), redacts the frames and, with a writer, appends them (one write) before the hook or
+    stream callback returns; the frames are returned for the analysis. `end_open(t)` ends the
+    exchanges still open (`capture-ended`).
+    """
+
+    def __init__(self, session: str, redactor: Redactor, writer: RecordingWriter | None = None,
+                 failed: Callable[[str], None] | None = None) -> None:
+        self.framer = FlowFramer(session)
+        self.redact = redactor.frame
+        self.writer = writer
+        self.failed = failed  # told once when the recording cannot be written (then it stops)
+        self.errors = 0
+
+    def put(self, step: tuple) -> list:
+        """Never raises (it runs in mitmproxy's hooks): a step that cannot be framed or redacted goes
+        nowhere, said (the first few times)."""
+        try:
+            name, args = step
+            frames = [self.redact(f) for f in getattr(self.framer, name)(*args)]
+        except Exception as e:
+            self.errors += 1
+            if self.errors <= 3 and self.failed is not None:
+                self.failed(f"internal recording error (traffic unaffected): {type(e).__name__}: {e}")
+            return []
+        if frames and self.writer is not None:
+            self._append(b"".join(map(fmt.encode, frames)))
+        return frames
+
+    def end_open(self, t: float, reason: str) -> list:
+        out = []
+        for x in self.framer.open_exchanges():
+            out += self.put(("response_end", (t, x, reason)))
+        return out
+
+    def finish(self, info: dict, t: float, reason: str) -> list:
+        """The session is over: the exchanges still open end (`reason`), then the session's end is
+        written. Returns the frames of those ends, for the analysis."""
+        out = self.end_open(t, reason)
+        self._close(info, t)
+        return out

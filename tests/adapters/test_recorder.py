@@ -1,0 +1,109 @@
+"""The recording written where the bytes are forwarded (adapters/recorder.py): the tee's lean line
+records are byte for byte what the analysis would have written frame by frame, however the chunks
+are cut, redacted alike; the proxy's steps are recorded as their frames at once; a recording that
+cannot be written stops, said once, and nothing raises."""
+
+from __future__ import annotations
+
+import itertools
+import os
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from mrtr_inspect.adapters.recorder import HttpRecorder, StdioRecorder
+from mrtr_inspect.core.events import StdioClose, StdioLine
+from mrtr_inspect.core.framing import StdioFramer
+from mrtr_inspect.recording import format as fmt
+from mrtr_inspect.recording.reader import read_frames
+from mrtr_inspect.recording.redaction import Redactor
+from mrtr_inspect.recording.writer import RecordingWriter
+
+LINES = [
+    b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"password":"hunter2"}}}',
+    b'{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"x","arguments":{"pass\\u0077ord":"s3"}}}',
+    b'{"jsonrpc":"2.0","id":3,"result":{"content":[{"type":"text","text":"caf\xc3\xa9 \\"q\\" \\/"}]}}',
+    b'', b'not json\r', b'\xff\xfe broken utf-8', b'{"jsonrpc":"2.0","method":"notifications/progress"}',
+]
+
+
+def _expected(frames, redactor: Redactor) -> bytes:
+    return b"".join(fmt.encode(redactor.frame(f)) for f in frames)
+
+
+@settings(max_examples=60, deadline=None)
+@given(order=st.lists(st.integers(0, len(LINES) - 1), min_size=1, max_size=20),
+       cuts=st.lists(st.integers(1, 90), min_size=1, max_size=10), tail=st.booleans(),
+       paths=st.sampled_from([[], ["params.arguments.password"], ["params.arguments.*"]]))
+def test_the_tees_lines_are_recorded_as_the_frames_would_be(tmp_path_factory, order, cuts, tail, paths):
+    """Chunks cut anywhere, lines of every form (verbatim, CR, not UTF-8, empty, an escaped member
+    name), with and without configured paths: the file holds exactly the frames' records, so
+    `check` of it judges what the live analysis judged."""
+    tmp = tmp_path_factory.mktemp("rec")
+    redactor = Redactor(b"k", paths=paths)
+    wire = b"".join(LINES[i] + b"\n" for i in order) + (b'{"partial":' if tail else b"")
+    w = RecordingWriter(tmp / "r.jsonl", "stdio", {}, redactor, session="s1", start_time=0.0)
+    header = (tmp / "r.jsonl").read_bytes()
+    rec, framer = StdioRecorder(w), StdioFramer("s1")
+    frames, pos, sizes = [], 0, itertools.cycle(cuts)
+    for n, size in enumerate(sizes):
+        if pos >= len(wire):
+            break
+        t = 1.0 + n / 8
+        rec.chunk(t, "s2c", wire[pos:pos + size])
+        frames += framer.data(t, "s2c", wire[pos:pos + size])
+        pos += size
+    rec.close(9.0, "s2c")
+    frames += framer.close(9.0, "s2c")
+    rec.finish({"exit": 0}, 10.0)
+    body = (tmp / "r.jsonl").read_bytes()[len(header):]
+    assert body.split(b"\n")[:-2] == _expected(frames, redactor).split(b"\n")[:-1]
+    assert b'"k":"session-end"' in body.split(b"\n")[-2]
+    if paths:
+        assert b"hunter2" not in body and b'"s3"' not in body
+
+
+def test_a_line_waiting_for_its_end_is_recorded_at_the_end_of_the_session(tmp_path):
+    w = RecordingWriter(tmp_path / "r.jsonl", "stdio", {}, Redactor(b"k"), session="s1", start_time=0.0)
+    rec = StdioRecorder(w)
+    rec.chunk(1.0, "c2s", b'{"a":1}\n{"b"')
+    rec.finish({"exit": 0}, 2.0)
+    got = list(read_frames(tmp_path / "r.jsonl"))[1:]
+    assert got[0] == StdioLine(1.0, "s1", "c2s", b'{"a":1}')
+    assert got[1] == StdioLine(2.0, "s1", "c2s", b'{"b"', eol=False)
+    assert not any(type(f) is StdioClose for f in got)
+
+
+def test_a_recording_that_cannot_be_written_stops_and_is_said_once(tmp_path):
+    said: list[str] = []
+    w = RecordingWriter(tmp_path / "r.jsonl", "stdio", {}, Redactor(b"k"), session="s1")
+    os.close(w._fd)  # the file is gone from under the writer: every write fails
+    w._fd = os.open(os.devnull, os.O_RDONLY)
+    rec = StdioRecorder(w, failed=said.append)
+    rec.chunk(1.0, "c2s", b"x\n")
+    rec.chunk(2.0, "c2s", b"y\n")
+    rec.finish({}, 3.0)
+    assert len(said) == 1 and "recording stopped (traffic unaffected)" in said[0]
+
+
+def test_the_proxys_steps_are_recorded_when_they_are_put(tmp_path):
+    """The request's frame is on file once its `request_end` step is put (before mitmproxy sends it
+    upstream), the response's once its end is put; a step that cannot be framed raises nothing."""
+    w = RecordingWriter(tmp_path / "r.jsonl", "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+    said: list[str] = []
+    rec = HttpRecorder("h", w.redactor, w, failed=said.append)
+    n = lambda: len((tmp_path / "r.jsonl").read_bytes().splitlines())  # noqa: E731
+    assert rec.put(("request_head", (1.0, 1, "POST", "/mcp", (("authorization", "Bearer s3cret"),), "127.0.0.1"))) == []
+    rec.put(("request_data", (1.0, 1, b'{"jsonrpc":"2.0","id":1,"method":"ping"}')))
+    assert n() == 1
+    [req] = rec.put(("request_end", (1.1, 1, True)))
+    assert n() == 2 and req.headers[0][1].startswith("Bearer [redacted:")
+    rec.put(("response_head", (1.2, 1, 200, (("content-type", "application/json"),))))
+    rec.put(("response_data", (1.2, 1, b'{"jsonrpc":"2.0","id":1,"result":{}}')))
+    assert n() == 3
+    assert [type(f).__name__ for f in rec.put(("response_end", (1.3, 1, None)))] == ["HttpBody", "HttpEnd"]
+    assert n() == 5 and b"s3cret" not in (tmp_path / "r.jsonl").read_bytes()
+    assert rec.put(("no_such_step", ())) == [] and said and "internal recording error" in said[0]
+    rec.put(("request_head", (2.0, 2, "POST", "/mcp", (), "")))
+    assert [f.error for f in rec.finish({"exchanges": 2}, 3.0, "capture-ended")] == ["capture-ended"]
+    assert b'"k":"session-end"' in (tmp_path / "r.jsonl").read_bytes().splitlines()[-1]
