@@ -8,8 +8,8 @@ judge.
 * `SseDecoder`: server-sent events, lines ended by LF, CR or CRLF (a CR at the end of one chunk and
   an LF at the start of the next are one line end); an event ends at a blank line. Each event is
   kept as its raw bytes; `parse_sse_event` derives its fields.
-* `BodyDecoder`: content-encoding (gzip, deflate, and br/zstd when their modules are installed),
-  incremental, on a copy: the bytes forwarded are never touched.
+* `BodyDecoder`: content-encoding (gzip, deflate, br, zstd: mitmproxy's codings, over the libraries
+  it brings), incremental, on a copy: the bytes forwarded are never touched.
 * `StdioFramer` and `HttpFramer` turn an adapter's chunks into the frames of `events.py`.
 """
 
@@ -206,74 +206,123 @@ def parse_sse_event(raw: bytes) -> SseFields:
 
 # ---------------------------------------------------------------------------------------------
 # content-encoding
+#
+# mitmproxy decodes whole bodies (mitmproxy.net.encoding); an event stream is decoded here as it
+# arrives, event by event, so the decoders are incremental, over the libraries mitmproxy itself
+# brings (zlib; `brotli`; zstd from `compression.zstd`, Python 3.14, else `backports.zstd`), imported
+# the first time a body needs one. The codings are mitmproxy's (`gzip` also taking a zlib header,
+# `deflate` zlib-wrapped or raw, `deflateraw`, `br`, `zstd`, `identity`, `none`) and `x-gzip`; a
+# list (`gzip, br`) is undone in reverse order. The tests check the output against mitmproxy's
+# `decode` on every coding, cut anywhere.
 
 
-def _optional_module(name: str):
-    try:
-        return __import__(name)
-    except Exception:  # pragma: no cover - depends on the environment
-        return None
+def _optional_module(*names: str):
+    for name in names:
+        try:
+            return __import__(name, fromlist=["_"])
+        except Exception:  # pragma: no cover - depends on the environment
+            continue
+    return None
+
+
+_IDENTITY = ("identity", "none", "")
 
 
 class BodyDecoder:
     """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`."""
 
-    __slots__ = ("encoding", "_obj", "error")
+    __slots__ = ("encoding", "_chain", "error")
 
     def __init__(self, encoding: str | None) -> None:
         enc = (encoding or "identity").strip().lower()
         self.encoding = enc
         self.error: str | None = None
-        self._obj = None
+        self._chain: list = []  # the decoders, the last coding applied first
+        codings = [c.strip() for c in enc.split(",")]
         try:
-            if enc in ("identity", ""):
-                self._obj = None
-            elif enc in ("gzip", "x-gzip"):
-                self._obj = zlib.decompressobj(16 + zlib.MAX_WBITS)
-            elif enc == "deflate":
-                self._obj = _Deflate()
-            elif enc == "br" and (brotli := _optional_module("brotli")) is not None:
-                self._obj = brotli.Decompressor()
-            elif enc == "zstd" and (zstd := _optional_module("zstandard")) is not None:
-                self._obj = zstd.ZstdDecompressor().decompressobj()
-            else:
-                self.error = f"content-encoding {enc!r} not decoded"
+            for c in reversed(codings):
+                if c in _IDENTITY:
+                    continue
+                dec = _decoder(c)
+                if dec is None:
+                    self.error = f"content-encoding {enc!r} not decoded" + ("" if c == enc else f" ({c!r})")
+                    self._chain = []
+                    return
+                self._chain.append(dec)
         except Exception as e:  # pragma: no cover
             self.error = f"content-encoding {enc!r}: {e}"
+            self._chain = []
 
     @property
     def identity(self) -> bool:
-        return self._obj is None and self.error is None
+        return not self._chain and self.error is None
 
     def feed(self, data: bytes) -> bytes:
-        if self._obj is None or self.error is not None:
+        if not self._chain or self.error is not None:
             return data if self.error is None else b""
         try:
-            if hasattr(self._obj, "decompress"):
-                return self._obj.decompress(data)
-            return self._obj.process(data)  # brotli's older API
+            for dec in self._chain:
+                data = dec.decompress(data)
+            return data
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
 
     def flush(self) -> bytes:
-        if self._obj is None or self.error is not None:
+        if not self._chain or self.error is not None:
             return b""
         try:
-            f = getattr(self._obj, "flush", None)
-            return f() if f is not None else b""
+            out = b""
+            for dec in self._chain:
+                out = dec.decompress(out) + dec.flush() if out else dec.flush()
+            return out
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
 
     @property
     def cut_short(self) -> bool:
-        """After flush: the compressed stream ended before its end marker (zlib-based encodings)."""
-        return self._obj is not None and self.error is None and getattr(self._obj, "eof", True) is False
+        """After flush: the compressed stream ended before its end marker."""
+        return bool(self._chain) and self.error is None and not all(d.eof for d in self._chain)
+
+
+def _decoder(coding: str):
+    """A fresh incremental decoder of one content coding, or None when it is not known (or its
+    library is missing)."""
+    if coding in ("gzip", "x-gzip"):
+        return _Zlib(zlib.decompressobj(32 + zlib.MAX_WBITS))  # gzip, or a zlib header (as mitmproxy)
+    if coding in ("deflate", "deflateraw"):
+        return _Deflate()
+    if coding == "br":
+        brotli = _optional_module("brotli")
+        return _Brotli(brotli.Decompressor()) if brotli is not None else None
+    if coding == "zstd":
+        zstd = _optional_module("compression.zstd", "backports.zstd")
+        return _Zstd(zstd) if zstd is not None else None
+    return None
+
+
+class _Zlib:
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj) -> None:
+        self._obj = obj
+
+    def decompress(self, data: bytes) -> bytes:
+        return self._obj.decompress(data)
+
+    def flush(self) -> bytes:
+        return self._obj.flush()
+
+    @property
+    def eof(self) -> bool:
+        return self._obj.eof
 
 
 class _Deflate:
     """`deflate` is zlib-wrapped by the RFC, raw deflate in practice: accept both."""
+
+    __slots__ = ("_obj", "_first")
 
     def __init__(self) -> None:
         self._obj = None
@@ -295,6 +344,54 @@ class _Deflate:
     @property
     def eof(self) -> bool:
         return self._obj.eof if self._obj is not None else False
+
+
+class _Brotli:
+    __slots__ = ("_obj",)
+
+    def __init__(self, obj) -> None:
+        self._obj = obj
+
+    def decompress(self, data: bytes) -> bytes:
+        if not data:
+            return b""
+        f = getattr(self._obj, "process", None)  # google's brotli; brotlicffi names it decompress
+        return f(data) if f is not None else self._obj.decompress(data)
+
+    def flush(self) -> bytes:
+        return b""
+
+    @property
+    def eof(self) -> bool:
+        done = getattr(self._obj, "is_finished", None)
+        return bool(done()) if done is not None else True
+
+
+class _Zstd:
+    """zstd frames one after the other (as `zstd.decompress` reads them): a decoder per frame."""
+
+    __slots__ = ("_module", "_obj", "eof")
+
+    def __init__(self, module) -> None:
+        self._module = module
+        self._obj = None
+        self.eof = False  # at the end of a frame, with nothing of the next one yet
+
+    def decompress(self, data: bytes) -> bytes:
+        out = []
+        while data:
+            if self._obj is None:
+                self._obj = self._module.ZstdDecompressor()
+                self.eof = False
+            out.append(self._obj.decompress(data))
+            if self._obj.eof:
+                data, self._obj, self.eof = self._obj.unused_data, None, True
+            else:
+                data = b""
+        return b"".join(out)
+
+    def flush(self) -> bytes:
+        return b""
 
 
 def media_type(content_type: str | None) -> str:
@@ -321,7 +418,7 @@ def is_event_stream(headers: Headers) -> bool:
 def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
     """Decode a whole body. Returns (bytes, note); on failure the wire bytes and why."""
     dec = BodyDecoder(encoding)
-    if dec.identity:
+    if dec.identity or (not data and dec.error is None):  # no body is no compressed body (as mitmproxy)
         return data, None
     out = dec.feed(data) + dec.flush()
     if dec.error is not None:
