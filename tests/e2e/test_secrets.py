@@ -132,3 +132,27 @@ def test_no_secret_on_a_stdio_command_line_reaches_a_file(tmp_path):
     assert cmd[cmd.index("--api-key") + 1].startswith("[redacted:") and cmd[1].startswith("TOKEN=[redacted:")
     # HAR holds HTTP exchanges only: a stdio recording has none to export
     assert_clean([record, report, *export_all(record, tmp_path, env(), [f for f in EXPORTS if f != "har"])], s)
+
+
+def test_the_tee_says_at_the_end_a_redaction_path_that_matched_nothing_and_a_secret_left(tmp_path):
+    """Record time (issue 14, item 3): the typo `apitoken` for `api_token` redacts nothing; the tee
+    says so on stderr when the session ends, with the path it likely meant, and notes the value that
+    looks like a secret. Near miss: with the right path, neither line."""
+    line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
+        "name": "deploy", "arguments": {"env": "prod", "api_token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"}}})
+    said = {}
+    for name, path in (("typo", "params.arguments.apitoken"), ("right", "params.arguments.api_token")):
+        conf, record = tmp_path / f"{name}.toml", tmp_path / f"{name}.jsonl"
+        conf.write_text(f'redact_paths = ["{path}"]\n')
+        done = subprocess.run(tee_cmd("--quiet", "--config", str(conf), "--record", str(record), cmd=helper("respond")),
+                              cwd=ROOT, env=env(), input=(line + "\n").encode(), capture_output=True, timeout=120)
+        assert done.returncode == 0, done.stderr
+        said[name] = (done.stderr.decode(), record.read_bytes())
+    err, data = said["typo"]
+    assert ("warning: redaction path params.arguments.apitoken matched no string value: nothing was redacted there "
+            "(did you mean params.arguments.api_token?)") in err
+    assert ("note: params.arguments.api_token of tools/call deploy looks like a GitHub token and is not redacted: "
+            "redact it (redact_paths params.arguments.api_token)") in err
+    assert b"ghp_16C7" in data
+    err, data = said["right"]
+    assert "warning" not in err and "note:" not in err and b"ghp_16C7" not in data
