@@ -316,21 +316,23 @@ def replay() -> None:
 @click.option("--quiet", is_flag=True, help="No findings on stderr (the exit summary stays).")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="never",
               show_default=True, help="Exit 1 when the live session has findings at or above this severity.")
+@click.option("--redact-path", "redact_path", multiple=True, metavar="PATH",
+              help="A JSON path the recording was redacted at, beyond the settings' redact_paths: the live "
+              "value is redacted there too before matching (docs/replay.md).")
 @rule_options
 def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, record, summary, quiet, fail_on,
-                 severity, disable) -> None:
+                 redact_path, severity, disable) -> None:
     """A recording's server side, played back to a live client. A request that matches no recorded
     one gets a JSON-RPC error naming the closest one. Exit 0; 1 after misses; 2 on unreadable input."""
     from .replay import run
     from .replay.serve import ServeOptions
 
-    config = build_config(severity, disable)
-    redact = None
-    if config.redact_paths:  # a recorded placeholder matches the live value it stands for (same key)
-        from .recording.writer import redactor_for
+    from .recording.writer import redactor_for
 
-        redact = redactor_for(config).redact_json
-    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redact)
+    config = build_config(severity, disable)
+    config.redact_paths = [*config.redact_paths, *redact_path]
+    # the live request redacted as the recording was: a recorded placeholder matches the value it stands for
+    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redactor=redactor_for(config))
     sys.exit(run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record, summary=summary,
                        quiet=quiet, fail_on=fail_on, config=config))
 
@@ -372,8 +374,9 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
 @click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False), help="Where to write it.")
 @click.option("--chain", "chains", multiple=True, metavar="ID", help="fixture: keep this chain (repeatable; default all).")
 @click.option("--only-chains", is_flag=True, help="fixture: drop the requests that belong to no chain (discovery…).")
-@click.option("--redact-path", multiple=True, metavar="PATH", help="fixture: redact the strings at this JSON path.")
-@click.option("--redact-header", multiple=True, metavar="NAME", help="fixture: redact this header too.")
+@click.option("--redact-path", multiple=True, metavar="PATH",
+              help="Redact the strings at this JSON path (docs/configuration.md) too; a path that matches nothing is said.")
+@click.option("--redact-header", multiple=True, metavar="NAME", help="Redact this header too.")
 @rule_options
 def export(path, to, output, chains, only_chains, redact_path, redact_header, severity, disable) -> None:
     """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
@@ -385,9 +388,9 @@ def export(path, to, output, chains, only_chains, redact_path, redact_header, se
         from .outputs.exporters import export as export_to
 
         config = build_config(severity, disable)
-        sys.exit(_say(export_to(path, to, output, config)))
+        sys.exit(_say(export_to(path, to, output, config, redact_path, redact_header)))
     sys.exit(run.export(path, to, output, chains=chains, only_chains=only_chains, redact_paths=redact_path,
-                        redact_headers=redact_header))
+                        redact_headers=redact_header, config=build_config(severity, disable)))
 
 
 def _say(lines: list[str]) -> int:

@@ -21,10 +21,16 @@ class Config:
     chain_long_rounds: int = 10
     #: deepest JSON nesting accepted
     max_depth: int = 200
-    #: JSON paths (dotted, `*` for any member) whose string values recordings redact
+    #: JSON paths (core/jsonpath.py: dotted, `*` any one member, `**` any depth) whose string values recordings redact
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact
     redact_headers: list[str] = field(default_factory=list)
     #: closed-chain states remembered to recognise a replay (each keeps a retired form of its round and
     #: chain: no messages, its inputRequests serialised, about 1.5 KB; docs/performance.md)
     remembered_states: int = 10_000
+    #: URL query parameters, beyond the secret-looking ones, whose values recordings redact
+    redact_query: list[str] = field(default_factory=list)
+    #: command-line options and NAME=VALUE names, beyond the secret-looking ones, whose values recordings redact
+    redact_args: list[str] = field(default_factory=list)
+    #: header, query parameter, option and variable names never redacted, though they look secret
+    redact_keep: list[str] = field(default_factory=list)

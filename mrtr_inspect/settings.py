@@ -120,6 +120,9 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "chain_long_rounds": (_positive_int, "a whole number above 0"),
     "redact_paths": (_strings, "a list of strings"),
     "redact_headers": (_strings, "a list of strings"),
+    "redact_query": (_strings, "a list of strings"),
+    "redact_args": (_strings, "a list of strings"),
+    "redact_keep": (_strings, "a list of strings"),
 }
 KEYS = ("severity", "disable", *FIELDS)
 

@@ -33,9 +33,11 @@ from ..core.findings import Finding
 from ..core.framing import StdioFramer
 from ..analysis import Analysis
 from ..core.inspector import ChainEvent
+from ..core.messages import Message
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
+from ..recording.secrets import SecretScan
 from ..recording.writer import RecordingWriter, redactor_for
 from .flows import FlowFramer
 
@@ -71,7 +73,9 @@ class LiveAnalysis:
         self.sinks = tuple(sinks)
         self.errors = 0
         # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
-        self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
+        self.redactor = writer.redactor if writer is not None else redactor_for(config)
+        self.redact = self.redactor.frame
+        self.secrets = SecretScan()  # what the redaction missed, said at the end
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     def end(self, info: dict, t: float, gone: bool = False) -> int:
@@ -88,6 +92,11 @@ class LiveAnalysis:
                     self.writer.release()  # the forwarding process ended the recording
             except Exception as e:
                 self._internal(e, "recording")
+            try:
+                for line in self.secrets.lines(self.redactor):
+                    self._say(line)
+            except Exception as e:
+                self._internal(e, "output")
         status = 0
         if self.report is not None and self.report_path:
             try:
@@ -118,6 +127,8 @@ class LiveAnalysis:
     def _handle(self, outs: list) -> None:
         for o in outs:
             try:
+                if type(o) is Message and self.writer is not None:
+                    self.secrets.message(o)
                 if self.report is not None:
                     self.report.add(o)
                 if self.printer is not None:

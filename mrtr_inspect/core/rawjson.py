@@ -179,7 +179,7 @@ def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Dupl
 # raw tokens
 
 # one JSON token: a string (quotes and escapes as sent), a bracket, a colon or a comma, or a bare
-# scalar (recording.redaction walks bodies with it too)
+# scalar (`scalar_tokens` walks it)
 JSON_TOKEN = re.compile(r'"(?:[^"\\]|\\.)*"|[\[\]{}:,]|[^\s\[\]{}:,"]+', re.S)
 
 
@@ -220,30 +220,47 @@ def _is_scalar_at(value: Any, path: Path) -> bool:
 
 def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:
     """Where the raw token of `raw_member_token` lies in `text` (start, end), to replace it in place."""
-    want = tuple(path)
-    depth_wanted = len(want)
+    parent, name = list(path[:-1]), path[-1]
+    found: tuple[int, int] | None = None
+    for stack, slot, m in scalar_tokens(text):
+        if slot == name and stack == parent:
+            found = m.span()
+    return found
+
+
+def scalar_tokens(text: str):
+    """Each scalar token inside a container of `text` (strings with their quotes and escapes as
+    sent, numbers, literals), as (stack, slot, match): `stack` the member names and array indexes
+    of the containers holding it from the top (one list, changed as the walk goes on: copy it to
+    keep it), `slot` its own name or index. The one tokenizer of raw paths (`raw_member_span`,
+    recording.redaction). A text that is not JSON yields what its tokens suggest, never raises."""
     kinds: list[str] = []  # '{' or '[' for each open container
-    names: list = []  # the member name each open container was found under (None at the root, in arrays)
+    stack: list = []  # the slot of each open container but the outermost
+    counters: list[int] = []  # the next index, per open container (arrays use it)
     key = None
     expect_key = False
-    found: tuple[int, int] | None = None
     for m in JSON_TOKEN.finditer(text):
         tok = m.group()
         c = tok[0]
         if c == "{" or c == "[":
+            if kinds:
+                stack.append(counters[-1] if kinds[-1] == "[" else key)
             kinds.append(c)
-            names.append(key)
+            counters.append(0)
             key = None
             expect_key = c == "{"
         elif c == "}" or c == "]":
             if kinds:
                 kinds.pop()
-                names.pop()
+                counters.pop()
+                if kinds:
+                    stack.pop()
+                    if kinds[-1] == "[":
+                        counters[-1] += 1
             key = None
             expect_key = False
         elif c == ",":
             expect_key = bool(kinds) and kinds[-1] == "{"
-            key = None
         elif c == ":":
             expect_key = False
         elif expect_key:
@@ -256,9 +273,10 @@ def raw_member_span(text: str, path: Path) -> tuple[int, int] | None:
                     key = json.loads(tok)
                 except ValueError:
                     key = tok
-        else:
-            if key is not None and len(kinds) == depth_wanted and kinds[-1] == "{":
-                if tuple(names[1:]) + (key,) == want:
-                    found = m.span()
+        elif kinds:
+            if kinds[-1] == "[":
+                yield stack, counters[-1], m
+                counters[-1] += 1
+            elif key is not None:
+                yield stack, key, m
             key = None
-    return found

@@ -6,10 +6,21 @@ secret's bytes are replaced; everything else stays byte-exact.
 
 * headers: Authorization and Proxy-Authorization (the scheme is kept: `Bearer [redacted:…]`),
   Cookie, Set-Cookie, API-key style headers, and any configured header;
-* JSON paths: dotted paths with `*` for any member or index (`params.arguments.password`,
-  `params.inputResponses.*.content.token`); string values there are replaced in place.
+* URLs: the values of secret-looking query parameters (`?api_key=[redacted:…]&page=2`) of every
+  URL kept: the request path, `Location`, `Content-Location` and `Referer`, the proxy's upstream;
+* a recorded command line: the value after a secret-looking option (`--api-key V`, `--token=V`),
+  of a `NAME=VALUE` pair with a secret-looking name, of a `Header: value` argument for a redacted
+  header, and the query of a URL argument;
+* JSON paths (core.jsonpath: `params.arguments.password`, `params.inputResponses.*.content.token`,
+  `**.token`); string values there are replaced in place.
 
-Pure: the key is given by the caller (writer.py loads or creates it).
+A placeholder stands for the secret's text as the peer meant it: a query value percent-decoded, so
+a token sent in a header and in a URL has one placeholder. Names the settings add
+(`redact_query`, `redact_args`) are redacted too, names in `redact_keep` never (docs/configuration.md).
+
+Pure: the key is given by the caller (writer.py loads or creates it). A recording's header names the
+key's id (`redaction.keys`, an HMAC of a constant: nothing of the key), so replay knows whether its
+placeholders were made with the same key as the live side's (replay/matching.py).
 """
 
 from __future__ import annotations
@@ -20,9 +31,11 @@ import json
 import re
 from dataclasses import replace
 from typing import Iterable
+from urllib.parse import unquote_plus
 
-from ..core.events import Frame, HttpBody, HttpRequest, HttpResponse, SseEvent, StdioLine
-from ..core.rawjson import JSON_TOKEN
+from ..core import jsonpath
+from ..core.events import Frame, HttpBody, HttpRequest, HttpResponse, SessionEnd, SessionStart, SseEvent, StdioLine
+from ..core.rawjson import scalar_tokens
 
 DEFAULT_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey",
@@ -30,14 +43,46 @@ DEFAULT_HEADERS = frozenset({
 })
 _SECRET_NAME = re.compile(r"(api[-_]?key|secret|token|password|credential)", re.I)
 _PLACEHOLDER = re.compile(r"\[redacted:[0-9a-f]{12}\]")
+PLACEHOLDERS = _PLACEHOLDER  # found in a longer text (a URL, a command line)
+#: headers whose value is a URL: its query is redacted
+URL_HEADERS = frozenset({"location", "content-location", "referer"})
+# query parameters and command-line options: the header rule, a token not being a count (`max_tokens`)
+# nor a tokenizer, and a few short names
+_SECRET_ARG = re.compile(r"api[-_]?key|secret|token(?!s|iz|is)|passw(?:or)?d|credential|private[-_]?key|"
+                         r"access[-_]?key|session[-_]?id|client[-_]?assertion|(?:^|[-_.])(?:pat|key)$", re.I)
+_SECRET_WORDS = frozenset({"key", "auth", "sig", "signature", "pwd", "pass", "jwt", "bearer", "apikey", "sid"})
+_OPTION = re.compile(r"(-{1,2})([A-Za-z][\w.-]*)(?:(=)(.*))?\Z", re.S)
+_ENV_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
+_HEADER_ARG = re.compile(r"([A-Za-z][A-Za-z0-9-]*):\s*(.*)\Z", re.S)
+_KEY_ID = b"mrtr-inspect redaction key id"
+
+
+def secret_name(name: str) -> bool:
+    """Whether a query parameter, an option or a variable of this name holds a secret, by default:
+    `api_key`, `access_token`, `client_secret`, `password`, `TOKEN`, `STRIPE_KEY`, `GITHUB_PAT`,
+    `key`, `sig`… but not `max_tokens`, `tokenizer`, `keyword`, `author`, `keys`."""
+    n = name.strip().lower()
+    return n in _SECRET_WORDS or _SECRET_ARG.search(n) is not None
 
 
 class Redactor:
-    def __init__(self, key: bytes, headers: Iterable[str] = (), paths: Iterable[str] = ()) -> None:
+    def __init__(self, key: bytes, headers: Iterable[str] = (), paths: Iterable[str] = (),
+                 query: Iterable[str] = (), args: Iterable[str] = (), keep: Iterable[str] = ()) -> None:
         self.key = key
-        self.headers = DEFAULT_HEADERS | {h.lower() for h in headers}
-        self.paths = [tuple(p.split(".")) for p in paths if p]
-        self._sensitive: dict[str, bool] = {}  # header name as sent -> sensitive (names are few)
+        self.keep = frozenset(k.strip().lower().lstrip("-") for k in keep)
+        self.headers = (DEFAULT_HEADERS | {h.lower() for h in headers}) - self.keep
+        self.names = frozenset(n.strip().lower().lstrip("-") for n in (*query, *args)) - self.keep
+        self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
+        self.paths = [jsonpath.parse(p) for p in self.path_texts]
+        #: how many strings each configured path redacted (`unmatched`: the ones that redacted none)
+        self.hits = [0] * len(self.paths)
+        self._sensitive: dict[str, int] = {}  # header name as sent -> 0 kept, 1 secret, 2 a URL (names are few)
+        self.key_id = hmac.new(key, _KEY_ID, hashlib.sha256).hexdigest()[:12]
+
+    def unmatched(self) -> list[str]:
+        """The configured paths that redacted no string value so far (a typo, or a path the traffic
+        never had)."""
+        return [p for p, n in zip(self.path_texts, self.hits) if not n]
 
     # -- values ---------------------------------------------------------------------------------
     def placeholder(self, secret: str) -> str:
@@ -56,18 +101,99 @@ class Redactor:
         return self.placeholder(value)
 
     def sensitive_header(self, name: str) -> bool:
+        return self._header_kind(name) == 1
+
+    def _header_kind(self, name: str) -> int:
         known = self._sensitive.get(name)
         if known is None:
             n = name.lower()
-            known = n in self.headers or bool(_SECRET_NAME.search(n))
+            if n in self.keep:
+                known = 0
+            elif n in self.headers or _SECRET_NAME.search(n):
+                known = 1
+            else:
+                known = 2 if n in URL_HEADERS else 0
             if len(self._sensitive) < 4096:
                 self._sensitive[name] = known
         return known
 
     def redact_headers(self, headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-        if not any(self.sensitive_header(k) for k, _ in headers):
+        kinds = [self._header_kind(k) for k, _ in headers]
+        if not any(kinds):
             return headers
-        return tuple((k, self.header_value(k, v) if self.sensitive_header(k) else v) for k, v in headers)
+        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v))
+                    for (k, v), c in zip(headers, kinds))
+        return headers if out == headers else out
+
+    # -- URLs and command lines -----------------------------------------------------------------
+    def secret_arg(self, name: str) -> bool:
+        n = name.strip().lower()
+        return n not in self.keep and (n in self.names or secret_name(n))
+
+    def url(self, value: str) -> str:
+        """`value` (a URL, or a request target `/mcp?…`) with its secret-looking query values redacted."""
+        q = value.find("?")
+        if q < 0:
+            return value
+        end = value.find("#", q)
+        end = len(value) if end < 0 else end
+        parts = value[q + 1:end].split("&")
+        changed = False
+        for i, part in enumerate(parts):
+            name, eq, v = part.partition("=")
+            if eq and v and self.secret_arg(unquote_plus(name)):
+                red = self.placeholder(unquote_plus(v))
+                if red != v:
+                    parts[i], changed = f"{name}={red}", True
+        return value[:q + 1] + "&".join(parts) + value[end:] if changed else value
+
+    def command(self, argv: list) -> list:
+        """A recorded command line with its secrets redacted (the module's docstring says where)."""
+        out: list = []
+        value_of = None  # the secret option whose value comes next
+        for a in argv:
+            if type(a) is not str:
+                out.append(a)
+                value_of = None
+                continue
+            if value_of is not None and not a.startswith("-"):
+                out.append(self.placeholder(a))
+                value_of = None
+                continue
+            value_of = None
+            m = _OPTION.match(a)
+            if m is not None:
+                dashes, name, eq, v = m.groups()
+                if self.secret_arg(name) and not name.lower().startswith("no-"):
+                    if not eq:
+                        value_of = name
+                        out.append(a)
+                    else:
+                        out.append(f"{dashes}{name}={self.placeholder(v)}" if v else a)
+                    continue
+                out.append(f"{dashes}{name}={self.url(v)}" if eq else a)
+                continue
+            m = _ENV_PAIR.match(a)
+            if m is not None and self.secret_arg(m.group(1)) and m.group(2):
+                out.append(f"{m.group(1)}={self.placeholder(m.group(2))}")
+                continue
+            m = _HEADER_ARG.match(a)
+            if m is not None and m.group(2) and "://" not in a and self.sensitive_header(m.group(1)):
+                out.append(f"{m.group(1)}: {self.header_value(m.group(1), m.group(2))}")
+                continue
+            out.append(self.url(a))
+        return out
+
+    def session_info(self, info: dict) -> dict:
+        """A session header's or end's info: the command line and every URL in it redacted."""
+        out = {}
+        for k, v in info.items():
+            if k == "command" and type(v) is list:
+                v = self.command(v)
+            elif type(v) is str and "?" in v:
+                v = self.url(v)
+            out[k] = v
+        return out
 
     # -- bodies ---------------------------------------------------------------------------------
     def redact_json(self, raw: bytes) -> bytes:
@@ -77,7 +203,7 @@ class Redactor:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return raw
-        spans = list(_string_spans(text, self.paths))
+        spans = list(_string_spans(text, self.paths, self.hits))
         if not spans:
             return raw
         out = text
@@ -109,8 +235,18 @@ class Redactor:
         if t is StdioLine:
             return replace(f, data=self.redact_json(f.data)) if self.paths else f
         if t is HttpRequest:
-            h, b = self.redact_headers(f.headers), self.redact_json(f.body)
-            return f if h is f.headers and b is f.body else replace(f, headers=h, body=b)
+            h, b, p = self.redact_headers(f.headers), self.redact_json(f.body), self.url(f.path)
+            return f if h is f.headers and b is f.body and p is f.path else replace(f, headers=h, body=b, path=p)
+        if t is SessionStart:
+            info = self.session_info(f.info)
+            red = info.get("redaction")
+            keys = red.get("keys") if type(red) is dict else None
+            keys = sorted({*(k for k in keys if type(k) is str), self.key_id}) if type(keys) is list else [self.key_id]
+            info["redaction"] = {**(red if type(red) is dict else {}), "keys": keys}
+            return replace(f, info=info)
+        if t is SessionEnd:
+            info = self.session_info(f.info)
+            return f if info == f.info else replace(f, info=info)
         if t is HttpResponse:
             h = self.redact_headers(f.headers)
             return f if h is f.headers else replace(f, headers=h)
@@ -131,68 +267,34 @@ def is_placeholder(value: object) -> bool:
 
 def redacts(paths: Iterable[str], path: tuple) -> bool:
     """Whether the configured `redact_paths` cover the JSON path `path` (a tuple of names)."""
-    return _match(path, [tuple(p.split(".")) for p in paths if p])
+    return jsonpath.any_match(jsonpath.parse_all(paths), path)
 
 
-def _match(path: tuple, patterns: list[tuple]) -> bool:
-    for pat in patterns:
-        if len(pat) == len(path) and all(p == "*" or p == str(x) for p, x in zip(pat, path)):
-            return True
-    return False
+def _which(patterns: list[tuple], path: tuple) -> int:
+    for i, pat in enumerate(patterns):
+        if jsonpath.matches(pat, path):
+            return i
+    return -1
 
 
-def _string_spans(text: str, patterns: list[tuple]):
-    """(start, end, value) of each string scalar whose path matches a pattern."""
-    kinds: list[str] = []
-    names: list = []  # name (or index) of each open container within its parent
-    counters: list[int] = []  # next array index, per open array
-    key = None
-    expect_key = False
-    for m in JSON_TOKEN.finditer(text):
+def _string_spans(text: str, patterns: list[tuple], hits: list[int] | None = None):
+    """(start, end, value) of each string scalar whose path matches a pattern (`hits` counts them
+    per pattern). In a batch (an array at the top) each member's paths count from the member."""
+    batch = text.lstrip()[:1] == "["
+    for stack, slot, m in scalar_tokens(text):
         tok = m.group()
-        c = tok[0]
-        if c == "{" or c == "[":
-            names.append(_slot(kinds, counters, key))
-            kinds.append(c)
-            counters.append(0)
-            key = None
-            expect_key = c == "{"
-        elif c == "}" or c == "]":
-            if kinds:
-                kinds.pop()
-                names.pop()
-                counters.pop()
-                if kinds and kinds[-1] == "[":
-                    counters[-1] += 1
-            key = None
-            expect_key = False
-        elif c == ",":
-            expect_key = bool(kinds) and kinds[-1] == "{"
-        elif c == ":":
-            expect_key = False
-        elif expect_key:
-            try:
-                key = json.loads(tok)
-            except ValueError:
-                key = tok
-        else:
-            slot = _slot(kinds, counters, key)
-            if c == '"' and slot is not None:
-                path = tuple(names[1:]) + (slot,)
-                # in a batch (an array at the top) each member's paths count from the member
-                if _match(path, patterns) or (kinds[0] == "[" and _match(path[1:], patterns)):
-                    try:
-                        yield m.start(), m.end(), json.loads(tok)
-                    except ValueError:
-                        pass
-            if kinds and kinds[-1] == "[":
-                counters[-1] += 1
-            key = None
-
-
-def _slot(kinds: list, counters: list, key):
-    if not kinds:
-        return None
-    if kinds[-1] == "[":
-        return counters[-1]
-    return key
+        if tok[0] != '"':
+            continue
+        path = (*stack, slot)
+        i = _which(patterns, path)
+        if i < 0 and batch:
+            i = _which(patterns, path[1:])
+        if i < 0:
+            continue
+        try:
+            value = json.loads(tok)
+        except ValueError:
+            continue
+        if hits is not None:
+            hits[i] += 1
+        yield m.start(), m.end(), value

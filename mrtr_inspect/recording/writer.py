@@ -63,10 +63,10 @@ def redaction_key() -> bytes:
 
 
 def redactor_for(config: Config | None) -> Redactor:
-    """The redaction of live recordings: the defaults, plus the configuration's `redact_headers`
-    and `redact_paths` (docs/configuration.md)."""
+    """The redaction of live recordings: the defaults, plus the configuration's `redact_headers`,
+    `redact_paths`, `redact_query`, `redact_args`, less its `redact_keep` (docs/configuration.md)."""
     c = config if config is not None else Config()
-    return Redactor(redaction_key(), c.redact_headers, c.redact_paths)
+    return Redactor(redaction_key(), c.redact_headers, c.redact_paths, c.redact_query, c.redact_args, c.redact_keep)
 
 
 def new_session_id() -> str:
@@ -92,7 +92,8 @@ class RecordingWriter:
         t = time.time() if start_time is None else start_time
         meta = {"tool": f"mrtr-inspect {__version__}", "pid": os.getpid()}
         meta.update(info or {})
-        self.start = SessionStart(t, self.session, transport, meta)  # type: ignore[arg-type]
+        # the command line and URLs of the header redacted too, with the key's id (replay compares it)
+        self.start = self.redactor.frame(SessionStart(t, self.session, transport, meta))  # type: ignore[arg-type]
         # after a recorder killed mid-line, that line is ended (marked torn) and the session starts on its own
         self._write((fmt.TORN + b"\n" if torn else b"") + fmt.encode(self.start))
         self.closed = False

@@ -22,10 +22,13 @@ import re
 from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
-from ..core.events import SessionStart
+from ..config import Config
+from ..core.events import HttpRequest, SessionStart, StdioLine
+from ..core.messages import decode_message, split_batch
 from ..recording import format as fmt
 from ..recording.files import write_private
 from ..recording.redaction import Redactor
+from ..recording.secrets import SecretScan
 from ..recording.writer import redaction_key
 from .script import ReplayError, load_script
 
@@ -39,10 +42,13 @@ class Exported:
     exchanges: int
     sessions: int
     machine_paths: list[tuple[int, str]] = field(default_factory=list)  # (line, path)
+    #: a redaction path that matched nothing, a value that looks like a secret (recording.secrets)
+    notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
         out = [f"wrote {self.output}: {self.exchanges} request{'s' if self.exchanges != 1 else ''} in "
                f"{self.sessions} session{'s' if self.sessions != 1 else ''}, chains {', '.join(self.chains) or 'none'}"]
+        out += self.notes
         for n, p in self.machine_paths[:5]:
             out.append(f"warning: {self.output}:{n} mentions the machine path {p!r}; redact it (--redact-path) "
                        "before committing")
@@ -66,9 +72,12 @@ def _header(f: SessionStart, chains: list[str]) -> SessionStart:
 
 def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chains: bool = False,
                    redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = (),
-                   before_write: Callable | None = None) -> Exported:
-    """Write the fixture; `before_write(frame)` may change a frame or drop it (None). Raises
-    ReplayError (the recording cannot be played, a chain asked for is not in it) or CannotWrite."""
+                   before_write: Callable | None = None, config: Config | None = None,
+                   how: str = "--redact-path") -> Exported:
+    """Write the fixture; `before_write(frame)` may change a frame or drop it (None). The redaction:
+    the defaults, `config`'s settings (the project's), `redact_paths` and `redact_headers`; `how`
+    names the way to add a path in the notes. Raises ReplayError (the recording cannot be played, a
+    chain asked for is not in it) or CannotWrite."""
     script = load_script(path, keep_frames=True)
     assert script.frames is not None
     known = list(dict.fromkeys(ex.chain for ex in script.exchanges if ex.chain))
@@ -79,7 +88,10 @@ def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chai
     keep = [ex for ex in script.exchanges if ex.chain in wanted or (ex.chain is None and not only_chains)]
     drop = {i for ex in script.exchanges if ex not in keep for i in ex.frames}
     sessions = {ex.session for ex in keep}
-    redactor = Redactor(redaction_key(), redact_headers, redact_paths)
+    c = config or Config()
+    redactor = Redactor(redaction_key(), [*c.redact_headers, *redact_headers], [*c.redact_paths, *redact_paths],
+                        c.redact_query, c.redact_args, c.redact_keep)
+    scan = SecretScan()
     lines: list[bytes] = []
     for i, frame in enumerate(script.frames):
         if i in drop or getattr(frame, "session", None) not in sessions:
@@ -87,13 +99,30 @@ def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chai
         if type(frame) is SessionStart:
             frame = _header(frame, wanted)
         frame = redactor.frame(frame)
+        for m in _messages(frame):
+            scan.message(m)
         if before_write is not None:
             frame = before_write(frame)
             if frame is None:
                 continue
         lines.append(fmt.encode(frame))
     write_private(output, b"".join(lines))
-    return Exported(output, wanted, len(keep), len(sessions), machine_paths(lines))
+    return Exported(output, wanted, len(keep), len(sessions), machine_paths(lines), scan.lines(redactor, how))
+
+
+def _messages(frame) -> list:
+    """The client's messages in a frame (a stdio line, a request body), decoded for the scan."""
+    t = type(frame)
+    if t is StdioLine and frame.direction == "c2s":
+        raw = frame.data
+    elif t is HttpRequest:
+        raw = frame.body
+    else:
+        return []
+    if not raw:
+        return []
+    m = decode_message(raw)
+    return split_batch(m) if m.kind == "batch" else [m]
 
 
 def machine_paths(lines: list[bytes]) -> list[tuple[int, str]]:

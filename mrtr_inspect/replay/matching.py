@@ -10,8 +10,15 @@ A request is matched on what MCP makes it mean, not on its bytes:
   live client must echo the state it was served;
 * on HTTP, the path.
 
-JSON-RPC ids never count. Paths given to `ignore` (dotted, into the whole message:
+JSON-RPC ids never count. Paths given to `ignore` (core/jsonpath.py, into the whole message:
 `params.arguments.nonce`; `*` is any one member or index, `**` any depth) are left out first.
+
+Redacted values: the live request is redacted as the recording was (serve.py) before it is
+matched. With the same redaction key (the recording's header names its key's id) a placeholder
+matches the one secret it stands for and no other. A recording made with another key (another
+machine, a fresh CI home) cannot tell secrets apart: there (`lenient`) a recorded placeholder
+matches any live placeholder at the same place (a value the live side redacted too), and only
+those; a clear live value still differs.
 
 The same paths and `differences` serve `replay verify` to compare responses.
 """
@@ -22,35 +29,19 @@ import json
 from dataclasses import dataclass
 from typing import Any, Iterable
 
+from ..core import jsonpath
 from ..core.canonical import canonical_json, params_digest
 from ..core.messages import Message, target_of
-from ..recording.redaction import is_placeholder
+from ..recording.redaction import PLACEHOLDERS, is_placeholder
 from .script import Exchange
 
 MRTR_FIELDS = ("_meta", "inputResponses", "requestState")
 
 # -------------------------------------------------------------------------------------------------
-# paths
+# paths (one syntax with redaction's: core/jsonpath.py)
 
-
-def parse_paths(paths: Iterable[str]) -> list[tuple[str, ...]]:
-    return [tuple(p.split(".")) for p in paths if p]
-
-
-def _matches(pat: tuple, path: tuple) -> bool:
-    """Whether `pat` names `path`. A member name holding dots (`io.modelcontextprotocol/x`) is
-    written as it is: its parts match as many segments."""
-    if not pat:
-        return not path
-    head = pat[0]
-    if head == "**":
-        return any(_matches(pat[1:], path[i:]) for i in range(len(path) + 1))
-    if not path:
-        return False
-    if head == "*":
-        return _matches(pat[1:], path[1:])
-    parts = tuple(str(path[0]).split("."))
-    return pat[: len(parts)] == parts and _matches(pat[len(parts):], path[1:])
+parse_paths = jsonpath.parse_all
+format_path = jsonpath.format_path
 
 
 def strip_paths(value: Any, patterns: list[tuple], path: tuple = ()) -> Any:
@@ -59,18 +50,11 @@ def strip_paths(value: Any, patterns: list[tuple], path: tuple = ()) -> Any:
         return value
     if type(value) is dict:
         return {k: strip_paths(v, patterns, path + (k,)) for k, v in value.items()
-                if not any(_matches(p, path + (k,)) for p in patterns)}
+                if not jsonpath.any_match(patterns, path + (k,))}
     if type(value) is list:
         return [strip_paths(v, patterns, path + (i,)) for i, v in enumerate(value)
-                if not any(_matches(p, path + (i,)) for p in patterns)]
+                if not jsonpath.any_match(patterns, path + (i,))]
     return value
-
-
-def format_path(path: tuple) -> str:
-    out = ""
-    for p in path:
-        out += f"[{p}]" if type(p) is int else (f".{p}" if out else str(p))
-    return out or "(the whole message)"
 
 
 # -------------------------------------------------------------------------------------------------
@@ -161,8 +145,17 @@ def _shown_keys(keys: Any) -> Any:
     return list(keys) if type(keys) is tuple else keys
 
 
-def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
-    """What keeps a live request from matching a recorded exchange, most telling first."""
+def _both_redacted(d: Diff) -> bool:
+    return is_placeholder(d.recorded) and is_placeholder(d.live)
+
+
+def _unredacted(path: str) -> str:
+    return PLACEHOLDERS.sub("[redacted]", path)
+
+
+def field_differences(ex: Exchange, rec: Fields, live: Fields, lenient: bool = False) -> list[Diff]:
+    """What keeps a live request from matching a recorded exchange, most telling first. `lenient`:
+    placeholders made with another key, any placeholder matches another (the module's docstring)."""
     out: list[Diff] = []
     if rec.method != live.method:
         out.append(Diff("method", rec.method, live.method))
@@ -172,16 +165,19 @@ def field_differences(ex: Exchange, rec: Fields, live: Fields) -> list[Diff]:
         rest = [d for d in differences(rec.rest, live.rest, ("params",))
                 if d.path not in ("params.name", "params.uri")]
         if rest:
-            out += rest
+            out += [d for d in rest if not (lenient and _both_redacted(d))]
         elif rec.target == live.target:  # equal once canonical, yet not the same digest
             out.append(Diff("params", rec.rest, live.rest))
     if not _same_value(rec.keys, live.keys):
         out.append(Diff("params.inputResponses (keys)", _shown_keys(rec.keys), _shown_keys(live.keys)))
     # both sides as the ignore paths left them: an ignored requestState is not compared (nor said to be absent)
     if ex.echoed_state is not None and rec.state is not ABSENT and not _same_value(rec.state, live.state):
-        out.append(Diff("params.requestState", rec.state, live.state))
+        d = Diff("params.requestState", rec.state, live.state)
+        if not (lenient and _both_redacted(d)):
+            out.append(d)
     if rec.path is not None and live.path is not None and rec.path != live.path:
-        out.append(Diff("path", rec.path, live.path))
+        if not (lenient and _unredacted(rec.path) == _unredacted(live.path)):
+            out.append(Diff("path", rec.path, live.path))
     return out
 
 
@@ -214,8 +210,14 @@ class Match:
         if self.diffs:
             text += "; differs in " + "; ".join(d.text() for d in self.diffs)
             if any(is_placeholder(d.recorded) and not is_placeholder(d.live) for d in self.diffs):
-                text += ("; the recording holds a redacted value there: replay with the settings it was "
-                         "recorded with (redact_paths, and the same redaction key), or --ignore that path")
+                text += ("; the recording holds a redacted value there: replay with the paths it was "
+                         "recorded with redacted (redact_paths), or --ignore that path")
+            if any(is_placeholder(d.live) and not is_placeholder(d.recorded) for d in self.diffs):
+                text += ("; the live value is redacted there (redact_paths) but the recording holds it in clear: "
+                         "record again, or export the fixture with that path redacted")
+            if any(_both_redacted(d) for d in self.diffs):
+                text += ("; both sides are redacted placeholders there, made with the same redaction key: "
+                         "the live value is another secret than the recorded one")
         if self.reason:
             text += f"; {self.reason}"
         return text
@@ -231,12 +233,14 @@ class Matcher:
 
     `order="any"`: the first unused exchange that matches, in recorded order. `order="strict"`: only
     the next unused exchange may match. A served exchange is not served again unless `repeats`.
+    `lenient`: the recording's placeholders were made with another key than the live side's.
     """
 
     def __init__(self, exchanges: list[Exchange], ignore: Iterable[str] = (), order: str = "any",
-                 repeats: bool = False) -> None:
+                 repeats: bool = False, lenient: bool = False) -> None:
         if order not in ("any", "strict"):
             raise ValueError(f"order is 'any' or 'strict', not {order!r}")
+        self.lenient = lenient  # placeholders of another key (the module's docstring)
         self.ignore = parse_paths(ignore)
         self.order = order
         self.repeats = repeats
@@ -252,7 +256,7 @@ class Matcher:
         lf = request_fields(live, self.ignore, http_path)
         scored = []
         for i, (ex, rf) in enumerate(zip(self.exchanges, self.fields)):
-            diffs = field_differences(ex, rf, lf)
+            diffs = field_differences(ex, rf, lf, self.lenient)
             scored.append((cost(diffs), bool(self.used[i]), i, diffs))
         if self.order == "strict":
             nxt = next((s for s in scored if not s[1]), None)

@@ -21,7 +21,10 @@ To record, the marker names the real server: `server=[...]` (a stdio command; wi
 talks to the real server through `mrtr-inspect stdio --record` (or the HTTP proxy), and the session
 is exported as a fixture (`export --to fixture`: redacted, machine details out of its headers),
 unless the test failed: a failing test leaves the fixture as it was (a warning says where its
-session is kept). Paths redacted when recording are left out of matching when replaying.
+session is kept). Paths redacted when recording (the marker's, `mrtr_config`'s and the project
+settings' `redact_paths`) are redacted in the live requests too before matching: the same secret
+matches its placeholder, and a recording made with another machine's redaction key matches any
+redacted value there (docs/replay.md, "Redacted values").
 
 In replay, a request that matches no recorded one is answered with a JSON-RPC error naming the
 closest recorded request; after the test body, misses fail the test unless `allow_misses=True`.
@@ -318,10 +321,22 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
     transport = opts.get("transport") or script.transport
     obj = MrtrReplay(path, "replay", transport, opts)
     order = opts.get("order", "any")
-    # what was redacted when recording holds a placeholder, never the live value: not compared
-    ignore = tuple(opts.get("ignore", ())) + tuple(opts.get("redact_paths", ()))
+    ignore = tuple(opts.get("ignore", ()))
+    # what was redacted when recording holds a placeholder: the live value is redacted there too
+    # (in process here; by `replay serve --redact-path` over stdio, which adds the project's settings)
+    redact = tuple(opts.get("redact_paths", ()))
     if transport == "http":
-        options = ServeOptions(order, ignore, bool(opts.get("allow_repeats")), bool(opts.get("pace")))
+        from ..recording.writer import redactor_for
+        from ..errors import UserError
+        from ..settings import load_project
+
+        try:
+            project, _ = load_project()
+        except UserError as e:
+            pytest.fail(f"mrtr-inspect: {e}", pytrace=False)
+        project.redact_paths = [*project.redact_paths, *redact]
+        options = ServeOptions(order, ignore, bool(opts.get("allow_repeats")), bool(opts.get("pace")),
+                               redactor=redactor_for(project))
         obj._http = BackgroundHttpServer(ServeSession(script, options, "http"))
         obj.url = obj._http.start()
         return obj
@@ -334,6 +349,8 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
         cmd.append("--strict")
     for p in ignore:
         cmd += ["--ignore", p]
+    for p in redact:
+        cmd += ["--redact-path", p]
     cmd += ["--allow-repeats"] * bool(opts.get("allow_repeats")) + ["--pace"] * bool(opts.get("pace"))
     obj.command = cmd + [str(path)]
     return obj
@@ -454,13 +471,16 @@ def _save(obj: MrtrReplay, failed: bool) -> None:
     o = obj.options
     try:
         done = export_fixture(str(obj._raw), str(obj.path), redact_paths=o.get("redact_paths", ()),
-                              redact_headers=o.get("redact_headers", ()), before_write=o.get("before_record"))
+                              redact_headers=o.get("redact_headers", ()), before_write=o.get("before_record"),
+                              how="redact_paths")
     except UserError as e:  # unplayable, or unwritable
         warnings.warn(f"mrtr-inspect: {obj.path} not written: {e}", stacklevel=1)
         return
     for _, p in done.machine_paths[:1]:
         warnings.warn(f"mrtr-inspect: {obj.path} mentions the machine path {p!r}; redact it before committing",
                       stacklevel=1)
+    for note in done.notes:  # a redaction path that matched nothing, a value that looks like a secret
+        warnings.warn(f"mrtr-inspect: {obj.path}: {note}", stacklevel=1)
 
 
 @pytest.hookimpl(wrapper=True)

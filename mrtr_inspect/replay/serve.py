@@ -30,6 +30,7 @@ from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import open_private, unwritable, why
+from ..recording.redaction import Redactor
 from .live import OWN_REPLY, LiveLog
 from .matching import Match, Matcher
 from .script import Exchange, ReplayError, Script
@@ -53,6 +54,9 @@ class ServeOptions:
     # the live request as the recording was redacted (the project's redact_paths, this machine's key),
     # for matching only: a recorded placeholder then matches the same secret, and only it
     redact: Callable[[bytes], bytes] | None = None
+    # the same, for the body (its redact_paths) and the HTTP path (secret-looking query parameters);
+    # a recording whose placeholders another key made is matched leniently (matching.py)
+    redactor: Redactor | None = None
 
 
 @dataclass
@@ -66,13 +70,29 @@ class Answer:
     stream: bool = False
 
 
+def recorded_keys(script: Script) -> set | None:
+    """The ids of the keys the recording's placeholders were made with (None: a header says nothing,
+    a recording older than the ids)."""
+    keys: set = set()
+    for s in script.sessions:
+        red = s.info.get("redaction")
+        ids = red.get("keys") if type(red) is dict else None
+        if type(ids) is not list:
+            return None
+        keys.update(ids)
+    return keys
+
+
 class Replayer:
     """Answers live client messages from a script. No I/O."""
 
     def __init__(self, script: Script, options: ServeOptions | None = None) -> None:
         self.script = script
         self.options = options or ServeOptions()
-        self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats)
+        red = self.options.redactor
+        self.lenient = red is not None and recorded_keys(script) != {red.key_id}
+        self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats,
+                               self.lenient)
         self.served = 0
         self.synthesized = 0
         self.misses: list[dict] = []
@@ -88,10 +108,14 @@ class Replayer:
             self.misses.append({"request": live.kind, "message": why})
             return self._error(None, -32600, OWN_REPLY + why, None, 400)
         probe = live
-        if self.options.redact is not None:
-            redacted = self.options.redact(raw)
+        red = self.options.redactor
+        redact = self.options.redact or (red.redact_json if red is not None and red.paths else None)
+        if redact is not None:
+            redacted = redact(raw)
             if redacted is not raw:
                 probe = decode_message(redacted)
+        if red is not None and http_path is not None:
+            http_path = red.url(http_path)
         m = self.matcher.match(probe, http_path)
         if m.exchange is not None and m.exchange.unanswered:
             return self._unanswered(m.exchange, live)

@@ -202,3 +202,88 @@ def test_the_redaction_key_comes_from_the_environment_or_a_private_cache_file(tm
     assert path.read_bytes() == first and len(first) == 64
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o600
     assert redaction_key() == first  # kept: placeholders stay the same across recordings
+
+
+# ---------------------------------------------------------------------------------------------
+# URLs, command lines, session headers (issue 12 item 1)
+
+
+def test_secret_query_parameters_are_redacted_and_the_rest_of_the_url_kept():
+    r = Redactor(b"k")
+    url = "/mcp?api_key=s3cret&page=2&token=t%2Fk&ACCESS_TOKEN=a1&max_tokens=100&tokenizer=gpt2#frag"
+    assert r.url(url) == (f"/mcp?api_key={r.placeholder('s3cret')}&page=2&token={r.placeholder('t/k')}"
+                          f"&ACCESS_TOKEN={r.placeholder('a1')}&max_tokens=100&tokenizer=gpt2#frag")
+    assert r.url(r.url(url)) == r.url(url)  # redacting twice changes nothing
+    for plain in ("/mcp", "/mcp?page=2&author=ann&keyword=x&q=", "/mcp?token", "/mcp?token="):
+        assert r.url(plain) is plain  # near misses: nothing secret-looking, or no value
+
+
+def test_a_secret_in_a_header_and_in_a_query_has_one_placeholder():
+    r = Redactor(b"k")
+    (_, auth), = r.redact_headers((("Authorization", "Bearer abc"),))
+    assert r.url("/mcp?access_token=abc") == f"/mcp?access_token={auth.split(' ')[1]}"
+
+
+def test_url_headers_and_the_request_path_of_a_frame_are_redacted():
+    r = Redactor(b"k")
+    req = HttpRequest(1.0, "h", 1, "POST", "/mcp?key=K1", (("Referer", "http://a/x?sig=S1&x=1"), ("Accept", "*/*")))
+    got = r.frame(req)
+    assert got.path == f"/mcp?key={r.placeholder('K1')}"
+    assert got.headers == (("Referer", f"http://a/x?sig={r.placeholder('S1')}&x=1"), ("Accept", "*/*"))
+    resp = HttpResponse(2.0, "h", 1, 302, (("Location", "https://b/cb?code=1&client_secret=CS"),))
+    assert r.frame(resp).headers == (("Location", f"https://b/cb?code=1&client_secret={r.placeholder('CS')}"),)
+    plain = HttpResponse(2.0, "h", 1, 302, (("Location", "https://b/cb?code=1"),))
+    assert r.frame(plain) is plain
+
+
+def test_command_line_secrets_are_redacted():
+    r = Redactor(b"k")
+    p = r.placeholder
+    cmd = ["npx", "server", "--api-key", "V1", "--token=V2", "TOKEN=V3", "-e", "GITHUB_PAT=V4",
+           "--header", "Authorization: Bearer V5", "https://h/mcp?apikey=V6&x=1", "--url=https://h/?secret=V7",
+           "--max-tokens", "100", "--no-token", "file.py", "--password", "--verbose", "PATH=/bin", "X-Tenant: acme"]
+    assert r.command(cmd) == [
+        "npx", "server", "--api-key", p("V1"), f"--token={p('V2')}", f"TOKEN={p('V3')}", "-e", f"GITHUB_PAT={p('V4')}",
+        "--header", f"Authorization: Bearer {p('V5')}", f"https://h/mcp?apikey={p('V6')}&x=1",
+        f"--url=https://h/?secret={p('V7')}",
+        "--max-tokens", "100", "--no-token", "file.py", "--password", "--verbose", "PATH=/bin", "X-Tenant: acme"]
+
+
+def test_configured_names_are_added_and_kept_ones_left_alone():
+    r = Redactor(b"k", query=["tenant"], args=["--dsn"], keep=["token", "X-Api-Key"])
+    assert r.url("/mcp?tenant=acme&token=t&api_key=a") == f"/mcp?tenant={r.placeholder('acme')}&token=t&api_key={r.placeholder('a')}"
+    assert r.command(["s", "--dsn", "pg://u:p@h", "--token", "t"]) == ["s", "--dsn", r.placeholder("pg://u:p@h"), "--token", "t"]
+    assert r.redact_headers((("X-Api-Key", "v"),)) == (("X-Api-Key", "v"),)
+
+
+def test_the_session_header_is_redacted_and_names_the_key():
+    from mrtr_inspect.core.events import SessionStart
+
+    r = Redactor(b"k")
+    start = SessionStart(0.0, "s", "stdio", {"command": ["srv", "--token", "T"], "upstream": "http://h/mcp?key=U"})
+    got = r.frame(start)
+    assert got.info == {"command": ["srv", "--token", r.placeholder("T")], "upstream": f"http://h/mcp?key={r.placeholder('U')}",
+                        "redaction": {"keys": [r.key_id]}}
+    assert r.key_id != Redactor(b"other").key_id and len(r.key_id) == 12
+    again = Redactor(b"other").frame(got)  # a fixture exported on another machine: both keys named
+    assert again.info["redaction"] == {"keys": sorted([r.key_id, Redactor(b"other").key_id])}
+
+
+def test_the_writer_redacts_the_header_line(tmp_path):
+    path = tmp_path / "r.jsonl"
+    with RecordingWriter(path, "stdio", {"command": ["srv", "--api-key", "sk-secret-value"]}, redactor=Redactor(b"k")):
+        pass
+    text = path.read_text()
+    assert "sk-secret-value" not in text and Redactor(b"k").placeholder("sk-secret-value") in text
+
+
+def test_one_path_syntax_double_star_and_indexes():
+    r = Redactor(b"k", paths=["**.token", "result.content[0].text"])
+    raw = b'{"params":{"a":{"token":"t1"},"token":"t2"},"result":{"content":[{"text":"x"},{"text":"y"}]}}'
+    out = json.loads(r.redact_json(raw))
+    assert out["params"] == {"a": {"token": r.placeholder("t1")}, "token": r.placeholder("t2")}
+    assert out["result"]["content"] == [{"text": r.placeholder("x")}, {"text": "y"}]
+    assert r.unmatched() == []
+    typo = Redactor(b"k", paths=["params.arguments.apitoken"])
+    typo.redact_json(b'{"params":{"arguments":{"api_token":"x"}}}')
+    assert typo.unmatched() == ["params.arguments.apitoken"]

@@ -11,7 +11,8 @@ import io
 import json
 import re
 from html import escape
-from typing import Callable
+from dataclasses import replace
+from typing import Callable, Iterable
 
 from ...config import Config
 from ...errors import UserError
@@ -94,11 +95,22 @@ def _otlp(cap: Capture) -> str:
 RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermaid, "otlp": _otlp}  # HAR: in export
 
 
-def export(path: str, to: str, output: str, config: Config | None = None) -> list[str]:
-    """Write `path` as `to` to `output` (mode 0600: it holds the recording's traffic). Returns the
-    lines to tell the user; raises a UserError with a one-line reason (UnreadableRecording,
-    ExportError, CannotWrite)."""
-    cap = load([path], config)
+def export(path: str, to: str, output: str, config: Config | None = None,
+           redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = ()) -> list[str]:
+    """Write `path` as `to` to `output` (mode 0600: it holds the recording's traffic), redacted as a
+    live recording is (the defaults, the configuration's redaction settings, `redact_paths` and
+    `redact_headers`): a recording made before a secret was known as one, or by another tool,
+    does not carry it into the export. Returns the lines to tell the user (with a warning for each
+    redaction path that matched nothing, and a note for each value that looks like a secret);
+    raises a UserError with a one-line reason (UnreadableRecording, ExportError, CannotWrite)."""
+    from ...recording.secrets import SecretScan
+    from ...recording.writer import redactor_for
+
+    c = replace(config) if config is not None else Config()
+    c.redact_paths = [*c.redact_paths, *redact_paths]
+    c.redact_headers = [*c.redact_headers, *redact_headers]
+    redactor = redactor_for(c)
+    cap = load([path], config, redactor.frame)
     said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
     if to == "har":
         har = _har_doc(cap)
@@ -108,4 +120,7 @@ def export(path: str, to: str, output: str, config: Config | None = None) -> lis
     else:
         text = RENDER[to](cap)
     write_private(output, text.encode("utf-8", "backslashreplace"))
-    return cap.notes + [f"wrote {output}: {to}, {said}"]
+    scan = SecretScan()
+    for m in cap.messages.values():
+        scan.message(m)
+    return cap.notes + [f"wrote {output}: {to}, {said}"] + scan.lines(redactor, "--redact-path")

@@ -13,7 +13,7 @@ from __future__ import annotations
 import hashlib
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Iterable, Iterator
+from typing import Callable, Iterable, Iterator
 
 from ...analysis import Analysis
 from ...config import Config
@@ -105,13 +105,16 @@ class Capture(Located):
         return m.session if m is not None else ""
 
 
-def _walk(paths: Iterable[str], config: Config | None, notes: list[str]) -> Iterator[tuple[int, int, Frame | None, list]]:
+def _walk(paths: Iterable[str], config: Config | None, notes: list[str],
+          redact: Callable[[Frame], Frame] | None = None) -> Iterator[tuple[int, int, Frame | None, list]]:
     """(input, line, frame, the core's outputs for it) for every frame, then the outputs of the end."""
     insp = Analysis(config)
     n = -1
     for n, path in enumerate(paths):
         rn = ReadNotes()
         for frame in read_frames(path, rn):
+            if redact is not None:
+                frame = redact(frame)
             # every line so far is a frame or a skipped record: this frame's line is their count
             yield n, rn.frames + len(rn.skipped), frame, insp.feed(frame)
         notes.extend(rn.lines(str(path)))
@@ -122,10 +125,11 @@ def _place(msg: Message, i: int, line: int) -> Place:
     return Place(i, line, msg.session, hashlib.sha256(msg.raw).hexdigest())
 
 
-def load(paths: Iterable[str], config: Config | None = None) -> Capture:
-    """Everything the core says about the recordings, with the frames and each message's place."""
+def load(paths: Iterable[str], config: Config | None = None, redact: Callable[[Frame], Frame] | None = None) -> Capture:
+    """Everything the core says about the recordings, with the frames and each message's place;
+    `redact`: each frame redacted first (an export: recording.redaction)."""
     cap = Capture(inputs=[str(p) for p in paths])
-    for i, line, frame, outs in _walk(cap.inputs, config, cap.notes):
+    for i, line, frame, outs in _walk(cap.inputs, config, cap.notes, redact):
         if frame is not None:
             cap.frames.append((i, line, frame))
             if type(frame) is SessionStart:
