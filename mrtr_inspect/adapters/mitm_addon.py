@@ -170,10 +170,12 @@ def _log_line(text: str, severity: str | None) -> None:
 
 
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
-                 view: LiveView | None = None, notes: FlowNotes | None = None) -> HttpAnalysis:
-    """The analysis of one capture session: its start is the recording's header when there is one."""
+                 view: LiveView | None = None, notes: FlowNotes | None = None, live: bool = True) -> HttpAnalysis:
+    """The analysis of one capture session: its start is the recording's header when there is one.
+    `live`: the session forwards traffic (it sees every client from its start, RULES.md §10.8),
+    not flows read from a file."""
     start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
-                                                                  {"upstream": upstream})
+                                                                  {"upstream": upstream, "live": live})
     builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
     return HttpAnalysis(start, config, writer, builder, report_path, view, notes)
 
@@ -242,18 +244,19 @@ class MrtrInspect:
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
         writer = None
+        live = not getattr(opts, "rfile", None)  # flows read from a file (-r) may have begun late
         try:
             if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
                 raise RecordingError(reason)
             if opts.mrtr_record:
-                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()},
+                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream(), "live": live},
                                          redactor_for(self.config))
         except RecordingError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.notes = FlowNotes(ctx.master.event_loop)
         view = LiveView(write=_log_line, color=False)
         self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),
-                                                      view, self.notes))
+                                                      view, self.notes, live))
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
