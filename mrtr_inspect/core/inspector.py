@@ -214,6 +214,7 @@ class Inspector:
         self._last_expire = 0.0
         self._now = 0.0
         self._seen: dict[str, float] = {}  # each session's last frame time
+        self._by_origin: dict[tuple, list[_Session]] = {}  # the sessions of each command or upstream
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
@@ -317,14 +318,16 @@ class Inspector:
         origin = s.origin()
         if origin is None:
             return
-        for e in self._sessions.values():
-            if e is s or e.origin() != origin:
-                continue
+        earlier = self._by_origin.setdefault(origin, [])
+        for e in earlier:
             left = e.left_open if e.ended else frozenset(
                 (c.method, c.target) for c in self.stitcher.open_chains if c.session == e.id)
             if left:
                 s.resumable |= left
                 s.restart_of = e.id
+        if len(earlier) >= 64:  # many runs of one command: the last ones are what a restart follows
+            del earlier[0]
+        earlier.append(s)
 
     def _session(self, sid: str, transport: str) -> _Session:
         s = self._sessions.get(sid)

@@ -166,7 +166,10 @@ def test_fuzzed_messages_pass_byte_for_byte_and_each_broken_one_is_a_finding(tmp
             [up] = h.upstream_got(path)
             assert up.complete and up.sha == sha(body)  # the upstream got exactly what the client sent
             h.sent[path] = (sha(body), broken != "none")
+            tally[(broken, "chunked" if chunks else "length", "sse" if b"event-stream" in answer[:80] else "json")] = (
+                tally.get((broken, "chunked" if chunks else "length", "sse" if b"event-stream" in answer[:80] else "json"), 0) + 1)
 
+        tally: dict = {}
         one()
         h.served()
         report, frames = h.stop()
@@ -177,6 +180,7 @@ def test_fuzzed_messages_pass_byte_for_byte_and_each_broken_one_is_a_finding(tmp
         assert (BROKEN_BODY in found.get(path, set())) == broken, (path, found.get(path))
     assert not [f for f in report["findings"] if f["rule"] == "inspector-error"]
     _check_recording(h, frames)
+    print(f"\n{len(h.sent)} exchanges, {sum(b for _, b in h.sent.values())} broken, each a finding: {sorted(tally.items())}")
 
 
 # -- framing: the HTTP message itself broken -----------------------------------------------------------
@@ -237,6 +241,11 @@ def test_malformed_framing_is_no_crash_nothing_is_made_whole_and_the_next_client
             assert BROKEN_BODY in found.get(path, set()), (kind, path, found.get(path))
     assert len(recorded) > len(kinds)  # the well-formed ones, and some of the broken ones, were recorded
     assert not [f for f in report["findings"] if f["rule"] == "inspector-error"]
+    taken = {}
+    for path, kind in kinds.items():
+        k = (kind, "recorded+finding" if path in recorded else "refused before a request")
+        taken[k] = taken.get(k, 0) + 1
+    print(f"\n{len(kinds)} malformed framings, each followed by a served client: {sorted(taken.items())}")
 
 
 # -- size and pace ----------------------------------------------------------------------------------------
