@@ -95,7 +95,7 @@ class Result:
 
 class Traffic:
     def __init__(self, transport: str = "stdio", session: str = "s1", start: float = 1000.0,
-                 with_session_start: bool = True, client: str = "127.0.0.1") -> None:
+                 with_session_start: bool = True, client: str = "127.0.0.1", info: dict | None = None) -> None:
         self.transport = transport
         self.session = session
         self.t = start
@@ -106,7 +106,7 @@ class Traffic:
         self._x_of_id: dict[Any, int] = {}
         self.default_headers: tuple = HTTP_HEADERS
         if with_session_start:
-            self.frames.append(SessionStart(self.t, session, transport, {}))  # type: ignore[arg-type]
+            self.frames.append(SessionStart(self.t, session, transport, dict(info or {})))  # type: ignore[arg-type]
 
     # -- time ---------------------------------------------------------------------------------
     def tick(self, seconds: float = 0.001) -> float:
@@ -261,6 +261,14 @@ class Traffic:
 
     def end(self) -> None:
         self.frames.append(SessionEnd(self.tick(), self.session, {}))
+
+    def next_session(self, session: str, info: dict | None = None, end: bool = True) -> None:
+        """End this session (unless `end` is False: its recorder was killed) and go on in a new one,
+        as a second run recorded to the same file."""
+        if end:
+            self.end()
+        self.session = session
+        self.frames.append(SessionStart(self.tick(), session, self.transport, dict(info or {})))  # type: ignore[arg-type]
 
     def run(self, config: Config | None = None, close: bool = True) -> Result:
         answers: dict[int, Message] = {}

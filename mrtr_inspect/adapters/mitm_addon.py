@@ -183,18 +183,20 @@ def _log_line(text: str, severity: str | None) -> None:
     logger.log(logging.WARNING if severity in ("error", "warning") else logging.INFO, text)
 
 
-def session_start(writer: RecordingWriter | None, upstream: str) -> SessionStart:
+def session_start(writer: RecordingWriter | None, upstream: str, live: bool = True) -> SessionStart:
     """A capture session's start: the recording's header when there is one."""
     return writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
-                                                                 {"upstream": upstream})
+                                                                 {"upstream": upstream, "live": live})
 
 
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
                  view: LiveView | None = None, notes: FlowNotes | None = None, start: SessionStart | None = None,
-                 forwarder_records: bool = False) -> HttpAnalysis:
+                 forwarder_records: bool = False, live: bool = True) -> HttpAnalysis:
     """The analysis of one capture session (`start`: by default `session_start`). With
-    `forwarder_records`, it takes frames an `HttpRecorder` made and recorded where they were forwarded."""
-    start = start if start is not None else session_start(writer, upstream)
+    `forwarder_records`, it takes frames an `HttpRecorder` made and recorded where they were forwarded.
+    `live`: the session forwards traffic (it sees every client from its start, RULES.md §10.8),
+    not flows read from a file."""
+    start = start if start is not None else session_start(writer, upstream, live)
     builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
     return HttpAnalysis(start, config, writer, builder, report_path, view, notes, forwarder_records)
 
@@ -263,17 +265,18 @@ class MrtrInspect:
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
         writer = None
+        live = not getattr(opts, "rfile", None)  # flows read from a file (-r) may have begun late
         try:
             if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
                 raise RecordingError(reason)
             if opts.mrtr_record:
-                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()},
+                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream(), "live": live},
                                          redactor_for(self.config))
         except RecordingError as e:
             raise exceptions.OptionsError(str(e)) from None
         self.notes = FlowNotes(ctx.master.event_loop)
         view = LiveView(write=_log_line, color=False)
-        start = session_start(writer, self._upstream())
+        start = session_start(writer, self._upstream(), live)
         redactor = writer.redactor if writer is not None else redactor_for(self.config)
         recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
         self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),

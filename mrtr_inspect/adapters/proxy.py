@@ -211,7 +211,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         host, port = parse_listen(listen)
         if report and (reason := unwritable(report, "report")):
             raise ValueError(reason)
-        writer = RecordingWriter(record, "http", {"upstream": upstream}, redactor_for(config)) if record else None
+        writer = RecordingWriter(record, "http", {"upstream": upstream, "live": True}, redactor_for(config)) if record else None
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2

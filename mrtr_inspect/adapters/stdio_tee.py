@@ -144,11 +144,11 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         if report and (reason := unwritable(report, "report")):
             raise RecordingError(reason)
         if record:
-            writer = RecordingWriter(record, "stdio", {"command": list(cmd)}, redactor_for(config), session=session)
+            writer = RecordingWriter(record, "stdio", {"command": list(cmd), "live": True}, redactor_for(config), session=session)
     except RecordingError as e:
         sys.stderr.write(tool_line(e))
         return 2
-    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd)})
+    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd), "live": True})
 
     def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")

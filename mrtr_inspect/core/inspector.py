@@ -52,6 +52,7 @@ from .messages import (
     decode_message,
     id_key,
     split_batch,
+    target_of,
 )
 from .observations import (
     Answered,
@@ -63,6 +64,7 @@ from .observations import (
     InFlightReuse,
     InspectorFailed,
     Linked,
+    NotLinked,
     RoundOpened,
     SessionOver,
     SseSeen,
@@ -92,18 +94,35 @@ class Knowledge:
 
 
 class _Session:
-    __slots__ = ("id", "transport", "covered", "info", "ended", "holes")
+    """What the pipeline knows of one capture session: whether it saw each of its peers from that
+    peer's first message (RULES.md §10.8), and what it left unfinished at its end."""
+
+    __slots__ = ("id", "transport", "covered", "info", "ended", "holes", "resumable", "restart_of", "left_open")
 
     def __init__(self, sid: str, transport: str, covered: bool, info: dict | None = None) -> None:
         self.id = sid
         self.transport = transport
-        self.covered = covered
         self.info = info or {}
+        # a live capture (the tee, the proxy, the addon; its header says `"live": true`) sees every
+        # peer from its start, since a client reaches the server only through it once it runs; a
+        # stdio session always does (the tee starts the server). An HTTP session that does not say
+        # so (an import, a recording of an older version) may have begun after a peer's chain.
+        self.covered = covered and (transport == "stdio" or self.info.get("live") is True)
         self.ended = False
         # exchanges an import left out (a body the flow file did not hold): what came in them is
         # unknown, so nothing can be said never to have been sent (RULES.md §3: capture-incomplete)
         imported = self.info.get("imported")
         self.holes = bool(imported.get("left_out")) if type(imported) is dict else False
+        # a restart mid-chain: the (method, target) of the chains an earlier session of the same
+        # command or upstream left open or abandoned, whose retries may come in this one
+        self.resumable: frozenset = frozenset()
+        self.restart_of: str | None = None
+        self.left_open: frozenset = frozenset()  # this session's, once it ended
+
+    def origin(self) -> tuple | None:
+        """What it captured (the command or the upstream), for telling a restart of it."""
+        what = self.info.get("command") if self.transport == "stdio" else self.info.get("upstream")
+        return (self.transport, repr(what)) if what else None
 
 
 def _sha(text: str) -> str:
@@ -195,6 +214,7 @@ class Inspector:
         self._last_expire = 0.0
         self._now = 0.0
         self._seen: dict[str, float] = {}  # each session's last frame time
+        self._by_origin: dict[tuple, list[_Session]] = {}  # the sessions of each command or upstream
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
@@ -284,11 +304,30 @@ class Inspector:
         elif tf is StdioClose:
             self._session(f.session, "stdio")
         elif tf is SessionStart:
-            self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
+            s = self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
+            self._restart(s)
         elif tf is SessionEnd:
             s = self._sessions.get(f.session)
             if s is not None and not s.ended:
                 self._end_session(s, f.time, dict(f.info))
+
+    def _restart(self, s: _Session) -> None:
+        """A session that follows one of the same command or upstream which ended with an open or
+        abandoned chain (or is still open with one: its recorder was killed) is a restart mid-chain
+        (RULES.md §10.8): a retry of those chains in it was never unsolicited."""
+        origin = s.origin()
+        if origin is None:
+            return
+        earlier = self._by_origin.setdefault(origin, [])
+        for e in earlier:
+            left = e.left_open if e.ended else frozenset(
+                (c.method, c.target) for c in self.stitcher.open_chains if c.session == e.id)
+            if left:
+                s.resumable |= left
+                s.restart_of = e.id
+        if len(earlier) >= 64:  # many runs of one command: the last ones are what a restart follows
+            del earlier[0]
+        earlier.append(s)
 
     def _session(self, sid: str, transport: str) -> _Session:
         s = self._sessions.get(sid)
@@ -503,12 +542,16 @@ class Inspector:
     def _client_request(self, msg: Message, context: str, peer: str, scope: str, headers, x) -> None:
         self.era.classify_request(msg, context, headers)
         s = self._sessions.get(msg.session)
-        covered = (peer in self._peers_seen or (x is None and s is not None and s.covered)) and not (
-            s is not None and s.holes)
+        covered = (peer in self._peers_seen or (s is not None and s.covered)) and not (
+            s is not None and (s.holes or s.resumable and (msg.method, target_of(msg.method, msg.params)) in s.resumable))
         self._peers_seen.add(peer)
         inflight = self.exchanges.client_scope(peer if x is not None else scope)
         prior = inflight.add(msg)
         creq, obs = self.stitcher.on_request(msg, peer, covered)
+        if not covered and s is not None and s.restart_of is not None:
+            for o in obs:
+                if type(o) is NotLinked and o.capture_incomplete:
+                    o.restart_of = s.restart_of
         if creq is not None:
             tie = (creq, creq.link is not None)
             inflight.attach(msg, tie)
@@ -571,6 +614,9 @@ class Inspector:
         for key, x in list(self._http.items()):
             if x.session == s.id:
                 self._end_exchange(x, HttpEnd(time, s.id, x.number, CAPTURE_ENDED))
-        self._obs_list(self.stitcher.close_all(time, s.id))
+        closed = self.stitcher.close_all(time, s.id)
+        s.left_open = frozenset((o.chain.method, o.chain.target) for o in closed
+                                if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned"))
+        self._obs_list(closed)
         self.exchanges.drop_scope(s.id)
         self._obs(SessionOver(s.id, s.transport, time, {**s.info, **info}))

@@ -81,6 +81,7 @@ class NotLinked:
     round: "Round | None" = None
     capture_incomplete: bool = False
     completed: Any = None  # the completed chain, for after-complete
+    restart_of: str | None = None  # capture_incomplete: the earlier session it may resume a chain of
 
 
 @dataclass(slots=True)

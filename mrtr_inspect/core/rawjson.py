@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 MAX_DEPTH = 200
@@ -40,6 +40,7 @@ class Duplicate:
     path: Path  # the object holding the repeated names
     name: str  # the repeated member name
     count: int  # how many times it appears
+    values: tuple = field(default=(), repr=False, compare=False)  # each occurrence's value, in order
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,14 +78,17 @@ _SLOW = json.JSONDecoder(object_pairs_hook=_Pairs, parse_constant=_refuse_consta
 
 def _rebuild(node: Any, path: Path, dups: list[Duplicate]) -> Any:
     if type(node) is _Pairs:
-        seen: dict[str, int] = {}
+        seen: dict[str, list] = {}
         out: dict = {}
         for k, v in node:
-            seen[k] = seen.get(k, 0) + 1
-            out[k] = _rebuild(v, path + (k,), dups)
-        for k, c in seen.items():
-            if c > 1:
-                dups.append(Duplicate(path, k, c))
+            v = out[k] = _rebuild(v, path + (k,), dups)
+            if k in seen:
+                seen[k].append(v)
+            else:
+                seen[k] = [v]
+        for k, vs in seen.items():
+            if len(vs) > 1:
+                dups.append(Duplicate(path, k, len(vs), tuple(vs)))
         return out
     if type(node) is list:
         return [_rebuild(v, path + (i,), dups) for i, v in enumerate(node)]

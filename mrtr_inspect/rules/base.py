@@ -40,7 +40,7 @@ from ..core.messages import (
     id_key,
     target_of,
 )
-from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse
+from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse, SessionOver
 from . import spec
 from .common import (
     HEADER_MISMATCH,
@@ -315,35 +315,88 @@ def count_unreadable_id(obs: Decoded, ctx, st: _State) -> None:
         st.unreadable += 1
 
 
+LOOK_ALIKE_LISTED = 1000  # overlaps of one look-alike group whose messages a finding lists
+
+
+class _LookAlike:
+    """The id reuses of one look-alike group (an HTTP peer without a peer_header) in one session."""
+
+    __slots__ = ("overlaps", "ids", "messages", "first")
+
+    def __init__(self, first: tuple) -> None:
+        self.overlaps = 0
+        self.ids: set = set()
+        self.messages: set[int] = set()
+        self.first = first  # (prior, msg) of the first overlap
+
+
+def look_alike_group(peer: str) -> str:
+    """How a finding names the clients an HTTP peer (RULES.md §10.4) cannot tell apart."""
+    who = peer.split("|", 1)[1] if "|" in peer else peer
+    if who.startswith("auth:"):
+        return f"the clients sharing one Authorization (hash {who[5:]})"
+    if who.startswith("ip:"):
+        addr, _, info = who[3:].partition("|")
+        return f"the clients at {addr} with clientInfo {info}" if info else f"the clients at {addr} without clientInfo"
+    return f"the clients of peer {who}"
+
+
 @rule(
-    "request-id-in-flight-reuse", ERROR, on=InFlightReuse, section="4.5", spec=spec.BASE_REQUESTS,
+    "request-id-in-flight-reuse", ERROR, on=(InFlightReuse, SessionOver), section="4.5", spec=spec.BASE_REQUESTS,
     quote="The request ID MUST NOT match the ID of any other request the sender has issued and not yet received a "
           "response for.",
     summary="A request reuses the id of a request from the same sender that is still unanswered.",
     why="The responses can no longer be told apart: one of the two requests gets the other's answer.",
     example="tools/call id 3 sent, and before its response another tools/list id 3",
 )
-def request_id_in_flight_reuse(obs: InFlightReuse, ctx) -> None:
+def request_id_in_flight_reuse(obs, ctx) -> None:
     """A client request whose id (type and value) equals that of an earlier request of the same
-    sender (the stdio pipe, the HTTP peer) that has not been answered yet. Legacy-era requests are
-    judged by `legacy-request-id-reused-in-session`, which forbids any reuse in the session.
+    sender (the stdio pipe, the HTTP peer) that has not been answered yet: one finding per reuse.
+    Legacy-era requests are judged by `legacy-request-id-reused-in-session`, which forbids any
+    reuse in the session.
 
     On HTTP the sender is the peer of RULES.md §10.4, which only a configured `peer_header` tells
-    apart process by process: two client processes on one machine (a parallel test run) share an
+    apart process by process: client processes of one machine and SDK (a parallel test run) share an
     address and a `clientInfo`, and often a token, and each counts its ids from 1. There, unless
-    `peer_header` names the sender, the finding is a warning that says so (a documented downgrade):
-    the same ids from two processes are no fault, and the traffic cannot tell which it is."""
+    `peer_header` names the sender, the reuses of one such look-alike group are one warning for the
+    session (RULES.md §10.10, a documented downgrade), given when the session ends: it names the
+    group, counts the overlaps and the ids they reused, says how to tell the clients apart
+    (`peer_header`), and lists the messages of each overlap (the first 1,000 overlaps) in `messages`.
+    The same ids from two processes are no fault, and the traffic cannot tell which it is."""
+    mem = ctx.mem
+    if type(obs) is SessionOver:
+        groups = mem.pop(obs.session, None)
+        for peer, g in (groups or {}).items():
+            prior, msg = g.first
+            listed = "" if g.overlaps <= LOOK_ALIKE_LISTED else f" (the first {LOOK_ALIKE_LISTED} in this finding's messages)"
+            ctx.emit(
+                f"{g.overlaps} request(s) of {look_alike_group(peer)} reused an id still in flight ({len(g.ids)}"
+                f"{'+' if len(g.ids) >= LOOK_ALIKE_LISTED else ''} "
+                f"distinct id(s){listed}; the first: {at(msg)} and {at(prior)}); on HTTP, client processes of one "
+                "machine and SDK look alike (one address and clientInfo, often one token, each counting its ids from "
+                "1): if these are several clients this is no fault; name a request header that differs per client "
+                "as peer_header (docs/http-proxy.md) to tell them apart and judge each sender's ids",
+                messages=sorted(g.messages), severity=WARNING,
+                details={"group": peer.split("|", 1)[-1], "overlaps": g.overlaps, "ids": len(g.ids)})
+        return
     msg, prior = obs.msg, obs.prior
     if msg.era == LEGACY:
         return
-    text = (f"{at(msg)} reuses the id of {at(prior)}, which is still waiting for its response; the sender MUST NOT "
-            "reuse the ID of a request it has not received a response for")
     if msg.transport == "http" and not ctx.config.peer_header:
-        ctx.emit(text + " (if both came from one client: on HTTP, two client processes on one machine look alike; "
-                        "name the header that tells them apart as peer_header, docs/http-proxy.md)",
-                 messages=[prior.index, msg.index], severity=WARNING)
-    else:
-        ctx.emit(text, messages=[prior.index, msg.index])
+        groups = mem.get(msg.session)
+        if groups is None:
+            groups = mem[msg.session] = {}
+        g = groups.get(msg.peer)
+        if g is None:
+            g = groups[msg.peer] = _LookAlike((prior, msg))
+        g.overlaps += 1
+        if len(g.ids) < LOOK_ALIKE_LISTED:
+            g.ids.add(msg.idk)
+        if g.overlaps <= LOOK_ALIKE_LISTED:
+            g.messages.update((prior.index, msg.index))
+        return
+    ctx.emit(f"{at(msg)} reuses the id of {at(prior)}, which is still waiting for its response; the sender MUST NOT "
+             "reuse the ID of a request it has not received a response for", messages=[prior.index, msg.index])
 
 
 @MESSAGES.step(on=ExchangeDone)

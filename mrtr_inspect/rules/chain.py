@@ -142,6 +142,32 @@ def server_accepted_altered_state(obs: Answered, ctx) -> None:
 
 
 @rule(
+    "server-accepted-replayed-state", WARNING, on=Answered, kinds=["result"], section="4.4", spec=spec.MRTR_SERVER,
+    quote="Servers for which a given requestState must be consumed at most once (e.g., one-time redemptions) MUST "
+          "enforce that invariant server-side.",
+    summary="The server accepted a requestState presented again after a retry that carried it was answered.",
+    why="A state the server takes twice is not consumed once: a replayed retry can repeat the operation (a second "
+        "deployment, a second payment). A warning: whether the server needs single use is not on the wire.",
+    example="round 1 → retry id 3 → complete; retry id 4 with round 1's state again → complete",
+)
+def server_accepted_replayed_state(obs: Answered, ctx) -> None:
+    """After `request-state-replayed` at error (the state of a round presented again although a
+    retry that carried it was answered with a result), the server answers the replay with a result
+    (complete, or another input_required) instead of an error. A replay after the earlier retry
+    failed or got no response is the re-issue the changelog asks for, and its acceptance is not
+    judged. The state is one the server issued, so this is not `server-accepted-altered-state`
+    (RULES.md §10.6, §10.9)."""
+    creq = obs.creq
+    link = creq.link if creq is not None else None
+    if link is None or link.replay != "answered":
+        return
+    first = link.round.retries[0]
+    ctx.emit(f"the server accepted round {link.round.n}'s requestState again on {link.request.label()}, after retry "
+             f"id {first.id} had consumed it; a state that must be consumed at most once MUST be refused the second time",
+             messages=[first.index, link.request.index, obs.response.index], chain=link.chain.id)
+
+
+@rule(
     "server-accepted-state-on-other-request", WARNING, on=(NotLinked, Answered), section="4.4", spec=spec.MRTR_SERVER,
     quote="an identifier for the originating request, e.g. the method name and a digest of its salient parameters, rejecting state presented on a request that does not match.",
     summary="The server completed a request carrying state issued for another request.",

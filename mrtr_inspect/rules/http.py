@@ -282,8 +282,9 @@ def http_accept_header(obs: Decoded, ctx) -> None:
 )
 def http_body_not_single_message(obs: Decoded, ctx) -> None:
     """The body of a modern POST is a JSON array (batch), empty, or not a JSON-RPC message at all
-    (not JSON, or a JSON value that is not a request, notification or response). A JSON-RPC
-    response in the body is `client-sent-response`."""
+    (not JSON, or a JSON value that is not a request, notification or response); a body the client
+    cut short (it left before its end) says so. A JSON-RPC response in the body is
+    `client-sent-response`."""
     x = _first(obs)
     if x is None or post_era(x) != MODERN:
         return
@@ -294,6 +295,8 @@ def http_body_not_single_message(obs: Decoded, ctx) -> None:
         what = "empty"
     else:
         what = f"not one JSON-RPC message: {msg.problem}"
+    if not x.complete:
+        what += f" (cut short after {len(msg.raw)} bytes: the client stopped sending before its end)"
     ctx.emit(f"the body of POST {x.path} (exchange {x.number}, message #{msg.index}) is {what}; it must be a single "
              "JSON-RPC request or notification", messages=[msg.index])
 

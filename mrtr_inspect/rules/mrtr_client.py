@@ -16,6 +16,14 @@ from .registry import ERROR, INFO, WARNING, declare, rule
 UNSEEN = "(the capture of this peer began with it, or left out the exchange the round came in)"
 
 
+def _unseen(obs: NotLinked) -> str:
+    """Why the capture may have missed the round (RULES.md §10.8)."""
+    if obs.restart_of is not None:
+        return (f"(it follows session {obs.restart_of} of the same command or upstream, which ended with a chain of "
+                "this request open: a restart mid-chain)")
+    return UNSEEN
+
+
 def _ids(ids) -> str:
     return ", ".join(format_id(i) for i in ids)
 
@@ -201,15 +209,18 @@ def request_state_fabricated(obs: Linked, ctx) -> None:
     example='a first tools/call that already carries requestState "abc"',
 )
 def request_state_unsolicited(obs: NotLinked, ctx) -> None:
-    """`requestState` on an MRTR request that matches no round observed in this capture. When the
-    capture of that peer began after the chain could have started, `capture-incomplete` (info) is
-    reported instead."""
+    """`requestState` on an MRTR request that matches no round observed in this capture, on stdio
+    and HTTP alike: a live capture sees every peer from its start (RULES.md §10.8). When the
+    capture may have missed the round, `capture-incomplete` (info) is reported instead: an HTTP
+    capture not declared live (an import) and the peer's first request, an import that left out
+    exchanges, or a restart mid-chain (a session following one of the same command or upstream
+    that ended with a chain of this method and target open or abandoned)."""
     if obs.reason != "state-unsolicited":
         return
     msg = obs.request
     if obs.capture_incomplete:
         ctx.emit(
-            f"{msg.label()} carries a requestState from a round this capture did not see {UNSEEN}",
+            f"{msg.label()} carries a requestState from a round this capture did not see {_unseen(obs)}",
             messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete",
         )
         return
@@ -223,11 +234,16 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
 declare(
     "capture-incomplete", INFO, section="0", emitted_by="request-state-unsolicited",
     summary="A finding could not be confirmed because the capture began after the chain it concerns.",
-    doc="A retry whose earlier rounds happened before the capture began (RULES.md §0, tag C), or in an "
-        "exchange an import left out (a body the mitmproxy flow file did not hold). Rules that need the "
-        "whole chain report this instead of an error.",
-    why="A passive observer only knows what it saw; this keeps a late start, or a hole in an imported "
-        "capture, from producing false errors.",
+    doc="A retry whose earlier rounds the capture may not have seen (RULES.md §0, tag C; §10.8): an import of a "
+        "flow file or HAR, which may have begun after the peer's chain (its first request from each peer), an "
+        "exchange an import left out (a body the mitmproxy flow file did not hold), or a restart mid-chain (a "
+        "session that follows, in the same capture, a session of the same command or upstream that ended with "
+        "an open or abandoned chain of the same method and target). A live capture (the tee, the proxy, the "
+        "addon; its recording header says `\"live\": true`) sees every peer from its start: there these requests "
+        "are `request-state-unsolicited` and `input-responses-unsolicited`. Rules that need the whole chain "
+        "report this instead of an error.",
+    why="A passive observer only knows what it saw; this keeps a late start, a hole in an imported capture, or "
+        "a server restarted mid-chain from producing false errors.",
 )
 
 
@@ -389,12 +405,14 @@ def input_responses_stale_key(obs: Linked, ctx) -> None:
     example="a first tools/call that already carries inputResponses",
 )
 def input_responses_unsolicited(obs: NotLinked, ctx) -> None:
-    """`inputResponses` on an MRTR request that links to no open round."""
+    """`inputResponses` on an MRTR request that links to no open round, on stdio and HTTP alike
+    (RULES.md §10.8); `capture-incomplete` (info) when the capture may have missed the round (see
+    `request-state-unsolicited`)."""
     if obs.reason != "responses-unsolicited":
         return
     msg = obs.request
     if obs.capture_incomplete:
-        ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see {UNSEEN}",
+        ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see {_unseen(obs)}",
                  messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete")
         return
     ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index],

@@ -124,12 +124,46 @@ def test_request_id_in_flight_reuse_over_http_is_a_warning_unless_the_sender_is_
     """Two client processes on one machine look like one HTTP peer (RULES.md §10.4): without a
     peer_header, the reuse is a warning that says so; with one naming the same sender, an error."""
     f = one(_two_in_flight_over_http().run(), "request-id-in-flight-reuse")
-    assert f.severity == "warning" and "two client processes on one machine look alike" in f.message
+    assert f.severity == "warning" and "look alike" in f.message and "peer_header" in f.message
     assert f.messages == [0, 1]
     named = Config(peer_header="X-User")
     f = one(_two_in_flight_over_http(("ann", "ann")).run(named), "request-id-in-flight-reuse")
     assert f.severity == "error" and "look alike" not in f.message
     assert _two_in_flight_over_http(("ann", "ann")).run().of("request-id-in-flight-reuse")[0].severity == "warning"
+
+
+def test_look_alike_clients_reusing_ids_are_one_warning_per_group_and_session():
+    """RULES.md §10.10: 20 look-alike clients (one address, one clientInfo), each counting its ids from 1
+    with 3 calls in flight, then a second group (another clientInfo) and a second session: one warning
+    per group and session, naming the group, counting the overlaps, every overlap in its messages."""
+    h = Traffic("http")
+    for n in range(20):
+        for i in (1, 2, 3):
+            h.call("tools/call", {"name": "deploy"}, id=i)
+    for n in range(2):
+        h.call("tools/list", id=1, client_info={"name": "other-sdk", "version": "2.0"})
+    h.next_session("s2")
+    for n in range(2):
+        h.call("tools/call", {"name": "deploy"}, id=9)
+    found = h.run().of("request-id-in-flight-reuse")
+    assert [(f.severity, f.details["overlaps"], f.details["ids"]) for f in found] == [
+        ("warning", 57, 3), ("warning", 1, 1), ("warning", 1, 1)]
+    first, other, second = found
+    assert "57 request(s) of the clients at 127.0.0.1 with clientInfo test-client/1.0" in first.message
+    assert "3 distinct id(s)" in first.message and "peer_header" in first.message
+    assert first.messages == list(range(60))  # each overlap: the request and the one in flight it reused the id of
+    assert "clientInfo other-sdk/2.0" in other.message and other.messages == [60, 61]
+    assert second.messages == [62, 63]
+
+
+def test_near_miss_look_alike_clients_with_distinct_ids_or_answered_first_give_nothing():
+    h = Traffic("http")
+    for n in range(20):
+        h.call("tools/call", {"name": "deploy"}, id=n + 1)  # distinct ids: no overlap
+    for n in range(3):
+        h.call("tools/list", id="a")
+        h.result("a", {"tools": [], "ttlMs": 0, "cacheScope": "public"})  # answered before the next one
+    assert not h.run().of("request-id-in-flight-reuse")
 
 
 def test_near_miss_two_named_senders_may_use_the_same_id_over_http():

@@ -74,3 +74,45 @@ def test_the_rule_is_in_its_section_with_its_documentation():
     r = REGISTRY[RULE]
     assert r.section == "4.4" and r.check is not None and r.doc and r.spec
     assert r.check.__module__ == "mrtr_inspect.rules.chain"
+
+
+# --- server-accepted-replayed-state (RULES.md §4.4, §10.9) --------------------------------------------------
+
+ASK = {"confirm": {"method": "elicitation/create", "params": {"mode": "form", "message": "Deploy?", "requestedSchema": {
+    "type": "object", "properties": {"confirm": {"type": "boolean"}}, "required": ["confirm"]}}}}
+YES = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+
+
+def _replayed(first_answer: str, replay_answer: str, state: str = "s1", replay_before_close: bool = False):
+    """deploy → input_required (state s1) → retry id 2 answered `first_answer` (complete, error, irr);
+    then the same state again on retry id 3, answered `replay_answer` (complete, irr, error)."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, ASK, state="s1")
+    b = t.tool("deploy", {"env": "prod"}, inputResponses=YES, requestState="s1")
+    {"complete": lambda: t.result(b, {"content": []}), "error": lambda: t.error(b, -32603, "internal error"),
+     "irr": lambda: t.irr(b, ASK, state="s2")}[first_answer]()
+    c = t.tool("deploy", {"env": "prod"}, inputResponses=YES, requestState=state)
+    {"complete": lambda: t.result(c, {"content": []}), "error": lambda: t.error(c, -32602, "state already used"),
+     "irr": lambda: t.irr(c, ASK, state="s3")}[replay_answer]()
+    return t.run()
+
+
+def test_server_accepted_replayed_state():
+    """A state consumed by an answered retry, presented again and accepted (complete, or asked again),
+    whether its chain closed (complete) or went on (another round)."""
+    for first, replay in (("complete", "complete"), ("complete", "irr"), ("irr", "complete")):
+        r = _replayed(first, replay)
+        [f] = r.of("server-accepted-replayed-state")
+        assert f.severity == "warning" and "accepted round 1's requestState" in f.message, (first, replay)
+        assert [x.severity for x in r.of("request-state-replayed")] == ["error"]
+        assert "server-accepted-altered-state" not in r.rules()  # the state is one the server issued (§10.9)
+        assert len(f.messages) == 3
+
+
+def test_near_miss_a_replay_refused_or_a_re_issue_after_a_failure_or_an_altered_state():
+    assert "server-accepted-replayed-state" not in _replayed("complete", "error").rules()  # refused: single use
+    r = _replayed("error", "complete")  # re-issued after the first retry failed: what the changelog asks for
+    assert "server-accepted-replayed-state" not in r.rules() and [x.severity for x in r.of("request-state-replayed")] == ["info"]
+    r = _replayed("irr", "complete", state="s1-TAMPERED")  # not a replay: an altered state of round 2
+    assert "server-accepted-replayed-state" not in r.rules() and "server-accepted-altered-state" in r.rules()
