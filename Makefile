@@ -23,7 +23,15 @@ $(CONFORMANCE): tests/conformance/package-lock.json
 	@if command -v npm >/dev/null; then cd tests/conformance && npm ci --no-audit --no-fund; \
 	else echo "npm not found: the conformance tests will be skipped"; fi
 
-test: $(STAMP) $(CONFORMANCE)
+# Real peers nobody here wrote (npm, pinned in tests/peers) for tests/e2e/test_everything.py; without npm
+# those tests skip.
+PEERS := tests/peers/node_modules/.package-lock.json
+
+$(PEERS): tests/peers/package-lock.json
+	@if command -v npm >/dev/null; then cd tests/peers && npm ci --no-audit --no-fund; \
+	else echo "npm not found: the tests against server-everything will be skipped"; fi
+
+test: $(STAMP) $(CONFORMANCE) $(PEERS)
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 demo: $(STAMP)

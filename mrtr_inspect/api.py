@@ -76,7 +76,12 @@ class RequestSummary:
 
 @dataclass(frozen=True)
 class RoundSummary:
-    """One round of a chain: an `input_required` result and what it asked (`ChainSummary.round_details`)."""
+    """One round of a chain: an `input_required` result and what it asked (`ChainSummary.round_details`).
+
+    A legacy chain's round (RULES.md §13) is a question the server asked while the request was open:
+    `message` and `time` are the server's request, `asked` is keyed by its id, and `extra` holds
+    `link` (stream, related or time), `server_request` (its id), `response`, `response_message`,
+    `response_time`, `answered` and `wait_ms` (the user's answering time) once the client answered."""
 
     round: int  #: 1 for the first input_required result of the chain
     message: int  #: the message index of the input_required result
@@ -107,10 +112,10 @@ class ChainSummary:
     id: str  #: `c1`, `c2`… in the order chains started
     method: str | None
     target: str | None  #: the tool or prompt name, or the resource URI
-    rounds: int  #: input_required results in the chain (0: it finished in one round)
+    rounds: int  #: input_required results in the chain, or a legacy chain's questions (0: it finished in one round)
     requests: list  #: the JSON-RPC ids of its requests, in order
     outcome: str  #: complete, error, abandoned, cancelled, open or task (RULES.md §10)
-    link: str | None  #: how its retries were tied: state, keys, params (the weakest used), or None
+    link: str | None  #: how its retries were tied: state, keys, params (the weakest used); a legacy chain's questions: stream, related, time; or None
     duration_ms: float  #: from the first request to the end of the chain
     era: str  #: modern, legacy, malformed or unknown (RULES.md §2)
     peer: str  #: the client it belongs to, as the analysis told clients apart (RULES.md §10.4)

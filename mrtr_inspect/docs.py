@@ -39,6 +39,7 @@ SECTION_TITLES = {
     "4.8": "Legacy era and era mixing",
     "4.9": "Tasks extension interplay",
     "10": "Decisions taken after review",
+    "13": "Legacy chains: the 2025-11-25 way of asking",
     "tool": "The tool's own findings",
 }
 

@@ -27,6 +27,7 @@ NOT_IN_CATALOG_HEADINGS = {
     "retry-id-stringly-equal",  # §10.1
     "server-gave-up-after-rounds", "server-rejected-own-state", "tool-result-missing-structured-content",  # §10.5
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"
+    "legacy-server-request-unattached",  # §13: a question no evidence ties is "left unattached, and said so (info)"
 }
 
 
@@ -144,7 +145,7 @@ def rules_md() -> Path | None:
 
 
 _ENTRY = re.compile(r"`([a-z0-9][a-z0-9-]*)` — ([^\n]*)")
-_SECTION = re.compile(r"^### (\d+(?:\.\d+)*) ", re.M)
+_SECTION = re.compile(r"^### (\d+(?:\.\d+)*) |^## (1[1-9])\. ", re.M)  # §4.x, and the sections added after §10
 
 
 def catalog(text: str) -> dict[str, tuple[str | None, str | None]]:
@@ -152,7 +153,7 @@ def catalog(text: str) -> dict[str, tuple[str | None, str | None]]:
     headings, and the `\\`id\\` — severity` phrases of the §10 decisions (no heading). The severity is
     the first level named after the dash (None for a `✗` rule that names none)."""
     out: dict[str, tuple[str | None, str | None]] = {}
-    sections = [(m.start(), m.group(1)) for m in _SECTION.finditer(text)]
+    sections = [(m.start(), m.group(1) or m.group(2)) for m in _SECTION.finditer(text)]
     for m in _ENTRY.finditer(text):
         line_start = text.rfind("\n", 0, m.start()) + 1
         heading = text.startswith("#### ", line_start)

@@ -20,8 +20,8 @@ from collections import OrderedDict, deque
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
-from .messages import ERROR, MRTR_METHODS, Message, target_of
-from .observations import ChainClosed, Linked, NotLinked, RoundOpened
+from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
+from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
 from .retired import RELEASE_AFTER, StateIndex, forget_messages, release
 from .summary import chain_summary, summarize_requests, summarize_responses
 
@@ -94,10 +94,38 @@ class Round:
         return bool(self.retries)
 
 
+class LegacyRound:
+    """One question a server asked while a legacy chain's request was open (RULES.md §13): its
+    `elicitation/create`, `sampling/createMessage` or `roots/list`, and the client's answer.
+
+    `via` is the evidence that tied it to the request: `stream` (it came on that request's own event
+    stream), `related` (its `_meta` names the request) or `time` (that request was the only one open
+    in its session). It keeps no message: what it asked and what the client answered are summarised
+    when they are seen (summary.py)."""
+
+    __slots__ = ("chain", "n", "request", "via", "index", "time", "id", "asked", "answer_index", "answer_time",
+                 "answer_kind", "answered", "error_code")
+
+    def __init__(self, chain: "Chain", n: int, request: "ChainRequest", ask: Message, via: str) -> None:
+        self.chain = chain
+        self.n = n
+        self.request = request
+        self.via = via
+        self.index = ask.index
+        self.time = ask.time
+        self.id = ask.id
+        self.asked = summarize_requests({format_id(ask.id): {"method": ask.method, "params": ask.params}})
+        self.answer_index: int | None = None
+        self.answer_time: float | None = None
+        self.answer_kind: str | None = None  # result or error, once answered
+        self.answered: dict | None = None
+        self.error_code: Any = None
+
+
 class Chain:
     __slots__ = (
         "id", "seq", "method", "target", "digest", "key", "peer", "session", "transport", "era", "requests",
-        "rounds", "outcome", "vias", "start", "end", "error_code", "tainted", "closed", "final_index",
+        "rounds", "outcome", "vias", "start", "end", "error_code", "tainted", "closed", "final_index", "asks",
     )
 
     def __init__(self, seq: int, msg: Message, peer: str, digest: str) -> None:
@@ -121,13 +149,15 @@ class Chain:
         self.tainted = False
         self.closed = False
         self.final_index: int | None = None
+        self.asks: list[LegacyRound] = []  # a legacy chain's rounds: the server's questions (RULES.md §13)
 
     @property
     def link(self) -> str | None:
-        """How the retries were tied: the weakest evidence used (state, then keys, then params)."""
+        """How the retries were tied: the weakest evidence used (state, then keys, then params); for a
+        legacy chain, how its questions were (stream, then related, then time)."""
         if not self.vias:
             return None
-        for via in ("params", "keys", "state"):
+        for via in ("params", "time", "keys", "related", "state", "stream"):
             if via in self.vias:
                 return via
         return self.vias[-1]
@@ -477,6 +507,31 @@ class Stitcher:
             if not chain.in_flight:
                 self._close(chain, "cancelled", obs)
         return obs
+
+    # -- legacy questions (RULES.md §13) ----------------------------------------------------------
+    def on_server_request(self, ask: Message, creq: ChainRequest, via: str) -> LegacyAsked:
+        """A server request of the legacy era, tied by `via` to the legacy chain request `creq` in
+        flight: a round of its chain."""
+        chain = creq.chain
+        rd = LegacyRound(chain, len(chain.asks) + 1, creq, ask, via)
+        chain.asks.append(rd)
+        chain.vias.append(via)
+        return LegacyAsked(ask, rd)
+
+    @staticmethod
+    def on_server_answer(rd: LegacyRound, resp: Message) -> None:
+        """The client answered the question of round `rd` (the first answer counts)."""
+        if rd.answer_kind is not None:
+            return
+        rd.answer_index, rd.answer_time = resp.index, resp.time
+        if resp.kind == ERROR:
+            rd.answer_kind = "error"
+            err = resp.error if type(resp.error) is dict else {}
+            rd.error_code = err.get("code")
+            rd.answered = {format_id(rd.id): {"summary": f"error {format_id(rd.error_code)}"}}
+        else:
+            rd.answer_kind = "result"
+            rd.answered = summarize_responses({format_id(rd.id): resp.result})
 
     def _finish(self, chain: Chain, outcome: str, resp: Message, obs: list) -> None:
         chain.outcome = outcome

@@ -16,6 +16,7 @@ from __future__ import annotations
 from .events import Headers, header
 from .messages import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY, Message
 
+MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})  # the errors only a modern server answers with
 MODERN = "modern"
 LEGACY = "legacy"
 MALFORMED = "malformed"
@@ -89,3 +90,14 @@ class EraTracker:
 
     def legacy_session(self, session_id: str | None) -> bool:
         return session_id is not None and session_id in self._legacy_http_sessions
+
+
+def probe_fallback(request: Message | None, response: Message) -> bool:
+    """A legacy server's answer to a modern client's era probe (RULES.md §2, §13): `server/discover`
+    answered with an error that is no recognized modern one (stdio: -32601; HTTP: 400 with the
+    server's own error), the fallback the stdio and Streamable HTTP pages expect. The answer is the
+    legacy server's, judged as legacy."""
+    if request is None or request.method != "server/discover" or response.kind != "error":
+        return False
+    err = response.error
+    return type(err) is not dict or err.get("code") not in MODERN_ERROR_CODES

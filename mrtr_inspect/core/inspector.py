@@ -23,7 +23,7 @@ from typing import Any, Callable
 
 from ..config import Config
 from .chains import Chain, ChainRequest, Stitcher
-from .era import EraTracker
+from .era import LEGACY, EraTracker, probe_fallback
 from .events import (
     CAPTURE_ENDED,
     CLIENT_DISCONNECTED,
@@ -45,6 +45,7 @@ from .messages import (
     BATCH,
     CLIENT_INFO_KEY,
     ERROR,
+    INPUT_REQUEST_METHODS,
     NOTIFICATION,
     REQUEST,
     RESULT,
@@ -63,6 +64,7 @@ from .observations import (
     ExchangeDone,
     InFlightReuse,
     InspectorFailed,
+    LegacyAsked,
     Linked,
     NotLinked,
     RoundOpened,
@@ -73,7 +75,8 @@ from .observations import (
 
 @dataclass(slots=True)
 class ChainEvent:
-    """A chain changed: opened, retry (a retry linked), round (an input_required arrived), closed."""
+    """A chain changed: opened, retry (a retry linked), round (an input_required arrived, or a legacy
+    server's question), answered (the client answered a legacy question), closed."""
 
     kind: str
     chain: Chain
@@ -140,6 +143,24 @@ def _live(tie: Tie | None) -> ChainRequest | None:
     if tie is None or (tie[1] and tie[0].chain.closed):
         return None
     return tie[0]
+
+
+RELATED_KEYS = ("relatedRequestId", "io.modelcontextprotocol/relatedRequestId", "io.modelcontextprotocol/related-request")
+
+
+def related_request(msg: Message) -> Any:
+    """The client request a server request's `_meta` says it serves (`relatedRequestId` or an SDK's
+    namespaced equivalent; the value an id, or an object with `requestId`), else None."""
+    meta = msg.meta
+    if meta is None:
+        return None
+    for key in RELATED_KEYS:
+        v = meta.get(key)
+        if type(v) is dict:
+            v = v.get("requestId")
+        if type(v) is int or type(v) is str:
+            return v
+    return None
 
 
 def _no_sink(obs: Any) -> None:
@@ -215,6 +236,9 @@ class Inspector:
         self._now = 0.0
         self._seen: dict[str, float] = {}  # each session's last frame time
         self._by_origin: dict[tuple, list[_Session]] = {}  # the sessions of each command or upstream
+        # the legacy chain requests in flight per server scope (the stdio session, the legacy HTTP
+        # session): what a legacy server's question may serve (RULES.md §13)
+        self._legacy_open: dict[str, dict[tuple, ChainRequest]] = {}
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
@@ -345,6 +369,8 @@ class Inspector:
             self._out.append(ChainEvent("round", obs.chain, self._now))
         elif t is ChainClosed:
             self._out.append(ChainEvent("closed", obs.chain, self._now))
+        elif t is LegacyAsked and obs.round is not None:
+            self._out.append(ChainEvent("round", obs.round.chain, self._now))
 
     def _obs_list(self, items: list) -> None:
         for o in items:
@@ -504,19 +530,32 @@ class Inspector:
                 self._client_request(msg, context, peer, scope, headers, x)
             else:
                 msg.era = self._context_era(msg, context, headers, x)
-                self.exchanges.server_scope(scope).add(msg)
+                asking = self.exchanges.server_scope(scope)
+                asking.add(msg)
+                ask = None
+                if self._legacy_open and msg.era == LEGACY and msg.method in INPUT_REQUEST_METHODS:
+                    ask = self._legacy_question(msg, scope, x)
+                    if ask is not None and ask.round is not None:
+                        asking.attach(msg, ask.round)
+                        self._frame[msg] = (None, (ask.round.request, True))
                 self._dispatch(Decoded(msg, x))
+                if ask is not None:
+                    self._obs(ask)
             return
         if kind == RESULT or kind == ERROR:
             if c2s:
-                req = self.exchanges.server_scope(scope).pop(msg.idk)
+                req, asked = self.exchanges.server_scope(scope).take(msg.idk)
                 if req is not None:
                     msg.era = req.era
-                    self._frame[msg] = (req, None)
+                    self._frame[msg] = (req, (asked.request, True) if asked is not None else None)
                 else:
                     msg.era = self.era.context_era(context, headers)
+                if asked is not None:
+                    self.stitcher.on_server_answer(asked, msg)
+                    if not asked.chain.closed:
+                        self._out.append(ChainEvent("answered", asked.chain, msg.time))
                 self._dispatch(Decoded(msg, x, req))
-                self._dispatch(Answered(msg, req, None, x))
+                self._dispatch(Answered(msg, req, None, x, asked))
             else:
                 self._server_response(msg, context, scope, headers, x)
             return
@@ -555,6 +594,8 @@ class Inspector:
         if creq is not None:
             tie = (creq, creq.link is not None)
             inflight.attach(msg, tie)
+            if msg.era == LEGACY and msg.idk is not None:
+                self._legacy_request(creq, scope)
             if x is not None and msg.batch is None:  # the request POSTed on the exchange (`x.request`)
                 self._x_ties[x] = tie
             self._frame[msg] = (None, tie)
@@ -585,16 +626,66 @@ class Inspector:
             self._frame[msg] = (req, tie)
         else:
             msg.era = self.era.context_era(context, headers)
+        if msg.kind == ERROR and probe_fallback(req if req is not None else x.request if x is not None else None, msg):
+            msg.era = LEGACY
         if req is not None and req.method == "initialize":
             sid = header(x.response_headers, "mcp-session-id") if x is not None else None
             self.era.initialize_answered(req, msg, context, sid)
         creq = _live(tie)
+        if creq is not None and self._legacy_open and req.idk is not None:
+            waiting = self._legacy_open.get(scope)
+            if waiting is not None and waiting.get(req.idk) is creq:
+                del waiting[req.idk]
         if creq is None:  # what _learn reads: no MRTR request
             self._learn(msg, req)
         self._dispatch(Decoded(msg, x, req, creq))
         self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))
+
+    # -- legacy questions (RULES.md §13) ----------------------------------------------------------
+    def _legacy_request(self, creq: ChainRequest, scope: str) -> None:
+        """A legacy chain request is in flight in `scope`: a question of the server may serve it."""
+        waiting = self._legacy_open.get(scope)
+        if waiting is None:
+            waiting = self._legacy_open[scope] = {}
+        else:
+            for k in [k for k, c in waiting.items() if not c.in_flight]:  # answered, cancelled, given up
+                del waiting[k]
+        waiting[creq.msg.idk] = creq  # type: ignore[union-attr]
+
+    def _legacy_question(self, msg: Message, scope: str, x: HttpExchange | None) -> LegacyAsked | None:
+        """The round a legacy server request is, by evidence in RULES.md §13's order: it came on the
+        POST event stream of a chain's request (`stream`), its `_meta` names the request (`related`),
+        or on stdio that request was the only one in flight (`time`). None: it serves no chain (it
+        came on the stream of another request, or no legacy chain is open)."""
+        waiting = self._legacy_open.get(scope)
+        if not waiting:
+            return None
+        live = [c for c in waiting.values() if c.in_flight]
+        if not live:
+            return None
+        creq, via = None, ""
+        if x is not None and x.request is not None:  # on a POST's own event stream: that request's
+            c = _live(self._x_ties.get(x))
+            if c is None or not c.in_flight or c.chain.era != LEGACY:
+                return None
+            creq, via = c, "stream"
+        if creq is None:
+            rel = related_request(msg)
+            c = waiting.get(id_key(rel)) if rel is not None else None
+            if c is not None and c.in_flight:
+                creq, via = c, "related"
+        if creq is None and x is None:
+            inflight = self.exchanges.client_requests(scope)
+            if len(inflight) == 1:
+                only = next(iter(inflight))
+                c = _live(inflight.tie(only.idk))
+                if c is not None and waiting.get(only.idk) is c:
+                    creq, via = c, "time"
+        if creq is None:
+            return LegacyAsked(msg, None, len(live))
+        return self.stitcher.on_server_request(msg, creq, via)
 
     def _learn(self, msg: Message, req: Message | None) -> None:
         if req is None or msg.kind != RESULT or type(msg.result) is not dict:
@@ -619,4 +710,7 @@ class Inspector:
                                 if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned"))
         self._obs_list(closed)
         self.exchanges.drop_scope(s.id)
+        if self._legacy_open:
+            for scope in [k for k in self._legacy_open if k == s.id or k.startswith(s.id + "|")]:
+                del self._legacy_open[scope]
         self._obs(SessionOver(s.id, s.transport, time, {**s.info, **info}))

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .chains import Chain, ChainRequest, Round
+    from .chains import Chain, ChainRequest, LegacyRound, Round
     from .exchanges import HttpExchange
     from .framing import SseFields
     from .messages import Message
@@ -39,6 +39,7 @@ class Answered:
     request: "Message | None"
     creq: "ChainRequest | None" = None  # its place in a chain, for MRTR requests
     exchange: "HttpExchange | None" = None
+    asked: "LegacyRound | None" = None  # a client's answer to a legacy server request: the round it answers
 
 
 @dataclass(slots=True)
@@ -91,6 +92,18 @@ class RoundOpened:
     chain: "Chain"
     round: "Round"
     previous: "Round | None"
+
+
+@dataclass(slots=True)
+class LegacyAsked:
+    """A legacy server request that asks the client (elicitation/create, sampling/createMessage,
+    roots/list) while a legacy chain is open in its session (RULES.md §13). `round`: the round of the
+    chain it was tied to (`round.via` says by what evidence), or None when no evidence tied it
+    (it is left unattached: `waiting` legacy chains were open)."""
+
+    msg: "Message"
+    round: "LegacyRound | None"
+    waiting: int = 0
 
 
 @dataclass(slots=True)

@@ -208,6 +208,12 @@ def _parts(chain: Chain) -> tuple[list, list]:
     for rd in rounds:
         objs += (rd, rd.retries)
         refs += (rd.chain, rd.request, rd.retries, *rd.retries)
+    asks = chain.asks
+    objs.append(asks)
+    refs.append(asks)
+    for q in asks:
+        objs.append(q)
+        refs += (q, q.chain, q.request)
     return objs, refs
 
 

@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from .jsontext import dumps_with
 
 if TYPE_CHECKING:  # pragma: no cover
-    from .chains import Chain
+    from .chains import Chain, LegacyRound
 
 
 def chain_summary(chain: "Chain") -> dict:
@@ -49,11 +49,13 @@ def chain_summary(chain: "Chain") -> dict:
         rd = chain.unanswered_round
         if rd is not None:  # the wait no retry ended: up to the abandonment
             rounds[-1]["unanswered_ms"] = round((chain.end - rd.irr_time) * 1000.0, 3)
+    for q in chain.asks:  # a legacy chain's rounds: the server's questions and the client's answers
+        rounds.append(_legacy_round(chain, q))
     return {
         "id": chain.id,
         "method": chain.method,
         "target": chain.target,
-        "rounds": len(chain.rounds),
+        "rounds": len(chain.rounds) + len(chain.asks),
         "requests": [r.id for r in chain.requests],
         "outcome": chain.outcome or "open",
         "link": chain.link,
@@ -66,6 +68,27 @@ def chain_summary(chain: "Chain") -> dict:
         "timeline": timeline,
         "round_details": rounds,
     }
+
+
+def _legacy_round(chain: "Chain", q: "LegacyRound") -> dict:
+    """A legacy round as the report shows it: the round of an MRTR chain (its question under
+    `asked`), with how it was tied (`link`), the server request's id, and the answer: its message,
+    time, summary (`answered`) and the user's answering time (`wait_ms`); unanswered when the chain
+    ended, the wait up to that end (`unanswered_ms`)."""
+    d: dict[str, Any] = {"round": q.n, "message": q.index, "time": q.time, "asked": q.asked, "request_state": None,
+                         "link": q.via, "server_request": q.id}
+    if q.answer_time is not None:
+        d["response"] = q.answer_kind
+        d["response_message"] = q.answer_index
+        d["response_time"] = q.answer_time
+        if q.answered is not None:
+            d["answered"] = q.answered
+        if q.error_code is not None:
+            d["error_code"] = q.error_code
+        d["wait_ms"] = round((q.answer_time - q.time) * 1000.0, 3)
+    elif chain.closed:
+        d["unanswered_ms"] = round((chain.end - q.time) * 1000.0, 3)
+    return d
 
 
 _DUMPS = dumps_with(ensure_ascii=False, default=str)

@@ -45,8 +45,10 @@ class _Row:
 
 
 def _asked(chain) -> str:
-    rd = chain.rounds[-1] if chain.rounds else None
-    return printable(", ".join(rd.asked)) if rd is not None and rd.asked else ""
+    rd = chain.rounds[-1] if chain.rounds else chain.asks[-1] if chain.asks else None
+    if rd is None or not rd.asked:
+        return ""
+    return printable(", ".join(rd.asked) if chain.rounds else ", ".join(a.get("method") or "?" for a in rd.asked.values()))
 
 
 def _seconds(s: float) -> str:
@@ -130,8 +132,15 @@ class LiveView:
         assert row is not None
         last = c.requests[-1]
         if e.kind == "round":
-            row.waiting, row.since, row.rounds, row.asked = True, e.time, len(c.rounds), _asked(c)
-            self._step(f"{row.label}: round {row.rounds} input_required, asks {row.asked or 'nothing'}")
+            row.waiting, row.since, row.rounds, row.asked = True, e.time, len(c.rounds) + len(c.asks), _asked(c)
+            how = "input_required" if c.rounds else "the server asks"
+            self._step(f"{row.label}: round {row.rounds} {how}, asks {row.asked or 'nothing'}")
+        elif e.kind == "answered":  # the client answered a legacy question: the request is in flight again
+            q = c.asks[-1]
+            wait = (q.answer_time or e.time) - q.time
+            row.waiting, row.since = False, e.time
+            row.waited += wait
+            self._step(f"{row.label}: answered round {q.n} after {_seconds(wait)} waiting for input (link: {q.via})")
         elif e.kind == "retry":
             rd = last.round
             wait = e.time - rd.irr_time if rd is not None else 0.0

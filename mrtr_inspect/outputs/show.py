@@ -52,6 +52,12 @@ def _answered(answered: dict | None) -> list[str]:
     return out
 
 
+def legacy_rounds(c: dict) -> list[dict]:
+    """A legacy chain's rounds (RULES.md §13): the server's questions, each with the client's answer,
+    in the order they were asked. They come between the request and its response."""
+    return [r for r in c.get("round_details") or () if "server_request" in r]
+
+
 def _text(*parts: str | tuple[str, str]) -> Text:
     """One node of the tree: (text, style) pairs or plain strings, each shown literally (nothing in
     them is read as rich markup, and control characters are escaped: `printable`)."""
@@ -76,6 +82,8 @@ def chain_tree(c: dict) -> Tree:
                 node.add(_text(f"answers {line}"))
         else:
             tree.add(_text(f"→ request id {format_id(e['id'])} ", (f"(#{e['message']}, +0 ms)", "dim")))
+            for rd in legacy_rounds(c):
+                _legacy_tree(tree, rd, start)
         resp = e.get("response")
         rt = e.get("response_time")
         rrel = f", +{_ms((rt - start) * 1000.0)}" if rt else ""
@@ -98,6 +106,24 @@ def chain_tree(c: dict) -> Tree:
         else:
             tree.add(_text(("… no response yet", "dim")))
     return tree
+
+
+def _legacy_tree(tree: Tree, rd: dict, start: float) -> None:
+    """One legacy round as the tree shows it: the server's question, the user's time, the answer."""
+    rel = (rd["time"] - start) * 1000.0
+    node = tree.add(_text("← ", ("asks", "yellow"), f" round {rd['round']}: server request id {format_id(rd['server_request'])} ",
+                          (f"(#{rd['message']}, +{_ms(rel)}, linked via {rd.get('link')})", "dim")))
+    for line in _asked(rd.get("asked") or {}):
+        node.add(_text(f"asks {line}"))
+    if rd.get("response_message") is None:
+        tree.add(_text((f"… no answer ({_ms(rd.get('unanswered_ms'))} waited)", "dim")))
+        return
+    tree.add(_text((f"… the user took {_ms(rd.get('wait_ms'))} to answer round {rd['round']}", "dim")))
+    what = "answer" if rd.get("response") == "result" else f"error {rd.get('error_code')}"
+    node = tree.add(_text(f"→ {what} to id {format_id(rd['server_request'])} ",
+                          (f"(#{rd['response_message']}, +{_ms((rd['response_time'] - start) * 1000.0)})", "dim")))
+    for line in _answered(rd.get("answered")):
+        node.add(_text(f"answers {line}"))
 
 
 def render_text(chains: Iterable[dict], stream: IO[str], color: bool = False) -> int:
@@ -141,6 +167,13 @@ def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
             else:
                 stream.write(f"    C->>S: {_mm(str(c.get('method')))} {_mm(str(c.get('target')))}"
                              f" id {_mm(format_id(e['id']))}\n")
+                for rd in legacy_rounds(c):
+                    asked = "; ".join(_asked(rd.get("asked") or {}))
+                    stream.write(f"    S->>C: round {rd['round']} ({_mm(asked)})\n")
+                    if rd.get("response_message") is not None:
+                        stream.write(f"    Note over C: user answered in {_ms(rd.get('wait_ms'))}\n")
+                        ans = "; ".join(_answered(rd.get("answered")))
+                        stream.write(f"    C-->>S: {_mm(str(rd.get('response')))} ({_mm(ans)})\n")
             resp = e.get("response")
             if resp == "input_required":
                 rd = rounds.get(e.get("response_message"))

@@ -104,9 +104,10 @@ class FindingPrinter:
 
 def chain_line(c: dict) -> str:
     """One line per logical request: `c1 tools/call deploy  complete  2 rounds  5012 ms  (waited 5003 ms for input)`.
-    The wait counts the rounds the retries answered and the round an abandoned chain left unanswered."""
+    The wait counts the rounds the retries answered and the round an abandoned chain left unanswered
+    (a legacy chain: the time the client took to answer each question of the server, RULES.md §13)."""
     waits = (sum(e.get("wait_ms", 0) for e in c.get("timeline", []))
-             + sum(r.get("unanswered_ms", 0) for r in c.get("round_details", [])))
+             + sum(r.get("unanswered_ms", 0) + r.get("wait_ms", 0) for r in c.get("round_details", [])))
     rounds = c.get("rounds", 0)
     s = (f"{c['id']} {c.get('method')} {c.get('target')}  {c.get('outcome')}  {rounds} round{'s' if rounds != 1 else ''}"
          f"  {c.get('duration_ms', 0):.0f} ms")

@@ -143,7 +143,8 @@ def _legacy_answer(obs: Answered) -> list[Answer]:
     resp, req = obs.response, obs.request
     if req is None or resp.era != "legacy" or req.method not in INPUT_REQUEST_METHODS:
         return []
-    return [Answer(None, req.method, req.params, resp.result, shapes.LEGACY, obs, [req.index, resp.index], None)]
+    chain = obs.asked.chain.id if obs.asked is not None else None  # the legacy chain whose round it answers
+    return [Answer(None, req.method, req.params, resp.result, shapes.LEGACY, obs, [req.index, resp.index], chain)]
 
 
 def _of(obs, method: str) -> list[Answer]:

@@ -16,7 +16,7 @@ from __future__ import annotations
 from ..core.era import LEGACY, MALFORMED, MODERN
 from ..core.events import header
 from ..core.messages import LEGACY_VERSIONS, REQUEST, Message
-from ..core.observations import Decoded
+from ..core.observations import Decoded, LegacyAsked
 from . import spec
 from .common import (
     URL_ELICITATION_REQUIRED,
@@ -387,3 +387,28 @@ def legacy_url_elicitation_missing_id(obs: Decoded, ctx) -> None:
     if msg.era == LEGACY and p.get("mode") == "url" and type(p.get("elicitationId")) is not str:
         ctx.emit(f"the legacy URL-mode {at(msg)} has no elicitationId; 2025-11-25 requires it to correlate the "
                  "completion", messages=[msg.index])
+
+
+# --- legacy chains (RULES.md §13) ------------------------------------------------------------------------------------
+
+
+@rule(
+    "legacy-server-request-unattached", INFO, on=LegacyAsked, section="13", spec=spec.LEGACY_SPEC + "basic/transports",
+    summary="A legacy server's question that no evidence ties to the open request it serves (it is no round).",
+    why="A 2025-11-25 server asks while a client request is open; the inspector ties the question to that request "
+        "only by evidence (the request's own event stream, a _meta relation, being the only request open), never "
+        "by guess. Untied, the question and the user's answering time are not a round of any chain.",
+    example="HTTP: roots/list on the session's GET stream, without relatedRequestId, while tools/call id 5 is open",
+)
+def legacy_server_request_unattached(obs: LegacyAsked, ctx) -> None:
+    """A legacy `elicitation/create`, `sampling/createMessage` or `roots/list` from the server while
+    a legacy chain is in flight in its session, that no evidence ties to a request: on HTTP it came on
+    the GET stream (or a POST stream of no request) without a `_meta` relation; on stdio it names no
+    request and more than one request was open."""
+    if obs.round is not None:
+        return
+    msg = obs.msg
+    where = "on the session's GET stream" if msg.transport == "http" else "on the pipe"
+    ctx.emit(f"{at(msg)} came {where} while {obs.waiting} legacy chain request(s) were open; nothing ties it to one "
+             "(no event stream of its own, no _meta relation, not the only request open), so it is no round of "
+             "theirs", messages=[msg.index])

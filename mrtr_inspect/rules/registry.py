@@ -75,7 +75,9 @@ from typing import Any, Callable, Iterable
 
 from ..config import Config
 from ..core.findings import ERROR, INFO, SEVERITIES, WARNING, Finding
+from ..core.era import LEGACY
 from ..core.observations import Answered, Decoded, SessionOver
+from .spec import legacy as legacy_spec
 
 __all__ = ["Rule", "rule", "declare", "Pass", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
 
@@ -562,6 +564,25 @@ class Context:
         self.engine.report(r, message, list(messages), chain, time, details, severity)
 
 
+def _era_of(obs: Any) -> str | None:
+    """The era of the exchange an observation is about: its message's (a response inherits its
+    request's), else its HTTP exchange's, else its chain's; None for a session's end or a failure."""
+    t = type(obs)
+    if t is Decoded:
+        return obs.msg.era
+    if t is Answered:
+        return obs.response.era
+    for name in ("msg", "notification", "request"):
+        m = getattr(obs, name, None)
+        if m is not None:
+            return m.era
+    for name in ("exchange", "chain"):
+        o = getattr(obs, name, None)
+        if o is not None:
+            return o.era
+    return None
+
+
 class RuleEngine:
     """Judges observations (`dispatch`) by the registered rules; their findings wait in `findings`
     (one list, emptied by `drain`) until taken. `view` is what the checks read of the pipeline
@@ -614,6 +635,7 @@ class RuleEngine:
         self._method_filtered = {m for r in self._active if type(r) is Rule and r.methods for m in r.methods}
         self._method_filtered |= {m for run in self._passes.values() for m in run.methods}
         self._cache: dict[tuple, tuple] = {}
+        self._obs: Any = None
 
     def _select(self, t: type, kind: str | None, method: str | None, direction: str | None,
                 transport: str | None = None) -> list:
@@ -697,6 +719,7 @@ class RuleEngine:
         return run
 
     def dispatch(self, obs: Any) -> None:
+        self._obs = obs  # what the findings of this dispatch concern (their revision: `report`)
         t = type(obs)
         if t is Decoded:
             m = obs.msg
@@ -744,7 +767,16 @@ class RuleEngine:
         sev = self.config.severity.get(r.id) or severity or r.severity
         if time is None:
             time = self.view.now if self.view is not None else 0.0
-        self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
+        ref, conformance = r.spec, r.conformance
+        if _era_of(self._obs) == LEGACY:
+            # RULES.md §13: the finding concerns a 2025-11-25 exchange, so it links that revision's
+            # page, and no check of the 2026-07-28 conformance suite. A rule whose sentence that
+            # revision does not have (the era probe, a fallback from a modern error) judges the
+            # crossing by 2026-07-28's text, and keeps its link and check.
+            legacy = legacy_spec(ref)
+            if legacy is not None:
+                ref, conformance = legacy, None
+        self.findings.append(Finding(r.id, sev, message, time, chain, messages, ref, conformance, details))
 
     def _contexts(self):
         """Every context of this engine: its own, each rule's, each pass's and its checks'."""

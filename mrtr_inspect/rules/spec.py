@@ -100,3 +100,94 @@ LEGACY_REQUESTS = LEGACY_SPEC + "basic#requests"
 LEGACY_SESSIONS = LEGACY_SPEC + "basic/transports#session-management"
 LEGACY_VERSION_HEADER = LEGACY_SPEC + "basic/transports#protocol-version-header"
 LEGACY_ELICIT_URL = LEGACY_SPEC + "client/elicitation#url-mode-elicitation-requests"
+LEGACY_TASKS_TOOL_LEVEL = LEGACY_SPEC + "basic/utilities/tasks#tool-level-negotiation"
+
+# --- the 2025-11-25 counterparts of these pages (RULES.md §13: a finding links the revision of the exchange) ---------
+
+# page of this revision → its 2025-11-25 page (the pages 2026-07-28 added have none: MRTR, discover, versioning…)
+_LEGACY_PAGES = {
+    "basic/index.mdx": "basic",
+    "basic/transports/index.mdx": "basic/transports",
+    "basic/transports/stdio.mdx": "basic/transports",
+    "basic/transports/streamable-http.mdx": "basic/transports",
+    "basic/patterns/cancellation.mdx": "basic/utilities/cancellation",
+    "basic/patterns/progress.mdx": "basic/utilities/progress",
+    "client/elicitation.mdx": "client/elicitation",
+    "client/sampling.mdx": "client/sampling",
+    "client/roots.mdx": "client/roots",
+    "server/tools.mdx": "server/tools",
+    "server/prompts.mdx": "server/prompts",
+    "server/resources.mdx": "server/resources",
+    "server/utilities/logging.mdx": "server/utilities/logging",
+}
+# the section anchors of those 2025-11-25 pages (their headings, as the site spells them)
+_LEGACY_ANCHORS = {
+    "basic": "messages requests responses result-responses error-responses notifications auth schema json-schema-usage "
+             "schema-dialect example-usage implementation-requirements schema-validation general-fields _meta icons",
+    "basic/transports": "stdio streamable-http security-warning sending-messages-to-the-server "
+                        "listening-for-messages-from-the-server multiple-connections resumability-and-redelivery "
+                        "session-management sequence-diagram protocol-version-header backwards-compatibility "
+                        "custom-transports",
+    "basic/utilities/cancellation": "cancellation-flow behavior-requirements timing-considerations implementation-notes "
+                                    "error-handling",
+    "basic/utilities/progress": "progress-flow behavior-requirements implementation-notes",
+    "client/elicitation": "user-interaction-model capabilities protocol-messages elicitation-requests "
+                          "form-mode-elicitation-requests requested-schema url-mode-elicitation-requests "
+                          "completion-notifications-for-url-mode-elicitation url-elicitation-required-error message-flow "
+                          "response-actions implementation-considerations statefulness error-handling "
+                          "security-considerations safe-url-handling identifying-the-user form-mode-security phishing",
+    "client/sampling": "user-interaction-model tools-in-sampling capabilities protocol-messages creating-messages "
+                       "sampling-with-tools multi-turn-tool-loop message-content-constraints tool-result-messages "
+                       "tool-use-and-result-balance cross-api-compatibility message-roles tool-choice-modes "
+                       "parallel-tool-use message-flow data-types messages model-preferences error-handling "
+                       "security-considerations",
+    "client/roots": "user-interaction-model capabilities protocol-messages listing-roots root-list-changes message-flow "
+                    "data-types root error-handling security-considerations implementation-guidelines",
+    "server/tools": "user-interaction-model capabilities protocol-messages listing-tools calling-tools "
+                    "list-changed-notification message-flow data-types tool tool-names tool-result structured-content "
+                    "output-schema error-handling security-considerations",
+    "server/prompts": "user-interaction-model capabilities protocol-messages listing-prompts getting-a-prompt "
+                      "list-changed-notification message-flow data-types error-handling security",
+    "server/resources": "user-interaction-model capabilities protocol-messages listing-resources reading-resources "
+                        "resource-templates list-changed-notification subscriptions message-flow data-types "
+                        "error-handling security-considerations",
+    "server/utilities/logging": "user-interaction-model capabilities log-levels protocol-messages setting-log-level "
+                                "log-message-notifications message-flow error-handling implementation-considerations "
+                                "security",
+}
+_LEGACY_ANCHOR_SETS = {page: frozenset(anchors.split()) for page, anchors in _LEGACY_ANCHORS.items()}
+# sections 2026-07-28 renamed: (page, anchor) → the 2025-11-25 anchor that says the same
+_LEGACY_RENAMED = {
+    ("basic/transports/streamable-http.mdx", "sending-messages"): "sending-messages-to-the-server",
+    ("basic/transports/streamable-http.mdx", "receiving-messages"): "listening-for-messages-from-the-server",
+    ("basic/transports/streamable-http.mdx", "security--endpoint"): "security-warning",
+    ("basic/transports/stdio.mdx", ""): "stdio",
+    ("basic/transports/streamable-http.mdx", ""): "streamable-http",
+}
+_legacy_cache: dict = {}
+
+
+def legacy(ref: str | None) -> str | None:
+    """The 2025-11-25 page that says what the page `ref` of this revision says, as a URL: the same
+    section where that revision has it (the same anchor, or the one it had before a rename), the page
+    itself for a reference to a whole page. None: that revision has no such page or section (the
+    sentence is 2026-07-28's own: MRTR, discover, a section added since), or `ref` is already a URL."""
+    if not ref or ref.startswith("http"):
+        return None
+    try:
+        return _legacy_cache[ref]
+    except KeyError:
+        pass
+    path, _, anchor = ref.partition("#")
+    page = _LEGACY_PAGES.get(path)
+    out = None
+    if page is not None:
+        renamed = _LEGACY_RENAMED.get((path, anchor))
+        if renamed is not None:
+            out = f"{LEGACY_SPEC}{page}#{renamed}"
+        elif not anchor:
+            out = LEGACY_SPEC + page
+        elif anchor in _LEGACY_ANCHOR_SETS.get(page, ()):
+            out = f"{LEGACY_SPEC}{page}#{anchor}"
+    _legacy_cache[ref] = out
+    return out

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import re
 
-from ..core.era import MODERN
+from ..core.era import LEGACY, MODERN
 from ..core.jsontext import dumps_with
 from ..core.messages import Message, id_key
 from ..core.observations import Answered, Cancelled, Decoded
@@ -518,3 +518,60 @@ def task_input_requests_undeclared_capability(obs: Answered, ctx) -> None:
             ctx.emit(f"input request {k!r} of the tasks/get {answered(obs)} needs the {need} capability, which the "
                      "tasks/get request did not declare", messages=[obs.request.index, obs.response.index],
                      details={"key": k, "capability": need})
+
+
+# --- 2025-11-25 tasks (RULES.md §13): a tool that requires a task -------------------------------------------------
+
+
+def _requires_task(ctx, req: Message | None) -> bool:
+    """A legacy `tools/call` without `params.task` for a tool whose `tools/list` entry said
+    `execution.taskSupport: "required"`."""
+    if req is None or req.era != LEGACY or req.method != "tools/call" or type(req.params) is not dict:
+        return False
+    if "task" in req.params:
+        return False
+    tool = ctx.knowledge.tool(req.session, req.params.get("name"))
+    execution = tool.get("execution") if tool is not None else None
+    return type(execution) is dict and execution.get("taskSupport") == "required"
+
+
+@rule(
+    "legacy-task-required-not-used", ERROR, on=Decoded, kinds=["request"], methods=["tools/call"],
+    directions=["c2s"], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
+    quote='If execution.taskSupport is "required", clients MUST invoke the tool as a task.',
+    summary="A 2025-11-25 tools/call without a task for a tool whose tools/list entry requires one.",
+    why="The server cannot run the tool as a plain call; the client gets an error (or, from a server that gets it "
+        "wrong too, a result that only says so) instead of a task to poll.",
+    example='tools/list: {"name": "research", "execution": {"taskSupport": "required"}}; then tools/call research '
+            "without params.task",
+)
+def legacy_task_required_not_used(obs: Decoded, ctx) -> None:
+    """On a 2025-11-25 session, a `tools/call` without `params.task` for a tool whose earlier
+    `tools/list` entry says `execution.taskSupport: "required"` (tasks.mdx "Tool-Level Negotiation")."""
+    msg = obs.msg
+    if _requires_task(ctx, msg):
+        ctx.emit(f"{at(msg)} calls {msg.params.get('name')!r} without params.task, but its tools/list entry says "
+                 'taskSupport "required": the client MUST invoke it as a task', messages=[msg.index],
+                 chain=obs.creq.chain.id if obs.creq is not None else None)
+
+
+@rule(
+    "legacy-task-required-wrong-error", ERROR, on=Answered, kinds=["result", "error"], methods=["tools/call"],
+    directions=["s2c"], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
+    quote='Servers MUST return a -32601 (Method not found) error if a client does not attempt to do so.',
+    summary="A 2025-11-25 server answers a task-less call of a task-required tool with anything but error -32601.",
+    why="A client reads an isError result as the tool's own failure, not as \"call me as a task\": it cannot "
+        "recover by retrying as a task.",
+    example='tools/call research (no task) → {"content": [{"type": "text", "text": "MCP error -32601: …"}], '
+            '"isError": true}',
+)
+def legacy_task_required_wrong_error(obs: Answered, ctx) -> None:
+    """The server's answer to such a call (see `legacy-task-required-not-used`) that is not a JSON-RPC
+    error -32601: a result (an `isError: true` result whose text says -32601 too), or another code."""
+    resp = obs.response
+    if not _requires_task(ctx, obs.request) or (resp.kind == "error" and _error_code(resp) == METHOD_NOT_FOUND):
+        return
+    got = f"error {_error_code(resp)}" if resp.kind == "error" else (
+        "an isError result" if type(resp.result) is dict and resp.result.get("isError") is True else "a result")
+    ctx.emit(f"{answered(obs)} is {got}; a task-less call of a tool that requires a task MUST get a -32601 error",
+             messages=[obs.request.index, resp.index], chain=answer_chain(obs))

@@ -166,3 +166,67 @@ def test_captures_give_no_error_or_warning_from_these_rules(name):
     assert not ours, ours
     eras = {m.era for m in msgs}
     assert eras == ({"legacy"} if "legacy" in name else {"modern"}), (name, eras)
+
+
+# --- RULES.md §13: each exchange judged by its own era, and linked to its own revision ----------------------------
+
+
+def _probe_answered_400(code: int) -> Traffic:
+    """A modern client's era probe (server/discover over HTTP) answered 400 by the server's own error, id null."""
+    h = Traffic("http")
+    x = h.post(h.request("server/discover"))
+    h.respond_json(x, {"jsonrpc": "2.0", "error": {"code": code, "message": "Bad Request: Server not initialized"},
+                       "id": None}, status=400)
+    return h
+
+
+def test_a_legacy_servers_answer_to_the_era_probe_is_judged_as_legacy():
+    r = _probe_answered_400(-32000).run()
+    assert r.messages[1].era == "legacy"
+    assert not r.of("error-code-legacy-range")  # a 2026-07-28 SHOULD: not for a legacy server's answer
+    (f,) = r.of("error-response-missing-id")  # true in both revisions
+    assert f.spec == "https://modelcontextprotocol.io/specification/2025-11-25/basic#error-responses"
+    assert f.conformance is None  # the 2026-07-28 suite's check is not this exchange's
+
+
+def test_near_miss_a_modern_error_to_the_probe_and_a_legacy_range_code_on_a_modern_exchange():
+    modern = _probe_answered_400(-32022).run()  # UnsupportedProtocolVersion: the server is modern
+    assert modern.messages[1].era == "modern"
+    (f,) = modern.of("error-response-missing-id")
+    assert f.spec == "basic/index.mdx#error-responses" and f.conformance == "sep-2575-http-server-error-jsonrpc-id"
+    t = Traffic()
+    a = t.call("tools/call", {"name": "x"})
+    t.error(a, -32000, "failed")
+    (g,) = t.run().of("error-code-legacy-range")
+    assert g.spec == "basic/index.mdx#error-codes"
+
+
+def test_legacy_links_by_revision():
+    from mrtr_inspect.rules import spec
+
+    legacy = "https://modelcontextprotocol.io/specification/2025-11-25/"
+    assert spec.legacy(spec.ELICIT_FORM_SECURITY) == legacy + "client/elicitation#form-mode-security"
+    assert spec.legacy(spec.HTTP_SENDING) == legacy + "basic/transports#sending-messages-to-the-server"
+    assert spec.legacy(spec.STDIO) == legacy + "basic/transports#stdio"
+    assert spec.legacy(spec.CANCEL) == legacy + "basic/utilities/cancellation#behavior-requirements"
+    assert spec.legacy(spec.BASE_ERRORS) == legacy + "basic#error-responses"
+    # 2026-07-28's own sentences have no 2025-11-25 page: the finding keeps its link
+    assert spec.legacy(spec.MRTR_CLIENT) is None and spec.legacy(spec.DISCOVER) is None
+    assert spec.legacy(spec.STDIO_BACKCOMPAT) is None and spec.legacy(spec.BASE_ERROR_CODES) is None
+    assert spec.legacy(spec.LEGACY_SESSIONS) is None  # already a 2025-11-25 link
+
+
+def test_findings_on_legacy_exchanges_link_2025_11_25_and_on_modern_ones_2026_07_28():
+    from tests.rules.test_legacy import legacy_stdio
+
+    t = legacy_stdio()
+    a = t.call("tools/call", {"name": "x"}, with_meta=False)
+    t.error(a, "oops", "failed")
+    legacy = t.run().of("error-code-not-integer")
+    m = Traffic()
+    b = m.call("tools/call", {"name": "x"})
+    m.error(b, "oops", "failed")
+    modern = m.run().of("error-code-not-integer")
+    assert [(f.spec, f.conformance) for f in legacy] == [
+        ("https://modelcontextprotocol.io/specification/2025-11-25/basic#error-responses", None)]
+    assert [(f.spec, f.conformance) for f in modern] == [("basic/index.mdx#error-responses", "wire-schema-valid")]

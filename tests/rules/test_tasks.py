@@ -256,3 +256,48 @@ def test_legacy_experimental_tasks_are_not_judged():
     i = t.call("tasks/get", {"taskId": "t1"}, with_meta=False)
     t.result(i, {**TASK, "status": "input_required"}, with_meta=False, result_type=None)
     assert not {r for r in t.run().rules() if r.startswith("task")}
+
+
+# --- 2025-11-25 tasks (RULES.md §13) --------------------------------------------------------------------------------
+
+
+def _legacy_with_research_tool(support: str = "required"):
+    from tests.rules.test_legacy import legacy_stdio
+
+    t = legacy_stdio()
+    ls = t.call("tools/list", with_meta=False)
+    t.result(ls, {"tools": [{"name": "research", "inputSchema": {"type": "object"},
+                             "execution": {"taskSupport": support}}]}, with_meta=False, result_type=None)
+    return t
+
+
+def test_legacy_task_required_not_used_and_wrong_error():
+    t = _legacy_with_research_tool()
+    a = t.call("tools/call", {"name": "research", "arguments": {"topic": "x"}}, with_meta=False)
+    t.result(a, {"content": [{"type": "text", "text": "MCP error -32601: requires task augmentation"}], "isError": True},
+             with_meta=False, result_type=None)
+    r = t.run()
+    (used,) = r.of("legacy-task-required-not-used")
+    (wrong,) = r.of("legacy-task-required-wrong-error")
+    assert used.messages == [5] and used.chain == "c1" and "'research'" in used.message
+    assert wrong.messages == [5, 6] and wrong.chain == "c1" and "an isError result" in wrong.message
+    assert used.spec == wrong.spec == "https://modelcontextprotocol.io/specification/2025-11-25/basic/utilities/tasks#tool-level-negotiation"
+
+
+def test_near_miss_legacy_task_required_answered_with_32601_or_called_as_a_task():
+    t = _legacy_with_research_tool()
+    a = t.call("tools/call", {"name": "research", "arguments": {}}, with_meta=False)
+    t.error(a, -32601, "Tool research requires task augmentation")  # the right answer: only the client is wrong
+    b = t.call("tools/call", {"name": "research", "arguments": {}, "task": {"ttl": 60000}}, with_meta=False)
+    t.result(b, {"task": {"taskId": "t1", "status": "working"}}, with_meta=False, result_type=None)
+    r = t.run()
+    assert [f.messages for f in r.of("legacy-task-required-not-used")] == [[5]]
+    assert not r.of("legacy-task-required-wrong-error")
+
+
+def test_near_miss_legacy_task_optional_tool_called_plainly():
+    t = _legacy_with_research_tool("optional")
+    a = t.call("tools/call", {"name": "research", "arguments": {}}, with_meta=False)
+    t.result(a, {"content": [{"type": "text", "text": "done"}]}, with_meta=False, result_type=None)
+    r = t.run()
+    assert not r.of("legacy-task-required-not-used") and not r.of("legacy-task-required-wrong-error")

@@ -85,7 +85,7 @@ class Capture(Located):
 
     def roles(self) -> dict[int, "Role"]:
         """What each message of a chain is to it: its first request, a retry, an input_required
-        round, the final response."""
+        round, the final response; a legacy chain's server requests and the client's answers."""
         out: dict[int, Role] = {}
         for c in self.chains:
             rounds = {r["message"]: r["round"] for r in c.get("round_details") or ()}
@@ -97,6 +97,11 @@ class Capture(Located):
                     out[rm] = Role(c, f"input_required, round {rounds[rm]}", rounds[rm])
                 elif rm is not None:
                     out[rm] = Role(c, f"final response ({e.get('response')})", None)
+            for r in c.get("round_details") or ():
+                if "server_request" in r:  # a legacy round: the server's question and the client's answer
+                    out[r["message"]] = Role(c, f"server request, round {r['round']}", r["round"])
+                    if r.get("response_message") is not None:
+                        out[r["response_message"]] = Role(c, f"the client's answer, round {r['round']}", r["round"])
         return out
 
     def session_of_chain(self, chain: dict) -> str:

@@ -16,7 +16,7 @@ from typing import Iterable
 from ...version import __version__
 from ...core.findings import spec_url
 from ...core.messages import format_id
-from ..show import _answered, _asked, _ms
+from ..show import _answered, _asked, _ms, legacy_rounds
 from .capture import Capture, chain_label
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -62,6 +62,23 @@ def _lines(items: Iterable[str], prefix: str) -> str:
     return "<ul>" + "".join(f"<li>{_e(prefix)} {_e(x)}</li>" for x in items) + "</ul>" if items else ""
 
 
+def _legacy_steps(rd: dict, start: float) -> list[str]:
+    """A legacy round (RULES.md §13): the server's question, the user's time, the client's answer."""
+    rel = _ms((rd["time"] - start) * 1000.0)
+    steps = [f"<li>← {_badge('asks')} round {_e(rd['round'])}: server request id <code>{_e(format_id(rd['server_request']))}"
+             f"</code> {_mref(rd['message'])} <span class=\"t\">+{_e(rel)}, linked via {_e(rd.get('link'))}</span>"
+             f"{_lines(_asked(rd.get('asked') or {}), 'asks')}</li>"]
+    if rd.get("response_message") is None:
+        steps.append(f'<li class="wait">… no answer ({_e(_ms(rd.get("unanswered_ms")))} waited)</li>')
+        return steps
+    steps.append(f'<li class="wait">… the user took {_e(_ms(rd.get("wait_ms")))} to answer round {_e(rd["round"])}</li>')
+    what = "answer" if rd.get("response") == "result" else f"error {rd.get('error_code')}"
+    when = _ms((rd["response_time"] - start) * 1000.0)
+    steps.append(f"<li>→ {_e(what)} to id <code>{_e(format_id(rd['server_request']))}</code> {_mref(rd['response_message'])} "
+                 f'<span class="t">+{_e(when)}</span>{_lines(_answered(rd.get("answered")), "answers")}</li>')
+    return steps
+
+
 def _chain(c: dict, findings: list[dict]) -> str:
     start = c.get("start") or 0.0
     rounds = {r["message"]: r for r in c.get("round_details") or ()}
@@ -77,6 +94,8 @@ def _chain(c: dict, findings: list[dict]) -> str:
         else:
             steps.append(f"<li>→ request id <code>{_e(format_id(e['id']))}</code> {_mref(e['message'])} "
                          f'<span class="t">+0 ms</span></li>')
+            for rd in legacy_rounds(c):
+                steps += _legacy_steps(rd, start)
         resp = e.get("response")
         rt = e.get("response_time")
         when = f' <span class="t">+{_e(_ms((rt - start) * 1000.0))}</span>' if rt else ""

@@ -110,11 +110,22 @@ def _chain_spans(cap: Capture, c: dict, session: str, findings: list[dict]) -> l
     for n, rd in rounds.items():
         retry = retried.get(n)
         asked = [f"{k}: {a.get('method')}" for k, a in (rd.get("asked") or {}).items()]
-        attrs = {**common, "mrtr.round": n, "mrtr.asked": asked, "mrtr.answered": retry is not None,
-                 "mrtr.wait_ms": retry.get("wait_ms") if retry else rd.get("unanswered_ms")}
+        if "server_request" in rd:  # a legacy round (RULES.md §13): the server's question, the client's answer
+            answered, until = rd.get("response_time") is not None, rd.get("response_time") or end
+            wait = rd.get("wait_ms", rd.get("unanswered_ms"))
+            sid = span_id(tid, f"waiting {n}")
+            where[rd["message"]] = sid
+            if rd.get("response_message") is not None:
+                where[rd["response_message"]] = sid
+        else:
+            answered, until = retry is not None, retry["time"] if retry else end
+            wait = retry.get("wait_ms") if retry else rd.get("unanswered_ms")
+        attrs = {**common, "mrtr.round": n, "mrtr.asked": asked, "mrtr.answered": answered, "mrtr.wait_ms": wait}
+        if "server_request" in rd:
+            attrs["mrtr.link"] = rd.get("link")
         spans.append({"traceId": tid, "spanId": span_id(tid, f"waiting {n}"), "parentSpanId": root,
                       "name": f"waiting for input (round {n})", "kind": INTERNAL,
-                      "startTimeUnixNano": nanos(rd["time"]), "endTimeUnixNano": nanos(retry["time"] if retry else end),
+                      "startTimeUnixNano": nanos(rd["time"]), "endTimeUnixNano": nanos(until),
                       "attributes": attributes(attrs)})
     root_span = {"traceId": tid, "spanId": root, "name": name, "kind": INTERNAL,
                  "startTimeUnixNano": nanos(c.get("start") or end), "endTimeUnixNano": nanos(end),
