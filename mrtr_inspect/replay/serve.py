@@ -53,6 +53,8 @@ class ServeOptions:
     # the live request as the recording was redacted (the project's redact_paths, this machine's key),
     # for matching only: a recorded placeholder then matches the same secret, and only it
     redact: Callable[[bytes], bytes] | None = None
+    answers: bool = False  # compare the values of inputResponses too (match_on "answers")
+    custom: tuple = ()  # (name, function) custom matchers (matching.custom_verdict)
 
 
 @dataclass
@@ -72,7 +74,8 @@ class Replayer:
     def __init__(self, script: Script, options: ServeOptions | None = None) -> None:
         self.script = script
         self.options = options or ServeOptions()
-        self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats)
+        self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats,
+                               self.options.answers, self.options.custom)
         self.served = 0
         self.synthesized = 0
         self.misses: list[dict] = []
