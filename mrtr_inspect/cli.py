@@ -301,6 +301,28 @@ def replay() -> None:
     server (verify). See docs/replay.md."""
 
 
+def _match_on(names: tuple[str, ...], python_path: tuple[str, ...]) -> tuple[bool, tuple]:
+    """`--match-on`: 'answers', and MODULE:FUNCTION custom matchers, imported (after --python-path)."""
+    import importlib
+
+    sys.path[:0] = list(python_path)
+    custom = []
+    for name in names:
+        if name == "answers":
+            continue
+        module, _, attr = name.partition(":")
+        try:
+            fn = importlib.import_module(module)
+            for part in attr.split("."):
+                fn = getattr(fn, part)
+        except (ImportError, AttributeError, ValueError) as e:
+            fail(f"--match-on {name}: 'answers' or MODULE:FUNCTION, importable ({type(e).__name__}: {e})")
+        if not attr or not callable(fn):
+            fail(f"--match-on {name}: 'answers' or MODULE:FUNCTION, a function of (recorded, live)")
+        custom.append((name.rsplit(":", 1)[-1], fn))
+    return "answers" in names, tuple(custom)
+
+
 @replay.command("serve")
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--listen", metavar="HOST:PORT", help="Serve Streamable HTTP there (port 0 picks a free one). "
@@ -310,6 +332,11 @@ def replay() -> None:
 @click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
 @click.option("--allow-repeats", is_flag=True, help="Serve a recorded request again when no unused one matches.")
 @click.option("--pace", is_flag=True, help="Send replies (and stream events) at their recorded pace.")
+@click.option("--match-on", "match_on", multiple=True, metavar="NAME",
+              help="Match on more: 'answers' (the values of inputResponses, not only their keys), or "
+                   "MODULE:FUNCTION, a custom matcher f(recorded, live) (docs/replay.md). Repeatable.")
+@click.option("--python-path", "python_path", multiple=True, metavar="DIR",
+              help="Where --match-on modules are imported from (added to sys.path). Repeatable.")
 @click.option("--record", metavar="PATH", help="Record the live session to PATH.")
 @click.option("--summary", metavar="PATH", help="Keep a JSON summary there (rewritten after each request); "
               "{pid} in PATH is replaced by the process id.")
@@ -320,8 +347,8 @@ def replay() -> None:
               help="A JSON path the recording was redacted at, beyond the settings' redact_paths: the live "
               "value is redacted there too before matching (docs/replay.md).")
 @rule_options
-def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, record, summary, quiet, fail_on,
-                 redact_path, severity, disable) -> None:
+def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, match_on, python_path, record,
+                 summary, quiet, fail_on, redact_path, severity, disable) -> None:
     """A recording's server side, played back to a live client. A request that matches no recorded
     one gets a JSON-RPC error naming the closest one. Exit 0; 1 after misses; 2 on unreadable input."""
     from .replay import run
@@ -331,8 +358,10 @@ def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, r
 
     config = build_config(severity, disable)
     config.redact_paths = [*config.redact_paths, *redact_path]
+    answers, custom = _match_on(match_on, python_path)
     # the live request redacted as the recording was: a recorded placeholder matches the value it stands for
-    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redactor=redactor_for(config))
+    options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redactor=redactor_for(config),
+                           answers=answers, custom=custom)
     sys.exit(run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record, summary=summary,
                        quiet=quiet, fail_on=fail_on, config=config))
 

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import pickle
 import sys
-from typing import TYPE_CHECKING, Iterable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
 from ..config import Config
 from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
@@ -59,6 +59,8 @@ class LiveAnalysis:
     The subclasses turn what they are handed into frames: `StdioAnalysis` the tee's chunks,
     `HttpAnalysis` the proxy's exchange steps.
     """
+
+    say: Callable[[str], None] | None = None  # where its own lines go without a printer (default stderr)
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
@@ -154,6 +156,8 @@ class LiveAnalysis:
         try:
             if self.printer is not None:
                 self.printer.line(text, style="red")
+            elif self.say is not None:
+                self.say(text)
             else:
                 sys.stderr.write(tool_line(text))
                 sys.stderr.flush()

@@ -30,7 +30,7 @@ import queue
 import threading
 import time
 import weakref
-from collections import OrderedDict
+from collections import OrderedDict, deque
 from typing import Any, Callable, Optional
 
 from mitmproxy import ctx, exceptions, hooks, http
@@ -53,6 +53,7 @@ from .recorder import HttpRecorder
 logger = logging.getLogger("mrtr_inspect")
 
 NOTES_KEY = "mrtr-inspect"
+MARKS = {"error": ":red_circle:", "warning": ":warning:"}  # flow.marked by the worst finding of a flow
 
 
 class ThreadedAnalysis:
@@ -63,6 +64,7 @@ class ThreadedAnalysis:
     def __init__(self, analysis: HttpAnalysis, recorder: HttpRecorder) -> None:
         self.analysis = analysis
         self.recorder = recorder
+        self.status: int | None = None  # the end's: 0, or REPORT_FAILED
         q: queue.SimpleQueue = queue.SimpleQueue()
         self._put = q.put
         self._get = q.get
@@ -73,6 +75,10 @@ class ThreadedAnalysis:
         frames = self.recorder.put(step)
         if frames:
             self._put(frames)
+
+    def after(self, fn: Callable[[], Any]) -> None:
+        """`fn()` on the analysis thread once the steps put before it are analysed."""
+        self._put(fn)
 
     def finish(self, info: dict) -> None:
         t = time.time()
@@ -88,8 +94,11 @@ class ThreadedAnalysis:
         while True:
             item = self._get()
             if type(item) is tuple:
-                a.end(*item)
+                self.status = a.end(*item)
                 return
+            if callable(item):  # what waits for the steps before it to be analysed (`after`)
+                item()
+                continue
             a.frames(item)
 
 
@@ -113,16 +122,96 @@ class _Forward:
         return data
 
 
-class FlowNotes:
-    """Writes what the analysis learnt about each flow into `flow.metadata["mrtr-inspect"]`: its
-    messages with their chain and round, and the findings that name them. mitmweb shows it, and the
-    "MCP JSON-RPC" contentview heads each message with it. The notes are applied on mitmproxy's
-    event loop; flows are held weakly."""
+class LoopOutbox:
+    """What the analysis thread has for mitmproxy's event loop (flow notes, log lines, held flow
+    saves), done there in the order it was posted: `post(fn, *args)` from any thread, `drain()` on
+    the loop (scheduled by the first post of a batch; the addon drains what is left once the
+    analysis thread ended, before mitmproxy closes its flow file and its log). The flows whose notes
+    changed get one `update` per batch (mitmweb redraws them).
 
-    MAX_INDEXES = 10_000
+    While mitmproxy's startup error check watches the log (`-r` reads flows before it ends), a line
+    at ERROR would stop mitmproxy: such lines wait, in order, until it is done."""
 
     def __init__(self, loop) -> None:
         self.loop = loop
+        self._items: deque = deque()
+        self._lock = threading.Lock()
+        self._scheduled = False
+        self._lines: list[tuple[int, str]] = []  # log lines held while the startup check watches
+
+    def post(self, fn: Callable, *args: Any) -> None:
+        with self._lock:
+            self._items.append((fn, args))
+            if self._scheduled:
+                return
+            self._scheduled = True
+        try:
+            self.loop.call_soon_threadsafe(self.drain)
+        except RuntimeError:  # the loop is closed: the addon drains at the end
+            pass
+
+    def drain(self) -> None:
+        with self._lock:
+            items, self._items = self._items, deque()
+            self._scheduled = False
+        updated: dict[int, http.HTTPFlow] = {}
+        for fn, args in items:
+            try:
+                flow = fn(*args)
+                if flow is not None:
+                    updated[id(flow)] = flow
+            except Exception:  # pragma: no cover - a note or a line never stops the others
+                pass
+        if updated:
+            try:
+                ctx.master.addons.trigger(hooks.UpdateHook(list(updated.values())))
+            except Exception:  # pragma: no cover
+                pass
+
+    def log(self, level: int, text: str) -> None:
+        """A line of mitmproxy's log (on the loop: posted as `log`)."""
+        if self._lines or (level >= logging.ERROR and _startup_check_watching()):
+            self._lines.append((level, text))
+            if len(self._lines) == 1:
+                self._release_lines()
+            return
+        logger.log(level, text)
+
+    def _release_lines(self) -> None:
+        if _startup_check_watching():
+            self.loop.call_later(0.05, self._release_lines)
+            return
+        lines, self._lines = self._lines, []
+        for level, text in lines:
+            logger.log(level, text)
+
+    def flush(self) -> None:
+        """The end of the session (the analysis thread ended): what is left, at once."""
+        self.drain()
+        lines, self._lines = self._lines, []
+        for level, text in lines:
+            logger.log(level, text)
+
+
+def _startup_check_watching() -> bool:
+    """Whether mitmproxy's startup error check still watches the log (an ERROR line then ends mitmproxy)."""
+    ec = ctx.master.addons.get("errorcheck") if getattr(ctx, "master", None) is not None else None
+    handler = getattr(ec, "logger", None)
+    return handler is not None and handler in logging.getLogger().handlers
+
+
+class FlowNotes:
+    """Writes what the analysis learnt about each flow into `flow.metadata["mrtr-inspect"]`: its
+    messages with their chain and round, and the findings that name them; and says it in mitmweb's
+    flow list: `flow.comment` (what the flow is: `c2 tools/call release · retry of round 1 → round
+    2: input_required`) and `flow.marked` (:red_circle: for an error finding, :warning: for a
+    warning), unless the user set them. The "MCP JSON-RPC" contentview heads each message with its
+    note. The notes are applied on mitmproxy's event loop (`outbox`); flows are held weakly."""
+
+    MAX_INDEXES = 10_000
+
+    def __init__(self, outbox: LoopOutbox) -> None:
+        self.outbox = outbox
         self.core_view: Any = None  # the analysis' InspectorView: the pairing of the messages of a frame
         self.flows: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._where: OrderedDict[int, int] = OrderedDict()  # message index → exchange, the latest ones
@@ -144,20 +233,56 @@ class FlowNotes:
     def _note(self, x: int, kind: str, note: dict) -> None:
         flow = self.flows.get(x)
         if flow is not None:
-            self.loop.call_soon_threadsafe(_apply_note, flow, kind, note)
+            self.outbox.post(_apply_note, flow, kind, note)
 
 
-def _apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> None:
+def _apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> http.HTTPFlow:
     notes = flow.metadata.setdefault(NOTES_KEY, {"messages": [], "findings": []})
+    ours = notes.get("comment"), notes.get("marked")
     notes[kind].append(note)
-    ctx.master.addons.trigger(hooks.UpdateHook([flow]))
+    comment = flow_comment(notes)
+    if flow.comment in ("", ours[0]):  # a comment or a mark of the user's own stays
+        flow.comment = notes["comment"] = comment
+    mark = next((MARKS[s] for s in ("error", "warning") if any(f["severity"] == s for f in notes["findings"])), "")
+    if mark and flow.marked in ("", ours[1]):
+        flow.marked = notes["marked"] = mark
+    return flow
+
+
+def flow_comment(notes: dict) -> str:
+    """A flow in one line, for mitmweb's list: the request (its chain and step, else its label),
+    what answered it, and the rules of its error and warning findings."""
+    asked: list[str] = []
+    answered: list[str] = []
+    for n in notes["messages"]:
+        kind = n["label"].split(" ", 1)[0]
+        if n["direction"] == "c2s":
+            text = f"{n['chain']} · {n['step']}" if n.get("chain") else n["label"]
+            into = asked
+        elif kind in ("result", "error"):
+            text = n.get("step") or kind
+            if n.get("step") and kind == "error":
+                text += " (error)"
+            into = answered
+        else:  # a notification or a request of the server's, on an event stream
+            continue
+        if text not in into:
+            into.append(text)
+    line = ", ".join(asked) or "(no request)"
+    if answered:
+        line += " → " + ", ".join(answered)
+    bad = [f"{f['severity']} {f['rule']}" for f in notes["findings"] if f["severity"] in ("error", "warning")]
+    if bad:
+        line += " · " + ", ".join(dict.fromkeys(bad))
+    return line
 
 
 def message_note(msg: Message, view: Any = None) -> dict:
     """A message's place: its label, and for MRTR traffic its chain and round (from `view`, the
-    analysis' `InspectorView`, as the message's frame left it)."""
+    analysis' `InspectorView`, as the message's frame left it: the answer that closed its chain
+    too)."""
     note: dict[str, Any] = {"index": msg.index, "label": msg.label(), "direction": msg.direction}
-    creq = view.chain_request(msg) if view is not None else None
+    creq = view.chain_place(msg) if view is not None else None
     if creq is not None:
         chain = creq.chain
         note["chain"] = f"{chain.id} {chain.method} {chain.target}"
@@ -179,8 +304,14 @@ class _Flow:
         self.kept: bytearray | None = None  # the streamed response body so far, under store_streamed_bodies
 
 
-def _log_line(text: str, severity: str | None) -> None:
-    logger.log(logging.WARNING if severity in ("error", "warning") else logging.INFO, text)
+LEVELS = {"error": logging.ERROR, "warning": logging.WARNING}  # a live-view line's level, by its finding's severity
+
+
+def _log_line(outbox: LoopOutbox) -> Callable[[str, str | None], None]:
+    """The live view's lines into mitmproxy's log, on its event loop (where mitmproxy prints its own)."""
+    def write(text: str, severity: str | None) -> None:
+        outbox.post(outbox.log, LEVELS.get(severity or "", logging.INFO), text)
+    return write
 
 
 def session_start(writer: RecordingWriter | None, upstream: str, live: bool = True) -> SessionStart:
@@ -217,6 +348,9 @@ class MrtrInspect:
         self.settings_file = config is None and not self.embedded
         self.analysis = analysis
         self.notes: FlowNotes | None = None
+        self.outbox: LoopOutbox | None = None
+        self._ended: dict[str, int] = {}  # flow id → exchange, from its end until mitmproxy saves it (`_save`)
+        self._saving: Callable | None = None  # the Save addon's save_flow, which `_save` calls when the flow is noted
         self.stopping = False  # errors from here on are the proxy closing, not the client leaving
         self._flows: dict[str, _Flow] = {}
         self._next = 0
@@ -243,7 +377,12 @@ class MrtrInspect:
             self._begin()
 
     def running(self) -> None:
-        self._session()
+        try:
+            self._session()
+        except exceptions.OptionsError as e:  # one line, and mitmproxy's startup check stops it
+            logger.error("mrtr-inspect: %s", e)
+            return
+        self._hold_saves()
 
     def done(self) -> None:
         self._end()
@@ -274,13 +413,16 @@ class MrtrInspect:
                                          redactor_for(self.config))
         except RecordingError as e:
             raise exceptions.OptionsError(str(e)) from None
-        self.notes = FlowNotes(ctx.master.event_loop)
-        view = LiveView(write=_log_line, color=False)
+        self.outbox = LoopOutbox(ctx.master.event_loop)
+        self.notes = FlowNotes(self.outbox)
+        view = LiveView(write=_log_line(self.outbox), color=False)
         start = session_start(writer, self._upstream(), live)
         redactor = writer.redactor if writer is not None else redactor_for(self.config)
         recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
-        self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),
-                                                      view, self.notes, start, forwarder_records=True), recorder)
+        analysis = new_analysis(self.config, writer, opts.mrtr_report, self._upstream(), view, self.notes, start,
+                                forwarder_records=True)
+        analysis.say = lambda text: self.outbox.post(self.outbox.log, logging.ERROR, f"mrtr-inspect: {text}")
+        self.analysis = ThreadedAnalysis(analysis, recorder)
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
@@ -294,6 +436,47 @@ class MrtrInspect:
         if a is not None:
             a.finish({"exchanges": self._next})
             self._flows.clear()
+            self._ended.clear()
+            if self.outbox is not None:  # the notes and saves still waiting, before mitmproxy closes its file
+                self.outbox.flush()
+            self._where_it_went(a)
+
+    @staticmethod
+    def _where_it_went(a) -> None:
+        """Where the session's recording and report went (the last lines of the session's log)."""
+        inner = getattr(a, "analysis", None)
+        if inner is None:  # the embedded proxy's analysis process says it itself
+            return
+        writer = inner.writer
+        if writer is not None:
+            logger.info("mrtr-inspect: recording: %s", writer.path)
+        if inner.report_path and getattr(a, "status", None) == 0:
+            logger.info("mrtr-inspect: report: %s", inner.report_path)
+
+    # -- flow files (`-w`): a flow is saved once the analysis noted it -----------------------------
+    def _hold_saves(self) -> None:
+        """mitmproxy's Save addon writes a flow when its response ends, before the analysis (which
+        trails, on its thread) noted it: its response notes and findings would be missing from the
+        file. The addon takes Save's `save_flow` so that each flow is written once the analysis has
+        done its end (in the order they end: a flow's notes, then its save, on the loop)."""
+        save = ctx.master.addons.get("save")
+        fn = getattr(save, "save_flow", None)
+        if self.embedded or fn is None or getattr(fn, "__self__", None) is self:
+            return
+        self._saving = fn
+        save.save_flow = self._save
+
+    def _save(self, flow) -> None:
+        x = self._ended.pop(getattr(flow, "id", None), None)
+        a, out, fn = self.analysis, self.outbox, self._saving
+        if x is None or a is None or out is None or getattr(ctx.master.addons.get("save"), "stream", None) is None:
+            fn(flow)  # not one of ours, or no file: as mitmproxy does
+            return
+        a.after(lambda: out.post(fn, flow))
+
+    def _ended_flow(self, flow: http.HTTPFlow, x: int) -> None:
+        if self._saving is not None:
+            self._ended[flow.id] = x
 
     def _upstream(self) -> str:
         specs = [m for m in ctx.options.mode if m.startswith("reverse:")]
@@ -332,6 +515,7 @@ class MrtrInspect:
         if self.notes is not None:
             self.notes.track(x, flow)  # first: the analysis may note it at once
         a.put(("exchange", (x, ex)))
+        self._ended_flow(flow, x)
 
     def request(self, flow: http.HTTPFlow) -> None:
         st = self._flows.get(flow.id)
@@ -361,6 +545,7 @@ class MrtrInspect:
         if st is not None and self.analysis is not None and flow.response is not None:
             self._whole_body(st, flow.response, "response_data")
             self.analysis.put(("response_end", (time.time(), st.x, None)))
+            self._ended_flow(flow, st.x)
 
     def _whole_body(self, st: _Flow, m: http.Message, step: str) -> None:
         """A body mitmproxy took whole (not streamed) goes to the analysis in one piece."""
@@ -377,6 +562,7 @@ class MrtrInspect:
             a.put(("request_end", (t, st.x, False)))
         a.put(("response_end", (t, st.x, self._reason(flow))))
         self._keep_broken_stream(st, flow)
+        self._ended_flow(flow, st.x)
 
     @staticmethod
     def _keep_broken_stream(st: _Flow, flow: http.HTTPFlow) -> None:

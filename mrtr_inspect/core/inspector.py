@@ -206,6 +206,12 @@ class InspectorView:
         e = self._frame.get(msg)
         return _live(e[1]) if e is not None else None
 
+    def chain_place(self, msg: Message) -> ChainRequest | None:
+        """As `chain_request`, and still when the frame closed the chain (the answer that ended it):
+        where a message of the frame belongs, for what is said about it (the addon's flow notes)."""
+        e = self._frame.get(msg)
+        return e[1][0] if e is not None and e[1] is not None else None
+
 
 class Inspector:
     """The sans-IO pipeline. `feed` and `close` return the messages and chain events (`ChainEvent`)

@@ -27,7 +27,7 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 from ..core import jsonpath
 from ..core.canonical import canonical_json, params_digest
@@ -68,14 +68,18 @@ class Diff:
     path: str
     recorded: Any
     live: Any
+    reason: str = ""  # a custom matcher's: why it said no (then recorded and live are ABSENT)
 
     def text(self) -> str:
+        if self.reason:
+            return f"{self.path}: {self.reason}"
         return f"{self.path}: recorded {show(self.recorded)}, live {show(self.live)}"
 
     def to_json(self) -> dict:
         return {"field": self.path, "recorded": None if self.recorded is ABSENT else self.recorded,
                 "live": None if self.live is ABSENT else self.live,
-                "absent": [s for s, v in (("recorded", self.recorded), ("live", self.live)) if v is ABSENT]}
+                "absent": [s for s, v in (("recorded", self.recorded), ("live", self.live)) if v is ABSENT],
+                **({"reason": self.reason} if self.reason else {})}
 
 
 def show(value: Any, width: int = 70) -> str:
@@ -128,6 +132,7 @@ class Fields:
     keys: Any  # sorted inputResponses keys (a tuple); ABSENT when absent (or ignored); the value if not an object
     state: Any  # the requestState; ABSENT when absent (or ignored)
     path: str | None
+    answers: Any = ABSENT  # the inputResponses (as the ignore paths left them); ABSENT when absent
 
 
 def request_fields(msg: Message, ignore: list[tuple], http_path: str | None = None) -> Fields:
@@ -138,7 +143,7 @@ def request_fields(msg: Message, ignore: list[tuple], http_path: str | None = No
     ir = p.get("inputResponses", ABSENT)
     keys = tuple(sorted(ir)) if type(ir) is dict else ir
     return Fields(msg.method, target_of(msg.method, params), rest, params_digest(msg.method, rest), keys,
-                  p.get("requestState", ABSENT), http_path)
+                  p.get("requestState", ABSENT), http_path, ir)
 
 
 def _shown_keys(keys: Any) -> Any:
@@ -228,16 +233,46 @@ class Match:
                 "differences": [d.to_json() for d in self.diffs or ()], "reason": self.reason or None}
 
 
+def answer_differences(rec: Fields, live: Fields) -> list[Diff]:
+    """What the retries answered, value by value (`match_on=["answers"]`): for a client test the
+    answer is the behaviour under test. Only where both answer the same questions (the keys are
+    compared anyway)."""
+    if type(rec.answers) is not dict or type(live.answers) is not dict or rec.keys != live.keys:
+        return []
+    return differences(rec.answers, live.answers, ("params", "inputResponses"))
+
+
+CustomMatcher = Callable[[Any, Any], Any]  # (recorded request, live request) → None/True: they match
+
+
+def custom_verdict(name: str, fn: CustomMatcher, recorded: Any, live: Any) -> Diff | None:
+    """A custom matcher's verdict on two requests (their JSON values), as vcrpy's are given: it
+    returns None or True when they match; False, or a reason (str), or raises AssertionError when
+    they do not. Any other exception is a no too, said with it."""
+    try:
+        got = fn(recorded, live)
+    except AssertionError as e:
+        return Diff(f"matcher {name}", ABSENT, ABSENT, str(e) or "said no")
+    except Exception as e:
+        return Diff(f"matcher {name}", ABSENT, ABSENT, f"raised {type(e).__name__}: {e}")
+    if got is None or got is True:
+        return None
+    return Diff(f"matcher {name}", ABSENT, ABSENT, got if isinstance(got, str) and got else "said no")
+
+
 class Matcher:
     """Picks the recorded exchange that answers a live request.
 
     `order="any"`: the first unused exchange that matches, in recorded order. `order="strict"`: only
     the next unused exchange may match. A served exchange is not served again unless `repeats`.
     `lenient`: the recording's placeholders were made with another key than the live side's.
+    `answers`: the values of `inputResponses` count too (not only their keys). `custom`: (name,
+    function) matchers asked about each recorded request that matches otherwise (`custom_verdict`).
     """
 
     def __init__(self, exchanges: list[Exchange], ignore: Iterable[str] = (), order: str = "any",
-                 repeats: bool = False, lenient: bool = False) -> None:
+                 repeats: bool = False, lenient: bool = False, answers: bool = False,
+                 custom: Sequence[tuple[str, CustomMatcher]] = ()) -> None:
         if order not in ("any", "strict"):
             raise ValueError(f"order is 'any' or 'strict', not {order!r}")
         self.lenient = lenient  # placeholders of another key (the module's docstring)
@@ -247,6 +282,8 @@ class Matcher:
         self.exchanges = exchanges
         self.fields = [request_fields(ex.request, self.ignore, ex.http.path if ex.http else None) for ex in exchanges]
         self.used = [0] * len(exchanges)
+        self.answers = answers
+        self.custom = tuple(custom)
 
     @property
     def unused(self) -> list[Exchange]:
@@ -257,6 +294,11 @@ class Matcher:
         scored = []
         for i, (ex, rf) in enumerate(zip(self.exchanges, self.fields)):
             diffs = field_differences(ex, rf, lf, self.lenient)
+            if self.answers:
+                diffs += answer_differences(rf, lf)
+            if self.custom and not diffs:
+                diffs = [d for name, fn in self.custom
+                         if (d := custom_verdict(name, fn, ex.request.value, live.value)) is not None][:1]
             scored.append((cost(diffs), bool(self.used[i]), i, diffs))
         if self.order == "strict":
             nxt = next((s for s in scored if not s[1]), None)

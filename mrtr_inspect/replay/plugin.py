@@ -58,11 +58,12 @@ import pytest
 
 MODES = ("none", "once", "all")
 OPTIONS = ("server", "upstream", "transport", "order", "ignore", "pace", "allow_repeats", "allow_misses",
-           "redact_paths", "redact_headers", "before_record")
+           "redact_paths", "redact_headers", "before_record", "match_on")
 MARKER = ("mrtr_replay(path=None, *, server=None, upstream=None, transport=None, order='any', ignore=(), "
           "pace=False, allow_repeats=False, allow_misses=False, redact_paths=(), redact_headers=(), "
-          "before_record=None): serve a recording to the code under test, or record it from the real server "
+          "before_record=None, match_on=()): serve a recording to the code under test, or record it from the real server "
           "(fixture mrtr_replay; mrtr-inspect, docs/replay.md)")
+_MATCHERS: dict[str, Any] = {}  # register_matcher's
 _DEFAULT_PATHS = pytest.StashKey[dict]()  # default recording path -> nodeids of the tests that use it
 _RECORDED = pytest.StashKey[set]()  # recordings made again in this session (record mode all)
 
@@ -83,9 +84,24 @@ def pytest_configure(config: pytest.Config) -> None:
     config.stash[_RECORDED] = set()
 
 
+def on_ci() -> bool:
+    """Whether `CI` says this is a CI run: set, and not empty, 0, false, no or off."""
+    return os.environ.get("CI", "").strip().lower() not in ("", "0", "false", "no", "off")
+
+
 def record_mode(config: pytest.Config) -> str:
     mode = config.getoption("--mrtr-record-mode", default=None)
-    return mode or ("none" if os.environ.get("CI") else "once")
+    return mode or ("none" if on_ci() else "once")
+
+
+def register_matcher(name: str, fn) -> None:
+    """A custom matcher that `match_on=[name]` names, as vcrpy's `register_matcher`: `fn(recorded,
+    live)` is given the two requests as JSON values and returns None (or True) when the recorded one
+    may answer the live one, False or a reason (str) when not, or raises AssertionError. Over stdio
+    it runs in the replay process: a function at module level of an importable module."""
+    if not isinstance(name, str) or not name or name == "answers" or not callable(fn):
+        raise ValueError("register_matcher(name, fn): a name other than 'answers', and a function of (recorded, live)")
+    _MATCHERS[name] = fn
 
 
 @pytest.fixture
@@ -174,18 +190,42 @@ class MrtrReplay:
         self._http: Any = None  # BackgroundHttpServer
         self._procs: list[subprocess.Popen] = []
         self._raw: Path | None = None
+        self._stderr: Path | None = None  # record: what the server to record wrote on stderr
+        self.cwd: Path | None = None  # record: where the server to record runs (the rootdir)
 
     def summary(self) -> dict | None:
-        """The replay so far: served, misses, unused, findings (None while recording, or before
-        the code under test started the stdio command). Over stdio, of every process started
-        from `command`: counts added, misses and findings of all, unused what none of them served;
-        `processes` says how many."""
+        """The replay so far: served, misses, unused, findings (None before the code under test
+        started the stdio command). Over stdio, of every process started from `command`: counts
+        added, misses and findings of all, unused what none of them served; `processes` says how
+        many. While recording: the session recorded so far, checked by the rules (`mode`
+        "record", `messages`, `chains`, `findings`; `processes`, the sessions recorded)."""
+        if self.mode == "record":
+            return self._recorded()
         if self._http is not None:
             return self._http.session.summary()
         if self._summary_dir is None:
             return None
         files = sorted(self._summary_dir.glob("summary-*.json"), key=lambda f: (f.stat().st_mtime_ns, f.name))
         return merge_summaries([json.loads(f.read_text(encoding="utf-8")) for f in files]) if files else None
+
+    def _recorded(self) -> dict:
+        from ..api import analysed
+
+        out: dict[str, Any] = {"mode": "record", "recording": str(self.path), "served": 0, "misses": [], "unused": [],
+                               "messages": 0, "chains": 0, "findings": [], "processes": 0}
+        if self._raw is None or not self._raw.exists() or not self._raw.stat().st_size:
+            return out
+        builder = analysed([self._raw])
+        try:
+            report = builder.to_dict()
+        finally:
+            builder.close()
+        from ..core.events import SessionStart
+        from ..recording.reader import read_frames
+
+        out.update(messages=report["summary"]["messages"], chains=len(report["chains"]), findings=report["findings"],
+                   processes=sum(type(f) is SessionStart for f in read_frames(self._raw)))
+        return out
 
     @property
     def misses(self) -> list[dict]:
@@ -232,6 +272,14 @@ def _check(opts: dict, where: str) -> None:
         elif key in ("pace", "allow_repeats", "allow_misses"):
             if not isinstance(value, bool):
                 _usage(f"{where} {key} is True or False, not {_shown(value)}")
+        elif key == "match_on":
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) or callable(v) for v in value):
+                _usage(f"{where} match_on is a list of matcher names ('answers', or one given to register_matcher) "
+                       f"and functions, not {_shown(value)}")
+            unknown = [v for v in value if isinstance(v, str) and v != "answers" and v not in _MATCHERS]
+            if unknown:
+                _usage(f"{where} match_on: no matcher {unknown[0]!r} (known: 'answers'"
+                       + "".join(f", {n!r}" for n in _MATCHERS) + "; register_matcher(name, fn) adds one)")
         elif key == "before_record":
             if value is not None and not callable(value):
                 _usage(f"{where} before_record is a function of a frame, not {_shown(value)}")
@@ -281,7 +329,7 @@ def mrtr_replay(request: pytest.FixtureRequest, mrtr_config: dict, mrtr_recordin
                     "to record it from the real server)", pytrace=False)
     if _records(request.config, mode, path, opts):
         request.config.stash[_RECORDED].add(path.resolve())
-        obj = _start_recording(path, opts, work, _start_timeout(request.config))
+        obj = _start_recording(path, opts, work, _start_timeout(request.config), request.config.rootpath)
     else:
         obj = _start_replay(path, opts, work)
     request.node._mrtr_replay = obj
@@ -325,6 +373,10 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
     # what was redacted when recording holds a placeholder: the live value is redacted there too
     # (in process here; by `replay serve --redact-path` over stdio, which adds the project's settings)
     redact = tuple(opts.get("redact_paths", ()))
+    match_on = list(opts.get("match_on", ()))
+    answers = "answers" in match_on
+    custom = [(m, _MATCHERS[m]) if isinstance(m, str) else (getattr(m, "__name__", "custom"), m)
+              for m in match_on if m != "answers"]
     if transport == "http":
         from ..recording.writer import redactor_for
         from ..errors import UserError
@@ -336,7 +388,7 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
             pytest.fail(f"mrtr-inspect: {e}", pytrace=False)
         project.redact_paths = [*project.redact_paths, *redact]
         options = ServeOptions(order, ignore, bool(opts.get("allow_repeats")), bool(opts.get("pace")),
-                               redactor=redactor_for(project))
+                               redactor=redactor_for(project), answers=answers, custom=tuple(custom))
         obj._http = BackgroundHttpServer(ServeSession(script, options, "http"))
         obj.url = obj._http.start()
         return obj
@@ -352,11 +404,28 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
     for p in redact:
         cmd += ["--redact-path", p]
     cmd += ["--allow-repeats"] * bool(opts.get("allow_repeats")) + ["--pace"] * bool(opts.get("pace"))
+    cmd += ["--match-on", "answers"] * answers
+    for name, fn in custom:
+        where, ref = _importable(name, fn)
+        cmd += ["--python-path", where, "--match-on", ref]
     obj.command = cmd + [str(path)]
     return obj
 
 
-def _start_recording(path: Path, opts: dict, work: Path, timeout: float) -> MrtrReplay:
+def _importable(name: str, fn) -> tuple[str, str]:
+    """Where the replay process imports a custom matcher from, and its MODULE:FUNCTION."""
+    module, qual = getattr(fn, "__module__", None), getattr(fn, "__qualname__", "")
+    file = getattr(sys.modules.get(module or ""), "__file__", None)
+    if not module or not file or "<" in qual:
+        _usage(f"match_on: the matcher {name!r} runs in the replay process over stdio: give a function defined "
+               "at module level (not a lambda, a local function or a method)")
+    base = Path(file).resolve().parent
+    for _ in range(module.count(".") + (Path(file).name == "__init__.py")):
+        base = base.parent
+    return str(base), f"{module}:{qual}"
+
+
+def _start_recording(path: Path, opts: dict, work: Path, timeout: float, root: Path) -> MrtrReplay:
     server, upstream = opts.get("server"), opts.get("upstream")
     if not server and not upstream:
         pytest.fail(f"mrtr-inspect: nothing to record {path} from: give the mrtr_replay marker server=[...] "
@@ -364,12 +433,16 @@ def _start_recording(path: Path, opts: dict, work: Path, timeout: float) -> Mrtr
     transport = opts.get("transport") or ("http" if upstream else "stdio")
     obj = MrtrReplay(path, "record", transport, opts)
     obj._raw = work / "mrtr-recorded.jsonl"
+    obj._stderr = work / "server-stderr.txt"
+    obj.cwd = root
     if transport == "stdio":
-        obj.command = [sys.executable, "-m", "mrtr_inspect", "stdio", "--quiet", "--record", str(obj._raw), "--",
+        # the server runs from the rootdir (where its fixture is found), whatever pytest's cwd
+        obj.command = [sys.executable, "-m", "mrtr_inspect.replay.launch", str(root), str(obj._stderr), "--",
+                       sys.executable, "-m", "mrtr_inspect", "stdio", "--quiet", "--record", str(obj._raw), "--",
                        *[str(a) for a in server]]
         return obj
     try:
-        _start_http_recording(obj, server, upstream, timeout)
+        _start_http_recording(obj, server, upstream, timeout, root)
     except BaseException:
         # the fixture has not yielded: its teardown will not run, so what started stops here
         _stop(obj)
@@ -377,11 +450,15 @@ def _start_recording(path: Path, opts: dict, work: Path, timeout: float) -> Mrtr
     return obj
 
 
-def _start_http_recording(obj: MrtrReplay, server: list | None, upstream: str | None, timeout: float) -> None:
+def _start_http_recording(obj: MrtrReplay, server: list | None, upstream: str | None, timeout: float,
+                          root: Path) -> None:
     port = _free_port()
     if server:
-        obj._procs.append(subprocess.Popen([str(a).replace("{port}", str(port)) for a in server]))
-        _wait_port(port, obj._procs[-1], timeout)
+        assert obj._stderr is not None
+        with open(obj._stderr, "ab") as err:
+            obj._procs.append(subprocess.Popen([str(a).replace("{port}", str(port)) for a in server], cwd=root,
+                                               stderr=err))
+        _wait_port(port, obj._procs[-1], timeout, obj._stderr)
     url = (upstream or "http://127.0.0.1:{port}/mcp").replace("{port}", str(port))
     proxy = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "--upstream", url, "--listen", "127.0.0.1:0",
                               "--record", str(obj._raw), "--quiet"], stderr=subprocess.PIPE, text=True)
@@ -417,7 +494,7 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
+def _wait_port(port: int, proc: subprocess.Popen, timeout: float, stderr: Path | None = None) -> None:
     """Until the server accepts connections (it says so no other way), or exits."""
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline and proc.poll() is None:
@@ -427,8 +504,48 @@ def _wait_port(port: int, proc: subprocess.Popen, timeout: float) -> None:
         except OSError:
             time.sleep(0.05)
     why = f"exited with status {proc.returncode}" if proc.poll() is not None else f"within {timeout:g} s"
+    said = _tail(stderr)
     pytest.fail(f"mrtr-inspect: the server to record did not listen on port {port} ({why}; ini option "
-                "mrtr_start_timeout)", pytrace=False)
+                "mrtr_start_timeout)" + (f"; its stderr ends:\n{said}" if said else ""), pytrace=False)
+
+
+def _tail(path: Path | None, lines: int = 12, chars: int = 2000) -> str:
+    """The end of what a server wrote on stderr, indented (empty when it said nothing)."""
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace") if path is not None else ""
+    except OSError:
+        return ""
+    return "\n".join(f"  {line}" for line in text[-chars:].strip("\n").splitlines()[-lines:])
+
+
+def _died_unanswered(obj: MrtrReplay) -> str | None:
+    """Over stdio, while recording: a session in which the server exited without answering
+    anything, told with its exit status and the end of its stderr (the client only sees the
+    connection close)."""
+    from ..core.events import SessionEnd, StdioLine
+    from ..recording.reader import read_frames
+
+    if obj._raw is None or obj.transport != "stdio" or not obj._raw.exists():
+        return None
+    answered, status = False, None
+    try:
+        for f in read_frames(obj._raw):
+            t = type(f)
+            if t is StdioLine and f.direction == "s2c":
+                answered = True
+            elif t is SessionEnd:
+                code = f.info.get("exit") if isinstance(f.info, dict) else None
+                if not answered and isinstance(code, int):
+                    status = code
+                    break
+                answered = False
+    except Exception:  # an unreadable recording is said when it is exported
+        return None
+    if status is None:
+        return None
+    said = _tail(obj._stderr)
+    return (f"mrtr-inspect: the server to record exited before answering (exit status {status}; it ran from "
+            f"the rootdir {obj.cwd})" + (f"; its stderr ends:\n{said}" if said else "; it wrote nothing on stderr"))
 
 
 def _stop(obj: MrtrReplay) -> None:
@@ -448,6 +565,8 @@ def _stop(obj: MrtrReplay) -> None:
 
 def _finish(obj: MrtrReplay, failed: bool) -> None:
     _stop(obj)
+    if obj._stderr is not None and obj._stderr.exists():  # the server's stderr, in the test's captured output
+        sys.stderr.write(obj._stderr.read_text(encoding="utf-8", errors="replace"))
     if obj.mode == "record" and obj._raw is not None:
         _save(obj, failed)
         obj._raw = None
@@ -469,18 +588,46 @@ def _save(obj: MrtrReplay, failed: bool) -> None:
                       f"session recorded is at {obj._raw}", stacklevel=1)
         return
     o = obj.options
+    hook = o.get("before_record")
     try:
         done = export_fixture(str(obj._raw), str(obj.path), redact_paths=o.get("redact_paths", ()),
-                              redact_headers=o.get("redact_headers", ()), before_write=o.get("before_record"),
-                              how="redact_paths")
+                              redact_headers=o.get("redact_headers", ()),
+                              before_write=_guarded(hook) if hook is not None else None, how="redact_paths")
     except UserError as e:  # unplayable, or unwritable
         warnings.warn(f"mrtr-inspect: {obj.path} not written: {e}", stacklevel=1)
         return
+    except _HookFailed as e:
+        pytest.fail(f"mrtr-inspect: {obj.path} is not written: {e} (the session recorded is at {obj._raw})",
+                    pytrace=False)
     for _, p in done.machine_paths[:1]:
         warnings.warn(f"mrtr-inspect: {obj.path} mentions the machine path {p!r}; redact it before committing",
                       stacklevel=1)
     for note in done.notes:  # a redaction path that matched nothing, a value that looks like a secret
         warnings.warn(f"mrtr-inspect: {obj.path}: {note}", stacklevel=1)
+
+
+class _HookFailed(Exception):
+    """before_record raised, or returned what is not a frame."""
+
+
+def _guarded(hook):
+    from ..core import events
+
+    kinds = tuple(getattr(events, n) for n in ("SessionStart", "SessionEnd", "StdioLine", "StdioClose", "HttpRequest",
+                                                "HttpResponse", "HttpBody", "SseEvent", "HttpEnd"))
+
+    def call(frame):
+        try:
+            out = hook(frame)
+        except Exception as e:
+            raise _HookFailed(f"before_record raised {type(e).__name__}: {e} on a {type(frame).__name__} frame "
+                              f"(docs/replay.md: before_record)") from None
+        if out is not None and not isinstance(out, kinds):
+            raise _HookFailed(f"before_record returned {_shown(out)} for a {type(frame).__name__} frame: return the "
+                              "frame (changed with dataclasses.replace) or None to drop it")
+        return out
+
+    return call
 
 
 @pytest.hookimpl(wrapper=True)
@@ -495,12 +642,27 @@ def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo):
 @pytest.hookimpl(wrapper=True)
 def pytest_runtest_call(item: pytest.Item):
     """After a passing test body: the misses of its replay fail it (unless allow_misses)."""
-    result = yield
     obj = getattr(item, "_mrtr_replay", None)
+    died = None
+    try:
+        result = yield
+    except Exception:
+        died = _died_unanswered(obj) if obj is not None and obj.mode == "record" else None
+        if died is None:
+            raise
+    if died is None and obj is not None and obj.mode == "record":
+        died = _died_unanswered(obj)
+    if died is not None:  # instead of what the client raised (the SDK's "Connection closed")
+        pytest.fail(died, pytrace=False)
     if obj is not None and obj.mode == "replay" and not obj.options.get("allow_misses"):
         misses = obj.misses
         if misses:
             lines = "\n".join(f"  {m['request']}: {m['message']}" for m in misses)
-            pytest.fail(f"mrtr-inspect: {len(misses)} request(s) matched nothing in {obj.path}:\n{lines}",
+            hint = ""
+            if record_mode(item.config) != "all":
+                hint = ("\n  if the code under test changed on purpose, record the fixture again: pytest "
+                        "--mrtr-record-mode=all" + ("" if obj.options.get("server") or obj.options.get("upstream")
+                                                    else " (the marker needs server=[...] or upstream=URL)"))
+            pytest.fail(f"mrtr-inspect: {len(misses)} request(s) matched nothing in {obj.path}:\n{lines}{hint}",
                         pytrace=False)
     return result

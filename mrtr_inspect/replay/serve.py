@@ -57,6 +57,8 @@ class ServeOptions:
     # the same, for the body (its redact_paths) and the HTTP path (secret-looking query parameters);
     # a recording whose placeholders another key made is matched leniently (matching.py)
     redactor: Redactor | None = None
+    answers: bool = False  # compare the values of inputResponses too (match_on "answers")
+    custom: tuple = ()  # (name, function) custom matchers (matching.custom_verdict)
 
 
 @dataclass
@@ -92,7 +94,7 @@ class Replayer:
         red = self.options.redactor
         self.lenient = red is not None and recorded_keys(script) != {red.key_id}
         self.matcher = Matcher(script.exchanges, self.options.ignore, self.options.order, self.options.repeats,
-                               self.lenient)
+                               self.lenient, self.options.answers, self.options.custom)
         self.served = 0
         self.synthesized = 0
         self.misses: list[dict] = []

@@ -299,7 +299,9 @@ def test_mrtr_config_names_the_settings_file(tmp_path, monkeypatch):
     assert dict(_record_one_call(plain).headers)["X-Note"] == "café"  # without it, the defaults only
 
 
-def test_a_bad_settings_file_or_report_path_is_an_options_error(tmp_path, monkeypatch):
+def test_a_bad_settings_file_or_report_path_is_one_error_line_at_startup(tmp_path, monkeypatch, caplog):
+    """At startup (`running`) it is one ERROR line, which mitmproxy's startup check turns into its
+    exit (tests/e2e/test_addon_mitmweb.py runs it); while mitmproxy runs, an option error."""
     import pytest
     from mitmproxy import exceptions
 
@@ -311,11 +313,46 @@ def test_a_bad_settings_file_or_report_path_is_an_options_error(tmp_path, monkey
             addon = MrtrInspect()
             tctx.master.addons.add(addon)
             tctx.configure(addon, mrtr_record=str(tmp_path / "s.jsonl"), mrtr_report=report)
+            caplog.clear()
             addon.running()
+            assert addon.analysis is None
+            return [(r.levelname, r.getMessage()) for r in caplog.records if r.name == "mrtr_inspect"]
 
-    with pytest.raises(exceptions.OptionsError, match="redact_paths: must be a list of strings"):
-        asyncio.run(start(str(tmp_path / "r.json")))
-    (tmp_path / ".mrtr-inspect.toml").unlink()
-    with pytest.raises(exceptions.OptionsError, match="cannot write report .*: No such file or directory"):
-        asyncio.run(start(str(tmp_path / "missing" / "r.json")))
-    assert not (tmp_path / "s.jsonl").exists()  # checked before the recording began
+    async def change():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            with pytest.raises(exceptions.OptionsError, match="cannot write report"):
+                tctx.configure(addon, mrtr_report=str(tmp_path / "missing" / "r.json"))
+            addon.done()
+
+    async def main():  # one loop: mitmproxy's log handlers outlive a test master
+        [(level, line)] = await start(str(tmp_path / "r.json"))
+        assert level == "ERROR" and "redact_paths: must be a list of strings" in line
+        (tmp_path / ".mrtr-inspect.toml").unlink()
+        [(level, line)] = await start(str(tmp_path / "missing" / "r.json"))
+        assert level == "ERROR" and line.startswith("mrtr-inspect: cannot write report ") and "No such file" in line
+        assert not (tmp_path / "s.jsonl").exists()  # checked before the recording began
+        await change()
+
+    asyncio.run(main())
+
+
+def test_a_flow_s_comment_and_mark_follow_its_notes_and_leave_the_user_s_own():
+    from mrtr_inspect.adapters.mitm_addon import _apply_note
+
+    f = _flow()
+    _apply_note(f, "messages", {"index": 0, "label": "tools/call id=6", "direction": "c2s",
+                                "chain": "c2 tools/call release", "step": "retry of round 1"})
+    assert (f.comment, f.marked) == ("c2 tools/call release · retry of round 1", "")
+    _apply_note(f, "messages", {"index": 1, "label": "result id=6", "direction": "s2c",
+                                "chain": "c2 tools/call release", "step": "round 2: input_required"})
+    _apply_note(f, "findings", {"rule": "chain-linked", "severity": "info", "message": "…"})
+    assert (f.comment, f.marked) == ("c2 tools/call release · retry of round 1 → round 2: input_required", "")
+    _apply_note(f, "findings", {"rule": "irr-missing-input-requests", "severity": "warning", "message": "…"})
+    assert f.marked == ":warning:" and f.comment.endswith(" · warning irr-missing-input-requests")
+    _apply_note(f, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
+    assert f.marked == ":red_circle:"  # the worst finding
+    g = _flow()
+    g.comment, g.marked = "mine", ":star:"
+    _apply_note(g, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
+    assert (g.comment, g.marked) == ("mine", ":star:")

@@ -19,7 +19,8 @@ class Processes:
         kw.setdefault("stdin", subprocess.PIPE)
         kw.setdefault("stdout", subprocess.PIPE)
         kw.setdefault("stderr", subprocess.PIPE)
-        p = subprocess.Popen(cmd, cwd=ROOT, env=env(), **kw)
+        kw.setdefault("env", env())
+        p = subprocess.Popen(cmd, cwd=ROOT, **kw)
         self.started.append(p)
         return p
 

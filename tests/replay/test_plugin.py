@@ -55,16 +55,17 @@ USER_TESTS = textwrap.dedent('''
 ''')
 
 
-def pytest_run(where: Path, *args: str, ci: bool = False, **env_vars: str) -> subprocess.CompletedProcess:
-    """pytest in the user's project `where` (lines of 400 columns: reasons are not cut); its temporary
-    files under `where`-basetemp (its own, so that the run's cleanup never touches the temporary
-    folders of this one)."""
+def pytest_run(where: Path, *args: str, ci: bool = False, cwd: Path | None = None,
+               **env_vars: str) -> subprocess.CompletedProcess:
+    """pytest in the user's project `where` (lines of 400 columns: reasons are not cut), run from
+    `cwd` (default `where`); its temporary files under `where`-basetemp (its own, so that the run's
+    cleanup never touches the temporary folders of this one)."""
     env = {k: v for k, v in os.environ.items() if k != "CI"}
     env.update({"PYTHONPATH": str(ROOT), "MRTR_INSPECT_REDACTION_KEY": "plugin-test", "COLUMNS": "400", **env_vars})
     if ci:
         env["CI"] = "true"
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-s", "-p", "no:cacheprovider", "--rootdir",
-                           str(where), "--basetemp", f"{where}-basetemp", *args], cwd=where, env=env,
+                           str(where), "--basetemp", f"{where}-basetemp", *args], cwd=cwd or where, env=env,
                           capture_output=True, text=True, timeout=3 * WAIT)
 
 
