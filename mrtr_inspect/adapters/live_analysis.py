@@ -36,6 +36,7 @@ from .flows import FlowFramer
 
 if TYPE_CHECKING:
     from ..outputs.live import LiveView
+    from .exports import Exports
 
 REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
 
@@ -55,15 +56,16 @@ class LiveAnalysis:
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 sinks: Iterable[Sink] = ()) -> None:
+                 sinks: Iterable[Sink] = (), exports: Exports | None = None) -> None:
         self.session = start.session
         self.writer = writer
         self.inspector = Analysis(config)
         self.printer = printer
         self.report = report
         self.report_path = report_path
-        self.sinks = tuple(sinks)
         self.errors = 0
+        self.exports = exports  # the live OTLP and metrics exports: sinks too (adapters/exports.py)
+        self.sinks = tuple(sinks) + tuple(self._exports(start))
         # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
         self.redact = (writer.redactor if writer is not None else redactor_for(config)).frame
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
@@ -78,6 +80,11 @@ class LiveAnalysis:
                 self.writer.close(info, t)
             except Exception as e:
                 self._internal(e, "recording")
+        if self.exports is not None:
+            try:
+                self.exports.close()
+            except Exception as e:
+                self._internal(e, "export")
         status = 0
         if self.report is not None and self.report_path:
             try:
@@ -88,6 +95,15 @@ class LiveAnalysis:
                 status = REPORT_FAILED
             self.report.close()
         return status
+
+    def _exports(self, start: SessionStart) -> list:
+        if self.exports is None:
+            return []
+        try:
+            return self.exports.sinks(start, self._say)
+        except Exception as e:  # the session goes on without them
+            self._internal(e, "export")
+            return []
 
     def _analyse(self, frames: list, record: bool = True) -> None:
         try:
@@ -143,9 +159,10 @@ class StdioAnalysis(LiveAnalysis):
     """The tee's session: the chunks of both pipes split into lines (`StdioFramer`)."""
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None) -> None:
+                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
+                 exports: Exports | None = None) -> None:
         self.framer = StdioFramer(start.session)
-        super().__init__(start, config, writer, printer, report, report_path)
+        super().__init__(start, config, writer, printer, report, report_path, exports=exports)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
@@ -175,11 +192,11 @@ class HttpAnalysis(LiveAnalysis):
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: Sink | None = None) -> None:
+                 notes: Sink | None = None, exports: Exports | None = None) -> None:
         self.http = FlowFramer(start.session)
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
-                         sinks=(s for s in (view, notes) if s is not None))
+                         sinks=(s for s in (view, notes) if s is not None), exports=exports)
         if notes is not None:
             notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
 

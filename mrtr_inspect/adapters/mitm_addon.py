@@ -45,6 +45,7 @@ from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
 from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
+from .exports import Exports
 from .live_analysis import HttpAnalysis
 
 logger = logging.getLogger("mrtr_inspect")
@@ -170,12 +171,12 @@ def _log_line(text: str, severity: str | None) -> None:
 
 
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
-                 view: LiveView | None = None, notes: FlowNotes | None = None) -> HttpAnalysis:
+                 view: LiveView | None = None, notes: FlowNotes | None = None, exports: Exports | None = None) -> HttpAnalysis:
     """The analysis of one capture session: its start is the recording's header when there is one."""
     start = writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
                                                                   {"upstream": upstream})
     builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
-    return HttpAnalysis(start, config, writer, builder, report_path, view, notes)
+    return HttpAnalysis(start, config, writer, builder, report_path, view, notes, exports)
 
 
 class MrtrInspect:
@@ -209,13 +210,19 @@ class MrtrInspect:
         loader.add_option("mrtr_peer_header", Optional[str], None,
                           "A request header whose value identifies the client (principal) for chain "
                           "stitching, instead of Authorization, then client address plus clientInfo.")
+        loader.add_option("mrtr_otlp_endpoint", Optional[str], None,
+                          "Send one OTLP/HTTP span per chain to this collector (a base URL; /v1/traces is "
+                          "appended). The OTEL_EXPORTER_OTLP_* variables set it too.")
+        loader.add_option("mrtr_metrics", Optional[str], None,
+                          "Serve Prometheus metrics at http://HOST:PORT/metrics.")
         loader.add_option("mrtr_config", Optional[str], None,
                           "mrtr-inspect settings file (.mrtr-inspect.toml or pyproject.toml) instead of the "
                           "one found from the current directory.")
 
     def configure(self, updated: set[str]) -> None:
         if not self.embedded and self.analysis is not None and updated & {"mrtr_record", "mrtr_report",
-                                                                          "mrtr_peer_header", "mrtr_config"}:
+                                                                          "mrtr_peer_header", "mrtr_config",
+                                                                          "mrtr_otlp_endpoint", "mrtr_metrics"}:
             self._end()  # a new session with the new settings
             self._begin()
 
@@ -241,6 +248,10 @@ class MrtrInspect:
                 logger.info("mrtr-inspect: note: %s", note)
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
+        try:
+            exports = Exports.open(opts.mrtr_otlp_endpoint, opts.mrtr_metrics)
+        except ValueError as e:
+            raise exceptions.OptionsError(str(e)) from None
         writer = None
         try:
             if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
@@ -249,11 +260,13 @@ class MrtrInspect:
                 writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream()},
                                          redactor_for(self.config))
         except RecordingError as e:
+            if exports is not None:
+                exports.close()
             raise exceptions.OptionsError(str(e)) from None
         self.notes = FlowNotes(ctx.master.event_loop)
         view = LiveView(write=_log_line, color=False)
         self.analysis = ThreadedAnalysis(new_analysis(self.config, writer, opts.mrtr_report, self._upstream(),
-                                                      view, self.notes))
+                                                      view, self.notes, exports))
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None

@@ -49,6 +49,7 @@ from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import C2S, C2S_EOF, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull, write_all
+from .exports import Exports
 from .live_analysis import StdioAnalysis
 
 CHUNK = 1 << 16
@@ -94,7 +95,7 @@ def _exited(child: subprocess.Popen) -> bool:
 
 
 def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = None, quiet: bool = False,
-            config: Config | None = None) -> int:
+            config: Config | None = None, exports: Exports | None = None) -> int:
     """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
     config = config or Config()
     session = new_session_id()
@@ -112,9 +113,11 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
         builder = ReportBuilder([record] if record else []) if report else None
-        return StdioAnalysis(start, config, writer, printer, builder, report)
+        return StdioAnalysis(start, config, writer, printer, builder, report, exports)
 
     analysis_pid, spool = fork_analysis(make)
+    if exports is not None:
+        exports.forked()
 
     def finish(info: dict, wait: bool = True) -> None:
         spool.put(END, time.time(), json.dumps(info).encode())
