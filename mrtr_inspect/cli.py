@@ -101,9 +101,12 @@ def open_exports(otlp_endpoint: str | None, metrics: str | None):
     from .adapters.exports import Exports
 
     try:
-        return Exports.open(otlp_endpoint, metrics)
+        exports = Exports.open(otlp_endpoint, metrics)
     except ValueError as e:
         fail(str(e))
+    if exports is not None and exports.metrics is not None:
+        say(f"metrics on {exports.metrics.url}")
+    return exports
 
 
 class _Cli(click.Group):

@@ -252,6 +252,8 @@ class MrtrInspect:
             exports = Exports.open(opts.mrtr_otlp_endpoint, opts.mrtr_metrics)
         except ValueError as e:
             raise exceptions.OptionsError(str(e)) from None
+        if exports is not None and exports.metrics is not None:
+            logger.info("mrtr-inspect: metrics on %s", exports.metrics.url)
         writer = None
         try:
             if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
