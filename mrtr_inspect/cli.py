@@ -304,6 +304,23 @@ def show(path, fmt) -> None:
         render_json(chains, sys.stdout)
 
 
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def stats(paths, fmt) -> None:
+    """Per method and target: chains, outcomes, rounds, and the percentiles (p50, p90, p99, max) of
+    the whole chain, of the server's time and of the user's answering time (docs/observability.md)."""
+    from .outputs import stats as st
+
+    builder = _analyse(paths, build_config())
+    doc = st.stats(builder.chains())
+    builder.close()
+    if fmt == "json":
+        st.write_json(doc, sys.stdout)
+    else:
+        st.write_text(doc, sys.stdout, color=sys.stdout.isatty())
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @rule_options

@@ -9,9 +9,8 @@ import urllib.request
 from prometheus_client.parser import text_string_to_metric_families
 
 from mrtr_inspect.adapters.exports import Exports
-from mrtr_inspect.analysis import Analysis
 from tests.outputs.conftest import run_cli
-from tests.outputs.test_otlp_live import traced
+from tests.outputs.test_otlp_live import feed, traced
 
 
 def scrape(url: str) -> dict:
@@ -26,12 +25,7 @@ def test_one_observation_per_chain_and_bounded_labels():
     t = traced()
     [metrics] = exports.sinks(t.frames[0], print)
     try:
-        a = Analysis(None)
-        for f in t.frames:
-            for o in a.feed(f):
-                metrics.add(o)
-        for o in a.close():
-            metrics.add(o)
+        feed(t, metrics)
         got = scrape(exports.metrics.url)
     finally:
         exports.close()

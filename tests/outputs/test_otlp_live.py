@@ -67,16 +67,21 @@ class Failing(InMemorySpanExporter):
         return SpanExportResult.FAILURE if self.fail else super().export(spans)
 
 
-def live(t: Traffic, exporter) -> tuple[OtlpExport, list[str]]:
-    said: list[str] = []
-    start = next(f for f in t.frames if type(f) is SessionStart)
-    sink = OtlpExport(start, "http://collector:4318/v1/traces", said.append, exporter=exporter)
+def feed(t: Traffic, sink) -> None:
+    """The analysis' outputs of the traffic, into a live sink, as live_analysis hands them."""
     a = Analysis(None)
     for f in t.frames:
         for o in a.feed(f):
             sink.add(o)
     for o in a.close():
         sink.add(o)
+
+
+def live(t: Traffic, exporter) -> tuple[OtlpExport, list[str]]:
+    said: list[str] = []
+    start = next(f for f in t.frames if type(f) is SessionStart)
+    sink = OtlpExport(start, "http://collector:4318/v1/traces", said.append, exporter=exporter)
+    feed(t, sink)
     sink.close()
     return sink, said
 
