@@ -168,3 +168,38 @@ def test_the_tee_exports_where_the_standard_variables_say(tmp_path, monkeypatch)
         assert a["network.transport"] == "pipe" and "server.address" not in a and s["parent"] is None
         assert a["mrtr.rounds"] == ROUNDS[a["gen_ai.tool.name"]] and a["mrtr.outcome"] == "complete"
     assert {s["resource"]["mrtr.transport"] for s in spans} == {"stdio"}
+
+
+def test_the_addon_exports_under_plain_mitmdump(tmp_path):
+    """`mitmdump -s addons/mrtr_inspect.py --set mrtr_otlp_endpoint=… --set mrtr_metrics=…`: the
+    addon's options of the same names, the export on mitmproxy's process (its analysis thread)."""
+    import signal
+    import urllib.request
+
+    from tests.e2e.test_http_addon import mitmdump
+    from tests.e2e.test_http_sdk import start_server
+
+    metrics = f"127.0.0.1:{free_port()}"
+    server, port = start_server(tmp_path / "server.jsonl")
+    with OtlpReceiver() as rx:
+        dump, out = mitmdump(tmp_path, port, f"mrtr_otlp_endpoint={rx.url}", f"mrtr_metrics={metrics}")
+        try:
+            m = out.wait(r"listening at 127\.0\.0\.1:(\d+)")
+            assert m is not None, out.rest()
+            said, _ = anyio.run(run_client, f"http://127.0.0.1:{m.group(1)}/mcp")
+            assert len(said) == len(TOOLS)
+            spans = rx.wait_spans(len(TOOLS))
+            with urllib.request.urlopen(f"http://{metrics}/metrics", timeout=5) as r:
+                text = r.read().decode()
+            dump.send_signal(signal.SIGTERM)
+            assert dump.wait(WAIT) == 0
+        finally:
+            for p in (dump, server):
+                if p.poll() is None:
+                    p.kill()
+                    p.wait()
+    assert sorted(s["name"] for s in spans) == sorted(f"tools/call {t}" for t in TOOLS)
+    assert {(s["attrs"]["server.address"], s["attrs"]["server.port"]) for s in spans} == {("127.0.0.1", port)}
+    total = sum(float(line.split()[-1]) for line in text.splitlines()
+                if line.startswith("mcp_client_operation_duration_seconds_count{"))
+    assert total == len(TOOLS)
