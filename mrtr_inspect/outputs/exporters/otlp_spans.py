@@ -71,6 +71,8 @@ class Facts:
 def facts_of(msg) -> Facts | None:
     """The facts a message gives (None: nothing a span needs). Reads a decoded `Message`."""
     if msg.kind == "request":
+        if msg.method not in TARGET_KEY:  # only a chain's first request gives a span its parent
+            return None
         p = msg.params
         meta = p.get("_meta") if type(p) is dict else None
         tp = meta.get("traceparent") if type(meta) is dict else None
