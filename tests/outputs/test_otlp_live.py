@@ -136,3 +136,17 @@ def test_the_file_export_writes_the_live_span(tmp_path):
     assert c1["parentSpanId"] == PARENT  # in the application's trace, in the file too
     ids = [a["value"]["stringValue"] for x in spans for a in x["attributes"] if a["key"] == "jsonrpc.request.id"]
     assert "first" in ids and "'first'" not in ids  # the plain string, no quotes
+
+
+def test_a_collector_that_comes_back_is_said_once_too():
+    """Failing, then accepting: one note for each change, none per batch; nothing lost counted."""
+    from mrtr_inspect.outputs.exporters.otlp_live import _Watched
+
+    notes: list[str] = []
+    inner = Failing()
+    w = _Watched(inner, "http://c/v1/traces", notes)
+    assert [w.export([object()]) for _ in range(3)] == [SpanExportResult.FAILURE] * 3
+    inner.fail = False
+    assert w.export([]) is SpanExportResult.SUCCESS and w.export([]) is SpanExportResult.SUCCESS
+    assert len(notes) == 2 and "failed" in notes[0] and notes[1] == "OTLP export to http://c/v1/traces works again"
+    assert (w.failed, w.failing) == (3, False)
