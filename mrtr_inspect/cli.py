@@ -96,15 +96,16 @@ def export_options(fn):
     return fn
 
 
-def open_exports(otlp_endpoint: str | None, metrics: str | None):
-    """The live exports asked for (None: none); a bad value or a port in use is one line, exit 2."""
+def open_exports(otlp_endpoint: str | None, metrics: str | None, quiet: bool = False):
+    """The live exports asked for (None: none); a bad value or a port in use is one line, exit 2.
+    Where the metrics are served is said on stderr (under --quiet only when port 0 chose it)."""
     from .adapters.exports import Exports
 
     try:
         exports = Exports.open(otlp_endpoint, metrics)
     except ValueError as e:
         fail(str(e))
-    if exports is not None and exports.metrics is not None:
+    if exports is not None and exports.metrics is not None and (not quiet or metrics.endswith(":0")):
         say(f"metrics on {exports.metrics.url}")
     return exports
 
@@ -170,7 +171,7 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, otlp_endpo
         from .adapters.proxy import run_proxy
     except ImportError as e:  # pragma: no cover - depends on the installation
         fail(f"the HTTP proxy is not available: {e}")
-    exports = open_exports(otlp_endpoint, metrics)
+    exports = open_exports(otlp_endpoint, metrics, quiet)
     sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config,
                        exports=exports))
 
@@ -210,7 +211,7 @@ def stdio(record, report, quiet, otlp_endpoint, metrics, severity, disable, cmd)
     from .adapters.stdio_tee import run_tee
 
     config = build_config(severity, disable)
-    exports = open_exports(otlp_endpoint, metrics)
+    exports = open_exports(otlp_endpoint, metrics, quiet)
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports))
 
 

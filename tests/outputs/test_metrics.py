@@ -54,3 +54,24 @@ def test_a_metrics_port_in_use_is_one_line_and_exit_2(tmp_path):
     assert r.exit_code == 2 and "--metrics takes HOST:PORT" in r.stderr
     r = run_cli("stdio", "--otlp-endpoint", "collector:4318", "--", "true")
     assert r.exit_code == 2 and "--otlp-endpoint takes an http:// or https:// URL" in r.stderr
+
+
+def test_where_metrics_are_served_is_said_unless_quiet(tmp_path):
+    """The tee says `metrics on URL`; under --quiet only when port 0 chose the port (else nothing of
+    its own on stderr)."""
+    import subprocess
+    import sys
+
+    from tests.e2e.test_live_export import free_port
+
+    def stderr(*args: str) -> str:
+        r = subprocess.run([sys.executable, "-m", "mrtr_inspect", "stdio", *args, "--", "true"],
+                           capture_output=True, stdin=subprocess.DEVNULL, timeout=60)
+        assert r.returncode == 0, r.stderr
+        return r.stderr.decode()
+
+    port = free_port()
+    assert stderr("--quiet", "--metrics", f"127.0.0.1:{port}") == ""
+    assert stderr("--metrics", f"127.0.0.1:{port}") == f"mrtr-inspect: metrics on http://127.0.0.1:{port}/metrics\n"
+    said = stderr("--quiet", "--metrics", "127.0.0.1:0")
+    assert said.startswith("mrtr-inspect: metrics on http://127.0.0.1:") and ":0/" not in said
