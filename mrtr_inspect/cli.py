@@ -85,6 +85,31 @@ def rule_options(fn):
     return fn
 
 
+def export_options(fn):
+    """The live exports of the tee and the proxy (docs/observability.md)."""
+    fn = click.option("--metrics", "metrics", metavar="HOST:PORT",
+                      help="Serve Prometheus metrics at http://HOST:PORT/metrics while it runs.")(fn)
+    fn = click.option("--otlp-endpoint", "otlp_endpoint", metavar="URL",
+                      help="Send one OTLP/HTTP span per chain to this collector (a base URL; /v1/traces is "
+                           "appended). OTEL_EXPORTER_OTLP_ENDPOINT and the other OTEL_EXPORTER_OTLP_* "
+                           "variables set it too.")(fn)
+    return fn
+
+
+def open_exports(otlp_endpoint: str | None, metrics: str | None, quiet: bool = False):
+    """The live exports asked for (None: none); a bad value or a port in use is one line, exit 2.
+    Where the metrics are served is said on stderr (under --quiet only when port 0 chose it)."""
+    from .adapters.exports import Exports
+
+    try:
+        exports = Exports.open(otlp_endpoint, metrics)
+    except ValueError as e:
+        fail(str(e))
+    if exports is not None and exports.metrics is not None and (not quiet or metrics.endswith(":0")):
+        say(f"metrics on {exports.metrics.url}")
+    return exports
+
+
 class _Cli(click.Group):
     """The command line: a usage error is one line, the reason and where the help is (CONTRACTS.md:
     exit 2 with a one-line reason), not click's usage block; so is a `UserError` (errors.py: an
@@ -117,10 +142,11 @@ class _Cli(click.Group):
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
 @click.option("--quiet", is_flag=True, help="No live view; findings only in the report.")
+@export_options
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
-def main(ctx: click.Context, upstream, listen, record, report, quiet, severity, disable) -> None:
+def main(ctx: click.Context, upstream, listen, record, report, quiet, otlp_endpoint, metrics, severity, disable) -> None:
     """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
     specification, record and replay them.
 
@@ -145,7 +171,9 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, severity, 
         from .adapters.proxy import run_proxy
     except ImportError as e:  # pragma: no cover - depends on the installation
         fail(f"the HTTP proxy is not available: {e}")
-    sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config))
+    exports = open_exports(otlp_endpoint, metrics, quiet)
+    sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config,
+                       exports=exports))
 
 
 class _TeeCommand(click.Command):
@@ -170,9 +198,10 @@ class _TeeCommand(click.Command):
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH when the server exits.")
 @click.option("--quiet", is_flag=True, help="Nothing on stderr but the server's own output.")
+@export_options
 @rule_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def stdio(record, report, quiet, severity, disable, cmd) -> None:
+def stdio(record, report, quiet, otlp_endpoint, metrics, severity, disable, cmd) -> None:
     """Tee for a stdio server: start this instead of CMD. stdin and stdout carry the protocol
     unchanged; findings go to stderr; the exit status is CMD's.
 
@@ -182,7 +211,8 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
     from .adapters.stdio_tee import run_tee
 
     config = build_config(severity, disable)
-    sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config))
+    exports = open_exports(otlp_endpoint, metrics, quiet)
+    sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports))
 
 
 def _analyse(paths: tuple[str, ...], config: Config):
@@ -273,6 +303,23 @@ def show(path, fmt) -> None:
         render_mermaid(chains, sys.stdout)
     else:
         render_json(chains, sys.stdout)
+
+
+@main.command()
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def stats(paths, fmt) -> None:
+    """Per method and target: chains, outcomes, rounds, and the percentiles (p50, p90, p99, max) of
+    the whole chain, of the server's time and of the user's answering time (docs/observability.md)."""
+    from .outputs import stats as st
+
+    builder = _analyse(paths, build_config())
+    doc = st.stats(builder.chains())
+    builder.close()
+    if fmt == "json":
+        st.write_json(doc, sys.stdout)
+    else:
+        st.write_text(doc, sys.stdout, color=sys.stdout.isatty())
 
 
 @main.command("rules")

@@ -43,6 +43,7 @@ from .flows import FlowFramer
 
 if TYPE_CHECKING:
     from ..outputs.live import LiveView
+    from .exports import Exports
 
 REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
 
@@ -64,7 +65,7 @@ class LiveAnalysis:
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 sinks: Iterable[Sink] = (), forwarder_records: bool = False) -> None:
+                 sinks: Iterable[Sink] = (), forwarder_records: bool = False, exports: Exports | None = None) -> None:
         self.session = start.session
         self.writer = writer
         self.forwarder_records = forwarder_records  # the forwarding process writes the recording
@@ -72,8 +73,9 @@ class LiveAnalysis:
         self.printer = printer
         self.report = report
         self.report_path = report_path
-        self.sinks = tuple(sinks)
         self.errors = 0
+        self.exports = exports  # the live OTLP and metrics exports: sinks too (adapters/exports.py)
+        self.sinks = tuple(sinks) + tuple(self._exports(start))
         # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
         self.redactor = writer.redactor if writer is not None else redactor_for(config)
         self.redact = self.redactor.frame
@@ -99,6 +101,11 @@ class LiveAnalysis:
                     self._say(line)
             except Exception as e:
                 self._internal(e, "output")
+        if self.exports is not None:
+            try:
+                self.exports.close()
+            except Exception as e:
+                self._internal(e, "export")
         status = 0
         if self.report is not None and self.report_path:
             try:
@@ -109,6 +116,15 @@ class LiveAnalysis:
                 status = REPORT_FAILED
             self.report.close()
         return status
+
+    def _exports(self, start: SessionStart) -> list:
+        if self.exports is None:
+            return []
+        try:
+            return self.exports.sinks(start, self._say)
+        except Exception as e:  # the session goes on without them
+            self._internal(e, "export")
+            return []
 
     def _analyse(self, frames: list, record: bool = True, redacted: bool = False) -> None:
         if not redacted:
@@ -170,9 +186,10 @@ class StdioAnalysis(LiveAnalysis):
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 forwarder_records: bool = False) -> None:
+                 forwarder_records: bool = False, exports: Exports | None = None) -> None:
         self.framer = StdioFramer(start.session)
-        super().__init__(start, config, writer, printer, report, report_path, forwarder_records=forwarder_records)
+        super().__init__(start, config, writer, printer, report, report_path, forwarder_records=forwarder_records,
+                         exports=exports)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
@@ -204,11 +221,12 @@ class HttpAnalysis(LiveAnalysis):
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: Sink | None = None, forwarder_records: bool = False) -> None:
+                 notes: Sink | None = None, forwarder_records: bool = False, exports: Exports | None = None) -> None:
         self.http = FlowFramer(start.session)
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
-                         sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records)
+                         sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records,
+                         exports=exports)
         if notes is not None:
             notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
 

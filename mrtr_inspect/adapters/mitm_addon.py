@@ -47,6 +47,7 @@ from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
 from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
+from .exports import Exports
 from .live_analysis import HttpAnalysis
 from .recorder import HttpRecorder
 
@@ -322,14 +323,14 @@ def session_start(writer: RecordingWriter | None, upstream: str, live: bool = Tr
 
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
                  view: LiveView | None = None, notes: FlowNotes | None = None, start: SessionStart | None = None,
-                 forwarder_records: bool = False, live: bool = True) -> HttpAnalysis:
+                 forwarder_records: bool = False, live: bool = True, exports: Exports | None = None) -> HttpAnalysis:
     """The analysis of one capture session (`start`: by default `session_start`). With
     `forwarder_records`, it takes frames an `HttpRecorder` made and recorded where they were forwarded.
     `live`: the session forwards traffic (it sees every client from its start, RULES.md §10.8),
-    not flows read from a file."""
+    not flows read from a file. `exports`: the live OTLP and metrics exports."""
     start = start if start is not None else session_start(writer, upstream, live)
     builder = ReportBuilder([str(writer.path)] if writer is not None else []) if report_path else None
-    return HttpAnalysis(start, config, writer, builder, report_path, view, notes, forwarder_records)
+    return HttpAnalysis(start, config, writer, builder, report_path, view, notes, forwarder_records, exports)
 
 
 class MrtrInspect:
@@ -366,13 +367,19 @@ class MrtrInspect:
         loader.add_option("mrtr_peer_header", Optional[str], None,
                           "A request header whose value identifies the client (principal) for chain "
                           "stitching, instead of Authorization, then client address plus clientInfo.")
+        loader.add_option("mrtr_otlp_endpoint", Optional[str], None,
+                          "Send one OTLP/HTTP span per chain to this collector (a base URL; /v1/traces is "
+                          "appended). The OTEL_EXPORTER_OTLP_* variables set it too.")
+        loader.add_option("mrtr_metrics", Optional[str], None,
+                          "Serve Prometheus metrics at http://HOST:PORT/metrics.")
         loader.add_option("mrtr_config", Optional[str], None,
                           "mrtr-inspect settings file (.mrtr-inspect.toml or pyproject.toml) instead of the "
                           "one found from the current directory.")
 
     def configure(self, updated: set[str]) -> None:
         if not self.embedded and self.analysis is not None and updated & {"mrtr_record", "mrtr_report",
-                                                                          "mrtr_peer_header", "mrtr_config"}:
+                                                                          "mrtr_peer_header", "mrtr_config",
+                                                                          "mrtr_otlp_endpoint", "mrtr_metrics"}:
             self._end()  # a new session with the new settings
             self._begin()
 
@@ -403,6 +410,12 @@ class MrtrInspect:
                 logger.info("mrtr-inspect: note: %s", note)
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
+        try:
+            exports = Exports.open(opts.mrtr_otlp_endpoint, opts.mrtr_metrics)
+        except ValueError as e:
+            raise exceptions.OptionsError(str(e)) from None
+        if exports is not None and exports.metrics is not None:
+            logger.info("mrtr-inspect: metrics on %s", exports.metrics.url)
         writer = None
         live = not getattr(opts, "rfile", None)  # flows read from a file (-r) may have begun late
         try:
@@ -412,6 +425,8 @@ class MrtrInspect:
                 writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream(), "live": live},
                                          redactor_for(self.config))
         except RecordingError as e:
+            if exports is not None:
+                exports.close()
             raise exceptions.OptionsError(str(e)) from None
         self.outbox = LoopOutbox(ctx.master.event_loop)
         self.notes = FlowNotes(self.outbox)
@@ -420,7 +435,7 @@ class MrtrInspect:
         redactor = writer.redactor if writer is not None else redactor_for(self.config)
         recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
         analysis = new_analysis(self.config, writer, opts.mrtr_report, self._upstream(), view, self.notes, start,
-                                forwarder_records=True)
+                                forwarder_records=True, exports=exports)
         analysis.say = lambda text: self.outbox.post(self.outbox.log, logging.ERROR, f"mrtr-inspect: {text}")
         self.analysis = ThreadedAnalysis(analysis, recorder)
 

@@ -46,6 +46,7 @@ from ..outputs.live import LiveView
 from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
+from .exports import Exports, parse_host_port
 from .live_analysis import HttpAnalysis
 from .mitm_addon import MrtrInspect, new_analysis, session_start
 from .recorder import HttpRecorder
@@ -76,13 +77,7 @@ def split_upstream(url: str) -> tuple[str, str]:
 
 def parse_listen(text: str) -> tuple[str, int]:
     """`HOST:PORT`, `[V6]:PORT` or `PORT` → (host, port); ValueError with a reason."""
-    host, sep, port = text.rpartition(":")
-    if not sep:
-        host, port = "127.0.0.1", text
-    host = host.strip("[]") or "127.0.0.1"
-    if not port.isdigit() or int(port) > 65535:
-        raise ValueError(f"--listen takes HOST:PORT (port 0 picks a free one), not {text!r}")
-    return host, int(port)
+    return parse_host_port(text, "--listen")
 
 
 def _url_host(host: str) -> str:
@@ -196,7 +191,8 @@ class _ForkedAnalysis:
 
 
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
-              quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None) -> int:
+              quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None,
+              exports: Exports | None = None) -> int:
     """Run the proxy until SIGINT or SIGTERM; returns the exit status (0; 2 for a startup error; the
     analysis process' status when it failed, such as 1 for a report it could not write)."""
     err = stderr if stderr is not None else sys.stderr
@@ -222,9 +218,11 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     def make() -> HttpAnalysis:  # in the analysis process
         os.nice(ANALYSIS_NICENESS)  # when the CPUs are short, forwarding goes first; the analysis trails
         return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err), start=start,
-                            forwarder_records=True)
+                            forwarder_records=True, exports=exports)
 
     analysis = _ForkedAnalysis(make, HttpRecorder(start.session, redactor, writer, failed=say))
+    if exports is not None:
+        exports.forked()
     addon = MrtrInspect(config, analysis=analysis)
     mitm_log = logging.getLogger("mitmproxy")
     handler, propagate = _MitmLog(say), mitm_log.propagate

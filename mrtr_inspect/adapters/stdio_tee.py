@@ -54,6 +54,7 @@ from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import (C2S, C2S_EOF, DIRECTION, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull,
                                write_all)
+from .exports import Exports
 from .live_analysis import StdioAnalysis
 from .recorder import StdioRecorder
 
@@ -135,7 +136,7 @@ def _exited(child: subprocess.Popen) -> bool:
 
 
 def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = None, quiet: bool = False,
-            config: Config | None = None) -> int:
+            config: Config | None = None, exports: Exports | None = None) -> int:
     """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
     config = config or Config()
     session = new_session_id()
@@ -153,10 +154,12 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
         builder = ReportBuilder([record] if record else []) if report else None
-        return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True)
+        return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True, exports=exports)
 
     analysis_pid, spool = fork_analysis(make)
     tap = Tap(spool, StdioRecorder(writer, failed=_say) if writer is not None else None)
+    if exports is not None:
+        exports.forked()
 
     def finish(info: dict, wait: bool = True) -> None:
         tap.finish(info, time.time())

@@ -16,16 +16,21 @@ from tests.e2e.test_http_sdk import EXPECTED, TOOLS, run_client, start_server
 MITMDUMP = Path(__import__("sys").executable).with_name("mitmdump")
 
 
+def mitmdump(tmp_path, port: int, *sets: str) -> tuple[subprocess.Popen, LineReader]:
+    """mitmdump with the addon in front of 127.0.0.1:PORT, `--set` each of `sets`; its output read."""
+    args = [a for kv in sets for a in ("--set", kv)]
+    dump = subprocess.Popen(
+        [str(MITMDUMP), "-s", "addons/mrtr_inspect.py", "--mode", f"reverse:http://127.0.0.1:{port}",
+         "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'mitmproxy'}", *args],
+        cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    return dump, LineReader(dump.stdout)
+
+
 def test_the_addon_records_and_stitches_under_plain_mitmdump(tmp_path):
     record, rep = tmp_path / "session.jsonl", tmp_path / "report.json"
     server, port = start_server(tmp_path / "server.jsonl")
-    dump = subprocess.Popen(
-        [str(MITMDUMP), "-s", "addons/mrtr_inspect.py", "--mode", f"reverse:http://127.0.0.1:{port}",
-         "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={tmp_path / 'mitmproxy'}",
-         "--set", f"mrtr_record={record}", "--set", f"mrtr_report={rep}"],
-        cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+    dump, out = mitmdump(tmp_path, port, f"mrtr_record={record}", f"mrtr_report={rep}")
     try:
-        out = LineReader(dump.stdout)
         m = out.wait(r"listening at 127\.0\.0\.1:(\d+)")
         assert m is not None, out.rest()
         said, _ = anyio.run(run_client, f"http://127.0.0.1:{m.group(1)}/mcp")

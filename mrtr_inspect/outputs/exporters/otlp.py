@@ -1,33 +1,30 @@
 """`export --to otlp`: the chains as OpenTelemetry traces, in the OTLP/JSON encoding
 (an `ExportTraceServiceRequest`: resourceSpans → scopeSpans → spans).
 
-One trace per chain. Its root span covers the chain from the first request to the final response;
-under it, a CLIENT span per request/response exchange (the first request and each retry) and an
-INTERNAL "waiting for input" span from each `input_required` to the retry that answers it (to the
-chain's end when no retry came). Findings are events on the span of the latest message they name
-(on the root span when they name none of the chain's). Attributes follow the OpenTelemetry MCP
-conventions (`mcp.method.name`, `gen_ai.tool.name`, `jsonrpc.request.id`, …) plus `mrtr.*` for the
-chain itself. One resource per capture session (`service.name`: the server's name when it said it).
+Per chain, the span the live export sends (`otlp_spans.chain_span`: CLIENT, the chain from its first
+request to its end, the MCP semantic conventions' attributes, an event per round, in the
+application's trace when the first request carried a traceparent); under it, a CLIENT span per
+request/response exchange (the first request and each retry) and an INTERNAL "waiting for input"
+span from each `input_required` to the retry that answers it (to the chain's end when no retry came).
+Findings are events on the span of the latest message they name (on the chain's span when they name
+none of the chain's). One resource per capture session (`service.name`: the server's name when it
+said it).
 
-Ids are derived from the recording: trace id = SHA-256("mrtr-inspect", session, chain id), span ids
-from the trace id and the span's place, so exporting the same recording twice gives the same trace.
-Times are the frames' times as Unix nanoseconds (decimal strings, as OTLP/JSON writes 64-bit ints).
-The file is one JSON object on one line: a JSON document, and a JSON-lines file the collector's
-otlpjsonfile receiver reads.
+Ids are derived from the recording (otlp_spans.py), so exporting the same recording twice gives the
+same trace, and the chain's span is the one the live export sent. Times are the frames' times as Unix
+nanoseconds (decimal strings, as OTLP/JSON writes 64-bit ints). The file is one JSON object on one
+line: a JSON document, and a JSON-lines file the collector's otlpjsonfile receiver reads.
 """
 
 from __future__ import annotations
 
-import hashlib
 from typing import Any
 
 from ...version import __version__
-from ...core.messages import SERVER_INFO_KEY, format_id
+from ...core.messages import SERVER_INFO_KEY
 from .capture import Capture
-
-CLIENT, INTERNAL = 3, 1  # Span.SpanKind
-STATUS_ERROR = 2  # Status.StatusCode
-TARGET_KEY = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri"}
+from .otlp_spans import (CLIENT, INTERNAL, STATUS_ERROR, Event, Facts, Span, chain_span, common_attributes, facts_of,
+                         finding_event, plain_id, span_id, trace_id)
 
 
 def nanos(t: float) -> str:
@@ -50,12 +47,22 @@ def attributes(d: dict) -> list[dict]:
     return [{"key": k, "value": _value(v)} for k, v in d.items() if v is not None]
 
 
-def trace_id(session: str, chain: str) -> str:
-    return hashlib.sha256(f"mrtr-inspect\0{session}\0{chain}".encode("utf-8", "surrogatepass")).hexdigest()[:32]
+def _event_json(ev: Event) -> dict:
+    return {"timeUnixNano": nanos(ev.time), "name": ev.name, "attributes": attributes(ev.attributes)}
 
 
-def span_id(trace: str, place: str) -> str:
-    return hashlib.sha256(f"{trace}\0{place}".encode()).hexdigest()[:16]
+def span_json(s: Span) -> dict:
+    """A span in OTLP/JSON (hex ids, integer enums, 64-bit integers as strings)."""
+    out: dict[str, Any] = {"traceId": s.trace_id, "spanId": s.span_id}
+    if s.parent_id is not None:
+        out["parentSpanId"] = s.parent_id
+    out.update({"name": s.name, "kind": s.kind, "startTimeUnixNano": nanos(s.start), "endTimeUnixNano": nanos(s.end),
+                "attributes": attributes(s.attributes)})
+    if s.events:
+        out["events"] = [_event_json(ev) for ev in s.events]
+    if s.status is not None:
+        out["status"] = {"code": s.status[0], "message": s.status[1]}
+    return out
 
 
 def _server_names(cap: Capture) -> dict[str, str]:
@@ -72,79 +79,68 @@ def _server_names(cap: Capture) -> dict[str, str]:
     return names
 
 
+def _facts(cap: Capture):
+    def facts(index: int | None) -> Facts | None:
+        m = cap.messages.get(index) if index is not None else None
+        return facts_of(m) if m is not None else None
+    return facts
+
+
 def _chain_spans(cap: Capture, c: dict, session: str, findings: list[dict]) -> list[dict]:
-    tid = trace_id(session, c["id"])
-    root = span_id(tid, "chain")
-    method, target = c.get("method"), c.get("target")
-    name = f"{method} {target}" if target is not None else str(method)
-    transport = cap.starts[session].transport if session in cap.starts else None
-    common = {"mcp.method.name": method, TARGET_KEY.get(method or "", "mrtr.target"): target,
-              "network.transport": {"stdio": "pipe", "http": "tcp"}.get(transport or ""),
-              "mrtr.session": session, "mrtr.chain.id": c["id"]}
-    end = c.get("end") or c.get("start") or 0.0
-    spans = []
-    where: dict[int, str] = {}  # message index → the span it belongs to
-    rounds = {r["round"]: r for r in c.get("round_details") or ()}
+    start = cap.starts.get(session)
+    transport = start.transport if start is not None else None
+    upstream = start.info.get("upstream") if start is not None else None
+    root = chain_span(c, session, transport, upstream if isinstance(upstream, str) else None, _facts(cap))
+    own = trace_id(session, c["id"])
+    common = common_attributes(c, session, transport)
+    del common["gen_ai.operation.name"]
+    end = root.end
+    spans: list[Span] = []
+    where: dict[int, Span] = {}  # message index → the span it belongs to
     retried = {}
     for n, e in enumerate(c.get("timeline") or ()):
-        sid = span_id(tid, f"exchange {n}")
-        where[e["message"]] = sid
-        if e.get("response_message") is not None:
-            where[e["response_message"]] = sid
         rnd = e.get("retries_round") or 0
         if rnd:
             retried[rnd] = e
         resp = e.get("response") or "pending"
-        attrs = {**common, "jsonrpc.request.id": format_id(e["id"]), "mrtr.round": rnd,
+        attrs = {**common, "jsonrpc.request.id": plain_id(e["id"]), "mrtr.round": rnd,
                  "mrtr.response": resp, "mrtr.link": e.get("link"),
                  "mrtr.message.request": e["message"], "mrtr.message.response": e.get("response_message")}
-        span = {"traceId": tid, "spanId": sid, "parentSpanId": root,
-                "name": name + (f" (retry {rnd})" if rnd else ""), "kind": CLIENT,
-                "startTimeUnixNano": nanos(e["time"]), "endTimeUnixNano": nanos(e.get("response_time") or end),
-                "attributes": None}
+        status = None
         if resp == "error":
             attrs["error.type"] = attrs["rpc.response.status_code"] = str(e.get("error_code"))
-            span["status"] = {"code": STATUS_ERROR, "message": f"JSON-RPC error {e.get('error_code')}"}
-        span["attributes"] = attributes(attrs)
+            status = (STATUS_ERROR, f"JSON-RPC error {e.get('error_code')}")
+        span = Span(root.trace_id, span_id(own, f"exchange {n}"), root.span_id, root.name + (f" (retry {rnd})" if rnd else ""),
+                    CLIENT, e["time"], e.get("response_time") or end, attrs, status=status)
+        where[e["message"]] = span
+        if e.get("response_message") is not None:
+            where[e["response_message"]] = span
         spans.append(span)
-    for n, rd in rounds.items():
+    for rd in c.get("round_details") or ():
+        n = rd["round"]
         retry = retried.get(n)
         asked = [f"{k}: {a.get('method')}" for k, a in (rd.get("asked") or {}).items()]
-        if "server_request" in rd:  # a legacy round (RULES.md §13): the server's question, the client's answer
+        legacy = "server_request" in rd  # a legacy round (RULES.md §13): the server's question, the client's answer
+        if legacy:
             answered, until = rd.get("response_time") is not None, rd.get("response_time") or end
             wait = rd.get("wait_ms", rd.get("unanswered_ms"))
-            sid = span_id(tid, f"waiting {n}")
-            where[rd["message"]] = sid
-            if rd.get("response_message") is not None:
-                where[rd["response_message"]] = sid
         else:
             answered, until = retry is not None, retry["time"] if retry else end
             wait = retry.get("wait_ms") if retry else rd.get("unanswered_ms")
         attrs = {**common, "mrtr.round": n, "mrtr.asked": asked, "mrtr.answered": answered, "mrtr.wait_ms": wait}
-        if "server_request" in rd:
+        if legacy:
             attrs["mrtr.link"] = rd.get("link")
-        spans.append({"traceId": tid, "spanId": span_id(tid, f"waiting {n}"), "parentSpanId": root,
-                      "name": f"waiting for input (round {n})", "kind": INTERNAL,
-                      "startTimeUnixNano": nanos(rd["time"]), "endTimeUnixNano": nanos(until),
-                      "attributes": attributes(attrs)})
-    root_span = {"traceId": tid, "spanId": root, "name": name, "kind": INTERNAL,
-                 "startTimeUnixNano": nanos(c.get("start") or end), "endTimeUnixNano": nanos(end),
-                 "attributes": attributes({**common, "mrtr.rounds": c.get("rounds"), "mrtr.outcome": c.get("outcome"),
-                                           "mrtr.link": c.get("link"), "mrtr.era": c.get("era"),
-                                           "mrtr.requests": [format_id(i) for i in c.get("requests") or ()]})}
-    if c.get("outcome") == "error":
-        root_span["status"] = {"code": STATUS_ERROR, "message": f"the chain ended in JSON-RPC error {c.get('error_code')}"}
-    spans.insert(0, root_span)
-    by_id = {s["spanId"]: s for s in spans}
+        span = Span(root.trace_id, span_id(own, f"waiting {n}"), root.span_id, f"waiting for input (round {n})",
+                    INTERNAL, rd["time"], until, attrs)
+        if legacy:
+            where[rd["message"]] = span
+            if rd.get("response_message") is not None:
+                where[rd["response_message"]] = span
+        spans.append(span)
     for f in findings:
         mine = [m for m in f.get("messages") or () if m in where]
-        span = by_id[where[max(mine)]] if mine else root_span
-        span.setdefault("events", []).append({
-            "timeUnixNano": nanos(f.get("time") or end), "name": f["rule"],
-            "attributes": attributes({"mrtr.severity": f["severity"], "mrtr.message": f["message"],
-                                      "mrtr.spec": f.get("spec"), "mrtr.conformance": f.get("conformance"),
-                                      "mrtr.messages": list(f.get("messages") or ())})})
-    return spans
+        (where[max(mine)] if mine else root).events.append(finding_event(f, end))
+    return [span_json(s) for s in [root, *spans]]
 
 
 def to_otlp(cap: Capture) -> dict:
