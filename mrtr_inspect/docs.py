@@ -39,6 +39,7 @@ SECTION_TITLES = {
     "4.8": "Legacy era and era mixing",
     "4.9": "Tasks extension interplay",
     "10": "Decisions taken after review",
+    "12": "Active probes",
     "tool": "The tool's own findings",
 }
 

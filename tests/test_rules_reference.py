@@ -27,6 +27,7 @@ NOT_IN_CATALOG_HEADINGS = {
     "retry-id-stringly-equal",  # §10.1
     "server-gave-up-after-rounds", "server-rejected-own-state", "tool-result-missing-structured-content",  # §10.5
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"
+    "server-rejected-unknown-key", "server-error-on-decline",  # §12: "warnings defined by this table"
 }
 
 
