@@ -209,12 +209,15 @@ def test_an_unknown_mutation_is_exit_2(recording):
 
 
 def test_probe_over_http(running):
-    """Over Streamable HTTP: the sample server (official SDK, sealed state) behind its URL."""
+    """Over Streamable HTTP, every mutation: the sample server (official SDK, sealed state) behind its
+    URL rejects every tampered state, and no finding is an error (its state is not single-use: the
+    replayed-state probes fail, with a warning)."""
     rec = FIXTURES / "test_sdk_http" / "test_the_client_completes_every_chain.jsonl"
     server = running(sdk_server("--http"))
-    r = cli("probe", str(rec), "--upstream", server.url, "--format", "json", "--only", "tampered-state,missing-answer",
-            timeout=300)
+    r = cli("probe", str(rec), "--upstream", server.url, "--format", "json", timeout=600)
     assert r.returncode == 0, r.stderr.decode()
     report = json.loads(r.stdout)
-    assert report["probes"] and all(p["verdict"] == "pass" for p in report["probes"]), report["probes"]
+    tampered = [p for p in report["probes"] if p["mutation"] == "tampered-state"]
+    assert len(tampered) == 5 and all(p["verdict"] == "pass" for p in tampered), tampered
     assert [f for f in report["findings"] if f["severity"] == "error"] == []
+    assert {p["verdict"] for p in report["probes"] if p["mutation"] == "replayed-state"} == {"fail"}
