@@ -54,6 +54,7 @@ class ProbeResult:
     sent: list[bytes] = field(default_factory=list)  # what it sent (the last one is the mutated request)
     finding: Finding | None = None
     mutated: list[int] = field(default_factory=list)  # indexes of the mutated request and of its response
+    pending: Any = None  # (Played, Live) of the mutated request once sent
 
     def to_json(self) -> dict:
         return {"chain": self.chain, "mutation": self.mutation, "verdict": self.verdict, "rule": self.rule,
@@ -268,6 +269,7 @@ def _play(plan: Plan, env: _Env, res: ProbeResult, peer: Peer, prelude: bool) ->
     data = set_member(data, ("id",), p.live_id)
     p.sent = decode_message(data)
     res.sent.append(data)
+    res.pending = (p, live)  # what a server that hangs or dies was sent
     side = None if plan.other_headers else plan.target.http
     peer.send(p, data, side)
     if not p.done.wait(timeout):
@@ -324,11 +326,12 @@ def run_one(plan: Plan, env: _Env) -> ProbeResult:
     if env.options.dry_run:
         res.verdict, res.reason = SKIPPED, res.reason or "dry run: nothing was sent"
         return res
-    if hung:
-        res.verdict, res.rule, res.reason = FAIL, "upstream-error", \
-            f"the probe did not finish within {env.options.timeout:g} s (the server hangs)"
-    elif failure:
-        res.verdict, res.rule, res.reason = FAIL, "upstream-error", failure[0]
+    if hung or failure:
+        res.verdict, res.rule = FAIL, "upstream-error"
+        res.reason = f"the probe did not finish within {env.options.timeout:g} s (the server hangs)" if hung \
+            else failure[0]
+        if res.pending is not None:
+            res.messages, res.mutated = _indexes(traffic, res.pending[1], res.pending[0])
     elif outcome and outcome[0] is not None:
         p, live = outcome[0]
         if p.response is None:
