@@ -443,6 +443,56 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
                         fail_on=fail_on, config=config))
 
 
+# -- probe (mrtr_inspect/probe/) --------------------------------------------------------------------
+
+
+@main.command("probe")
+@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("cmd", nargs=-1, type=click.UNPROCESSED)
+@click.option("--upstream", metavar="URL", help="The live Streamable HTTP server (else: -- CMD [ARG...]).")
+@click.option("--only", "only", metavar="MUTATION,...", help="Only these mutations (docs/probes.md lists them).")
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
+              show_default=True)
+@click.option("--output", type=click.Path(dir_okay=False), help="Write there instead of stdout.")
+@click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
+              show_default=True, help="Exit 1 when a finding at or above this severity is reported.")
+@click.option("--allow-remote", is_flag=True, help="Probe an upstream that is not a loopback address.")
+@click.option("--dry-run", is_flag=True, help="Show what each probe would send; send nothing.")
+@click.option("--reuse", is_flag=True, help="stdio: one server process for every probe (default: a fresh one each).")
+@click.option("--timeout", type=float, default=30.0, show_default=True, help="Seconds one probe may take.")
+@click.option("--max-rounds", type=click.IntRange(1), default=10, show_default=True,
+              help="Rounds a probe may play before its mutated request.")
+@click.option("--record", metavar="PATH", help="Record the probe's own traffic to PATH (the report's message indexes).")
+@click.option("--header", "headers", multiple=True, metavar="'NAME: VALUE'",
+              help="HTTP: set this header on every request. Repeatable.")
+@rule_options
+def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote, dry_run, reuse, timeout, max_rounds,
+                  record, headers, severity, disable) -> None:
+    """Active probes (RULES.md §12): each recorded chain with a round is played against the live
+    server up to that round, then sent mutated (a tampered requestState, a missing answer…); the
+    server's reaction is judged. Exit 0: nothing at or above --fail-on; 1: findings at or above it;
+    2: bad usage, unreadable input, or a server that cannot be started or reached.
+
+    \b
+      mrtr-inspect probe session.jsonl -- python server.py
+      mrtr-inspect probe session.jsonl --upstream http://127.0.0.1:3000/mcp --only tampered-state
+    """
+    from .probe.command import probe
+    from .probe.runner import ProbeOptions
+    from .recording.files import unwritable
+    from .replay import run
+
+    config = build_config(severity, disable)
+    if output and (reason := unwritable(output, "output")):
+        fail(reason)
+    names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
+    options = ProbeOptions(names, timeout, max_rounds, reuse, dry_run)
+    code, _, _ = probe(path, upstream=upstream, cmd=tuple(cmd), options=options, fmt=fmt, output_path=output,
+                       fail_on=fail_on, allow_remote=allow_remote, record=record,
+                       headers=tuple(run.parse_header(h) for h in headers), config=config)
+    sys.exit(code)
+
+
 @main.command()
 @click.argument("path", type=click.Path(dir_okay=False))
 @click.option("--to", "to", type=click.Choice(["fixture", "har", "html", "mermaid", "otlp"]), required=True,

@@ -28,6 +28,7 @@ NOT_IN_CATALOG_HEADINGS = {
     "server-gave-up-after-rounds", "server-rejected-own-state", "tool-result-missing-structured-content",  # §10.5
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"
     "legacy-server-request-unattached",  # §13: a question no evidence ties is "left unattached, and said so (info)"
+    "server-rejected-unknown-key", "server-error-on-decline",  # §12: "warnings defined by this table"
 }
 
 

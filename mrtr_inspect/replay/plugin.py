@@ -666,3 +666,7 @@ def pytest_runtest_call(item: pytest.Item):
             pytest.fail(f"mrtr-inspect: {len(misses)} request(s) matched nothing in {obj.path}:\n{lines}{hint}",
                         pytrace=False)
     return result
+
+
+# The probe's marker and fixture (`mrtr_probe`, mrtr_inspect/probe/plugin.py) come with this plugin.
+pytest_plugins = ("mrtr_inspect.probe.plugin",)

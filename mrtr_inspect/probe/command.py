@@ -1,0 +1,105 @@
+"""`mrtr-inspect probe`, for the command line and the pytest plugin: the checks before anything is
+sent (a loopback upstream unless allowed otherwise), the run, the report; returns the exit status
+(as `check`: 0, 1 for findings at or above --fail-on), or raises a UserError (exit 2)."""
+
+from __future__ import annotations
+
+import ipaddress
+import os
+import sys
+import tempfile
+from typing import IO
+from urllib.parse import urlsplit
+
+from ..config import Config
+from ..core.findings import RANK
+from ..recording.files import open_private
+from ..replay.script import ReplayError, load_script
+from . import output
+from .runner import ProbeOptions, ProbeRun, run_probes
+
+
+def is_loopback(url: str) -> bool:
+    host = (urlsplit(url).hostname or "").strip("[]").lower()
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def check_upstream(upstream: str, allow_remote: bool) -> None:
+    u = urlsplit(upstream)
+    if u.scheme not in ("http", "https") or not u.hostname:
+        raise ReplayError(f"--upstream takes an http:// or https:// URL, not {upstream!r}")
+    if not allow_remote and not is_loopback(upstream):
+        raise ReplayError(f"probe sends mutated requests (a tampered state, a replayed retry: a deployment may run "
+                          f"twice); {u.hostname} is not a loopback address: give --allow-remote to probe it")
+
+
+def recorded_chains_report(path: str, config: Config | None) -> list[dict]:
+    from ..api import analysed
+
+    builder = analysed([path], config)
+    try:
+        return sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
+    finally:
+        builder.close()
+
+
+def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), options: ProbeOptions | None = None,
+          fmt: str = "text", output_path: str | None = None, fail_on: str = "error", allow_remote: bool = False,
+          record: str | None = None, headers: tuple[tuple[str, str], ...] = (), config: Config | None = None,
+          out: IO[str] | None = None, err: IO[str] | None = None) -> tuple[int, ProbeRun, dict]:
+    """Run the probes; write the report; return (exit status, the run, the JSON report)."""
+    from ..replay.verify import HttpPeer, StdioPeer
+
+    out, err = out or sys.stdout, err or sys.stderr
+    options = options or ProbeOptions()
+    if bool(upstream) == bool(cmd):
+        raise ReplayError("probe needs the live server: --upstream URL, or -- CMD [ARG...] (one of them)")
+    if upstream:
+        check_upstream(upstream, allow_remote)
+    script = load_script(path)
+    if upstream:
+        def make_peer(sid, log):
+            return HttpPeer(upstream, log, headers, options.timeout)
+        transport, against = "http", upstream
+    else:
+        def make_peer(sid, log):
+            return StdioPeer(list(cmd), log, [s for s in script.steps if s.session == sid], options.timeout)
+        transport, against = "stdio", " ".join(cmd)
+    temp = None
+    if record is None and not options.dry_run and fmt == "sarif":  # SARIF locates findings in the traffic
+        fd, temp = tempfile.mkstemp(prefix="mrtr-probe-", suffix=".jsonl")
+        os.close(fd)
+        os.unlink(temp)
+    try:
+        run = run_probes(script, make_peer, options, transport, config, record or temp)
+        chains = recorded_chains_report(path, config)
+        doc = output.report(run, path, chains, against)
+        if temp is not None:
+            doc["traffic"] = None
+        stream = open_private(output_path) if output_path else out
+        try:
+            if options.dry_run:
+                output.write_dry_run(run, stream, against)
+            elif fmt == "json":
+                output.write_json(doc, stream)
+            elif fmt == "sarif":
+                output.write_sarif(run, chains, stream)
+            elif fmt == "junit":
+                stream.write(output.junit(run, path, fail_on))
+            else:
+                output.write_text(run, stream, against)
+        finally:
+            if output_path:
+                stream.close()
+            else:
+                stream.flush()
+    finally:
+        if temp is not None and os.path.exists(temp):
+            os.unlink(temp)
+    bad = fail_on != "never" and any(RANK.get(f.severity, 0) >= RANK[fail_on] for f in run.findings)
+    return (1 if bad else 0), run, doc
