@@ -411,6 +411,30 @@ def import_command(path, output) -> None:
 
 
 
+@main.command("diff")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
+def diff_command(a, b, fmt, ignore) -> None:
+    """What changed from recording A to recording B, by meaning: the tools, prompts and resources
+    offered, each chain's rounds, questions and outcome, the results. Ids, times, session ids and
+    requestStates are not changes. Exit 0: the same; 1: they differ; 2: unreadable input.
+
+    \b
+      mrtr-inspect diff before.jsonl after.jsonl
+      mrtr-inspect diff before.jsonl after.jsonl --ignore result.structuredContent.at --format json
+    """
+    from . import diff
+
+    changes, notes = diff.diff(a, b, ignore)
+    if fmt == "json":
+        diff.write_json(sys.stdout, a, b, changes, notes)
+    else:
+        diff.write_text(sys.stdout, a, b, changes, notes, color=sys.stdout.isatty())
+    sys.exit(1 if changes else 0)
+
+
 @main.command()
 @click.option("--out", "out_dir", default="mrtr-inspect-demo", show_default=True,
               help="Where the demo leaves its recording and report.")
