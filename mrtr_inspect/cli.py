@@ -435,6 +435,18 @@ def diff_command(a, b, fmt, ignore) -> None:
     sys.exit(1 if changes else 0)
 
 
+@main.command("addon-path")
+def addon_path() -> None:
+    """The path of the mitmproxy addon script the package ships, for stock mitmproxy:
+
+    \b
+      mitmdump -s "$(mrtr-inspect addon-path)" --mode reverse:http://127.0.0.1:3000
+    """
+    from pathlib import Path
+
+    click.echo(str(Path(__file__).resolve().with_name("addon.py")))
+
+
 @main.command()
 @click.option("--out", "out_dir", default="mrtr-inspect-demo", show_default=True,
               help="Where the demo leaves its recording and report.")
