@@ -435,6 +435,52 @@ def diff_command(a, b, fmt, ignore) -> None:
     sys.exit(1 if changes else 0)
 
 
+@main.command("wrap")
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers", multiple=True, metavar="NAME", help="Wrap this server only (repeatable; default: every stdio server).")
+@click.option("--record-dir", metavar="DIR", help="Where the tee records, one DIR/NAME.jsonl per server "
+              "(default: ~/.mrtr-inspect/recordings).")
+@click.option("--client", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "windsurf"]),
+              help="Instead of CONFIG: that client's usual configuration file on this system.")
+@click.option("--list", "list_clients", is_flag=True, help="List the clients' usual configuration files and exit.")
+def wrap_command(config, servers, record_dir, client, list_clients) -> None:
+    """Put the tee in front of the stdio servers of an MCP client's configuration (mcpServers or
+    servers): each starts `mrtr-inspect stdio --record DIR/NAME.jsonl -- ITS COMMAND`, env, cwd and
+    the rest kept; URL servers stay as they are. A backup stays beside the file; `unwrap` restores it.
+
+    \b
+      mrtr-inspect wrap ~/.cursor/mcp.json --server github
+      mrtr-inspect wrap --client claude-desktop --record-dir ~/mcp-recordings
+    """
+    from . import wrap
+
+    if list_clients:
+        for line in wrap.listing():
+            click.echo(line)
+        return
+    sys.exit(_say(wrap.wrap(_config_file(config, client), servers, record_dir)))
+
+
+def _config_file(config: str | None, client: str | None) -> str:
+    from . import wrap
+
+    if bool(config) == bool(client):
+        fail("name the configuration file (CONFIG) or --client, one of them")
+    return config or str(wrap.find_client_config(client))
+
+
+@main.command("unwrap")
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.option("--client", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "windsurf"]),
+              help="Instead of CONFIG: that client's usual configuration file on this system.")
+def unwrap_command(config, client) -> None:
+    """Restore the configuration `wrap` changed, byte for byte. Refused when the file changed since
+    (the backup beside it is kept)."""
+    from . import wrap
+
+    sys.exit(_say(wrap.unwrap(_config_file(config, client))))
+
+
 @main.command("addon-path")
 def addon_path() -> None:
     """The path of the mitmproxy addon script the package ships, for stock mitmproxy:
