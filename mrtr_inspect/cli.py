@@ -185,12 +185,18 @@ def stdio(record, report, quiet, severity, disable, cmd) -> None:
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config))
 
 
-def _analyse(paths: tuple[str, ...], config: Config):
+def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None):
     """Run recordings through the analysis; returns the report builder. Raises UnreadableRecording
-    (a UserError: one line, exit 2)."""
+    (a UserError: one line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py)."""
     from .api import analysed
+    from .outputs import progress as bar
 
-    builder = analysed(paths, config)
+    watch = None
+    if progress is not None and bar.wanted():
+        def watch(builder):
+            return bar.Progress(progress, bar.total_bytes(paths), bar.bytes_read(paths),
+                                lambda: builder.chain_count, "chains", enabled=True)
+    builder = analysed(paths, config, watch)
     for line in builder.notes:
         say(f"note: {line}")
     return builder
@@ -213,7 +219,7 @@ def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
     config = build_config(severity, disable)
     if output and (reason := unwritable(output, "output")):
         fail(reason)  # before the analysis, not after it
-    builder = _analyse(paths, config)
+    builder = _analyse(paths, config, progress="check")
     try:
         out = open_private(output) if output else sys.stdout  # 0600 when new: it may quote answers
         try:
@@ -405,9 +411,13 @@ def import_command(path, output) -> None:
     """A HAR file or a mitmproxy flow file (mitmdump -w) into a recording that check, show, export
     and replay read. Redacted like a live recording."""
     from .adapters.importer import import_file
+    from .outputs import progress as bar
 
     config = build_config()
-    sys.exit(_say(import_file(path, output, config)))
+    written = bar.Tally()
+    with bar.Progress("import", bar.total_bytes([path]), bar.bytes_read([path]), written, "exchanges written"):
+        lines = import_file(path, output, config, written)
+    sys.exit(_say(lines))
 
 
 
