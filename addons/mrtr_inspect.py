@@ -5,6 +5,7 @@
 
 Also adds the "MCP JSON-RPC" contentview. With mitmweb, or `-w FILE`, run with `--set
 store_streamed_bodies=true` so flows keep the bodies the addon streams. docs/http-proxy.md says more.
+The installed package ships the same script (mrtr_inspect/addon.py): `mitmdump -s "$(mrtr-inspect addon-path)"`.
 """
 
 import sys

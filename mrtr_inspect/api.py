@@ -208,14 +208,20 @@ class Report:
         return [f for f in self.findings if f.rule == rule]
 
 
-def analysed(paths: Iterable[PathLike], config: Config | None = None) -> ReportBuilder:
+def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any = None) -> ReportBuilder:
     """The report builder of the recordings, analysed as one capture, with the reader's notes; the
-    caller closes it. Raises `UnreadableRecording` for an input that is not a recording."""
+    caller closes it. Raises `UnreadableRecording` for an input that is not a recording. `watch`:
+    a function of the builder returning a context manager held around the analysis (the command
+    line's progress bar)."""
     inputs = [os.fspath(p) for p in paths]
     builder = ReportBuilder(inputs)
     notes: dict[str, ReadNotes] = {}
     try:
-        analyze_all(inputs, builder.add_all, config, notes)
+        if watch is None:
+            analyze_all(inputs, builder.add_all, config, notes)
+        else:
+            with watch(builder):
+                analyze_all(inputs, builder.add_all, config, notes)
     except BaseException:
         builder.close()
         raise

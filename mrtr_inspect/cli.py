@@ -215,12 +215,18 @@ def stdio(record, report, quiet, otlp_endpoint, metrics, severity, disable, cmd)
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports))
 
 
-def _analyse(paths: tuple[str, ...], config: Config):
+def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None):
     """Run recordings through the analysis; returns the report builder. Raises UnreadableRecording
-    (a UserError: one line, exit 2)."""
+    (a UserError: one line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py)."""
     from .api import analysed
+    from .outputs import progress as bar
 
-    builder = analysed(paths, config)
+    watch = None
+    if progress is not None and bar.wanted():
+        def watch(builder):
+            return bar.Progress(progress, bar.total_bytes(paths), bar.bytes_read(paths),
+                                lambda: builder.chain_count, "chains", enabled=True)
+    builder = analysed(paths, config, watch)
     for line in builder.notes:
         say(f"note: {line}")
     return builder
@@ -243,7 +249,7 @@ def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
     config = build_config(severity, disable)
     if output and (reason := unwritable(output, "output")):
         fail(reason)  # before the analysis, not after it
-    builder = _analyse(paths, config)
+    builder = _analyse(paths, config, progress="check")
     try:
         out = open_private(output) if output else sys.stdout  # 0600 when new: it may quote answers
         try:
@@ -534,10 +540,96 @@ def import_command(path, output) -> None:
     """A HAR file or a mitmproxy flow file (mitmdump -w) into a recording that check, show, export
     and replay read. Redacted like a live recording."""
     from .adapters.importer import import_file
+    from .outputs import progress as bar
 
     config = build_config()
-    sys.exit(_say(import_file(path, output, config)))
+    written = bar.Tally()
+    with bar.Progress("import", bar.total_bytes([path]), bar.bytes_read([path]), written, "exchanges written"):
+        lines = import_file(path, output, config, written)
+    sys.exit(_say(lines))
 
+
+
+@main.command("diff")
+@click.argument("a", type=click.Path(dir_okay=False))
+@click.argument("b", type=click.Path(dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option("--ignore", multiple=True, metavar="PATH", help=_IGNORE_HELP)
+def diff_command(a, b, fmt, ignore) -> None:
+    """What changed from recording A to recording B, by meaning: the tools, prompts and resources
+    offered, each chain's rounds, questions and outcome, the results. Ids, times, session ids and
+    requestStates are not changes. Exit 0: the same; 1: they differ; 2: unreadable input.
+
+    \b
+      mrtr-inspect diff before.jsonl after.jsonl
+      mrtr-inspect diff before.jsonl after.jsonl --ignore result.structuredContent.at --format json
+    """
+    from . import diff
+
+    changes, notes = diff.diff(a, b, ignore)
+    if fmt == "json":
+        diff.write_json(sys.stdout, a, b, changes, notes)
+    else:
+        diff.write_text(sys.stdout, a, b, changes, notes, color=sys.stdout.isatty())
+    sys.exit(1 if changes else 0)
+
+
+@main.command("wrap")
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.option("--server", "servers", multiple=True, metavar="NAME", help="Wrap this server only (repeatable; default: every stdio server).")
+@click.option("--record-dir", metavar="DIR", help="Where the tee records, one DIR/NAME.jsonl per server "
+              "(default: ~/.mrtr-inspect/recordings).")
+@click.option("--client", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "windsurf"]),
+              help="Instead of CONFIG: that client's usual configuration file on this system.")
+@click.option("--list", "list_clients", is_flag=True, help="List the clients' usual configuration files and exit.")
+def wrap_command(config, servers, record_dir, client, list_clients) -> None:
+    """Put the tee in front of the stdio servers of an MCP client's configuration (mcpServers or
+    servers): each starts `mrtr-inspect stdio --record DIR/NAME.jsonl -- ITS COMMAND`, env, cwd and
+    the rest kept; URL servers stay as they are. A backup stays beside the file; `unwrap` restores it.
+
+    \b
+      mrtr-inspect wrap ~/.cursor/mcp.json --server github
+      mrtr-inspect wrap --client claude-desktop --record-dir ~/mcp-recordings
+    """
+    from . import wrap
+
+    if list_clients:
+        for line in wrap.listing():
+            click.echo(line)
+        return
+    sys.exit(_say(wrap.wrap(_config_file(config, client), servers, record_dir)))
+
+
+def _config_file(config: str | None, client: str | None) -> str:
+    from . import wrap
+
+    if bool(config) == bool(client):
+        fail("name the configuration file (CONFIG) or --client, one of them")
+    return config or str(wrap.find_client_config(client))
+
+
+@main.command("unwrap")
+@click.argument("config", required=False, type=click.Path(dir_okay=False))
+@click.option("--client", type=click.Choice(["claude-desktop", "claude-code", "cursor", "vscode", "windsurf"]),
+              help="Instead of CONFIG: that client's usual configuration file on this system.")
+def unwrap_command(config, client) -> None:
+    """Restore the configuration `wrap` changed, byte for byte. Refused when the file changed since
+    (the backup beside it is kept)."""
+    from . import wrap
+
+    sys.exit(_say(wrap.unwrap(_config_file(config, client))))
+
+
+@main.command("addon-path")
+def addon_path() -> None:
+    """The path of the mitmproxy addon script the package ships, for stock mitmproxy:
+
+    \b
+      mitmdump -s "$(mrtr-inspect addon-path)" --mode reverse:http://127.0.0.1:3000
+    """
+    from pathlib import Path
+
+    click.echo(str(Path(__file__).resolve().with_name("addon.py")))
 
 
 @main.command()

@@ -13,6 +13,7 @@ HAR without pages, or a flow file, is one session.
 from __future__ import annotations
 
 import os
+from typing import Any
 
 from ..config import Config
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
@@ -21,9 +22,10 @@ from .flows import Exchange, ImportFailed, frames, read_exchanges
 __all__ = ["ImportFailed", "import_file"]
 
 
-def import_file(path: str, output: str, config: Config | None = None) -> list[str]:
+def import_file(path: str, output: str, config: Config | None = None, written: Any = None) -> list[str]:
     """Write the exchanges of `path` to the recording `output`, redacted as a live recording is
-    (`redactor_for(config)`); returns the lines to tell the user."""
+    (`redactor_for(config)`); returns the lines to tell the user. `written`: an
+    outputs.progress.Tally counting the exchanges written (for the progress bar)."""
     try:
         kind, exchanges, notes, left_out = read_exchanges(path)
     except ImportFailed as e:
@@ -50,6 +52,8 @@ def import_file(path: str, output: str, config: Config | None = None) -> list[st
         with writer:
             for *_, fr in timed:
                 writer.write(fr)
+            if written is not None:
+                written.n += len(group)
             writer.close(end_time=max(t for t, *_ in timed))
         sessions += 1
     return notes + [f"wrote {output}: {len(exchanges)} exchange{'s' if len(exchanges) != 1 else ''} from the "

@@ -94,7 +94,12 @@ def verify(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (),
         def make_peer(sid, log):
             return StdioPeer(list(cmd), log, [s for s in script.steps if s.session == sid], options.timeout)
         transport, against = "stdio", " ".join(cmd)
-    result = verify_script(script, make_peer, options, transport, config, record)
+    from ..outputs.progress import Progress, Tally
+
+    sent = Tally()
+    requests = sum(1 for s in script.steps if s.kind == "request")
+    with Progress("replay verify", requests, sent, unit="requests", in_bytes=False, stream=err):
+        result = verify_script(script, make_peer, options, transport, config, record, sent)
     render(result, out, f"{path} against {against}")
     out.flush()
     printer = _printer(quiet, err)

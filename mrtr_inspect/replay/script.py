@@ -33,7 +33,7 @@ from ..core.events import (
     SseEvent,
     StdioLine,
 )
-from ..core.inspector import Inspector
+from ..core.inspector import ChainEvent, Inspector
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, format_id, id_key, target_of
 from ..errors import UserError
 from ..recording.reader import ReadNotes, UnreadableRecording, read_frames
@@ -157,6 +157,7 @@ class Script:
     notes: ReadNotes
     frames: list | None = None  # every frame, in order (kept on request, for export)
     skipped: list[str] = field(default_factory=list)  # what cannot be played, and why
+    chains: dict[str, dict] = field(default_factory=dict)  # chain id -> the core's summary (as `check` reports it)
 
     @property
     def transport(self) -> str:
@@ -176,8 +177,9 @@ class Script:
         return self.notes.lines(self.path) + [f"{self.path}: {s}" for s in self.skipped] + unanswered
 
 
-def load_script(path: str | os.PathLike, keep_frames: bool = False) -> Script:
-    """Read a recording into a script. Raises ScriptError when it is unreadable or holds no request."""
+def load_script(path: str | os.PathLike, keep_frames: bool = False, allow_empty: bool = False) -> Script:
+    """Read a recording into a script. Raises ScriptError when it is unreadable or (unless
+    `allow_empty`) holds no request."""
     loader = _Loader(str(path), keep_frames)
     try:
         for frame in read_frames(path, loader.notes):
@@ -185,7 +187,7 @@ def load_script(path: str | os.PathLike, keep_frames: bool = False) -> Script:
     except UnreadableRecording as e:
         raise ScriptError(str(e)) from None
     script = loader.script()
-    if not script.exchanges:
+    if not script.exchanges and not allow_empty:
         raise ScriptError(f"{path}: the recording holds no client request to replay")
     return script
 
@@ -208,12 +210,16 @@ class _Loader:
         self.by_index: dict[int, Exchange] = {}  # message index of the request -> exchange
         self.inflight: dict[str, list[Exchange]] = {}  # stdio session -> requests not answered yet
         self.last: dict[str, Exchange] = {}  # stdio session -> latest request
+        self.chains: dict[str, dict] = {}
 
     def feed(self, frame) -> None:
         self.n += 1
         if self.frames is not None:
             self.frames.append(frame)
-        msgs = [o for o in self.insp.feed(frame) if type(o) is Message]
+        outs = self.insp.feed(frame)
+        msgs = [o for o in outs if type(o) is Message]
+        if len(msgs) != len(outs):
+            self._closed(outs)
         t = type(frame)
         if t is SessionStart:
             self.sessions.append(frame)
@@ -336,8 +342,13 @@ class _Loader:
         what = "a batch" if m.kind == "batch" else f"a message that is not JSON-RPC ({m.problem})"
         self.skipped.append(f"message #{m.index} is {what}; it is not replayed")
 
+    def _closed(self, outs: list) -> None:
+        for o in outs:
+            if type(o) is ChainEvent and o.kind == "closed":
+                self.chains[o.chain.id] = o.chain.summary()
+
     def script(self) -> Script:
-        self.insp.close()
+        self._closed(self.insp.close())
         issued = {s for ex in self.exchanges if (s := ex.issued_state) is not None}
         sent: dict[tuple, Exchange] = {}  # (session, id) -> the latest request with that id
         for step in self.steps:
@@ -353,4 +364,5 @@ class _Loader:
             st = p.get("requestState")
             if type(st) is str and st in issued:
                 ex.echoed_state = st
-        return Script(self.path, self.exchanges, self.steps, self.sessions, self.notes, self.frames, self.skipped)
+        return Script(self.path, self.exchanges, self.steps, self.sessions, self.notes, self.frames, self.skipped,
+                      self.chains)

@@ -217,7 +217,9 @@ def _live_request(ex: Exchange, played: dict[int, Played], p: Played) -> bytes |
     return set_member(data, ("params", "requestState"))
 
 
-def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertools.count) -> list[Played]:
+def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertools.count,
+                 sent: Any = None) -> list[Played]:
+    """Play one session's steps; `sent`: an outputs.progress.Tally counting the requests sent."""
     played: dict[int, Played] = {}
     order: list[Played] = []
     live_ids: dict[Any, Any] = {}
@@ -239,6 +241,8 @@ def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertoo
             live_ids[ex.request.idk] = p.live_id
             p.sent = decode_message(data)
             peer.send(p, data, step.http)
+            if sent is not None:
+                sent.n += 1
         elif step.kind == "notification":
             data = step.msg.raw
             params = step.msg.params if type(step.msg.params) is dict else {}
@@ -256,8 +260,9 @@ def play_session(steps: list[Step], peer: Peer, timeout: float, counter: itertoo
 
 
 def verify_script(script: Script, make_peer: Callable[[str, LiveLog], Peer], options: VerifyOptions | None = None,
-                  transport: str = "stdio", config: Config | None = None, record: str | None = None) -> VerifyResult:
-    """Play every session of the script against a peer of its own; compare."""
+                  transport: str = "stdio", config: Config | None = None, record: str | None = None,
+                  sent: Any = None) -> VerifyResult:
+    """Play every session of the script against a peer of its own; compare. `sent`: see play_session."""
     options = options or VerifyOptions()
     ignore = parse_paths(TIME_PATHS + tuple(options.ignore))
     counter = itertools.count(1)
@@ -270,7 +275,7 @@ def verify_script(script: Script, make_peer: Callable[[str, LiveLog], Peer], opt
         log = LiveLog(transport, {"verify": script.path}, config, record)
         peer = make_peer(sid, log)
         try:
-            result.played += play_session(steps, peer, options.timeout, counter)
+            result.played += play_session(steps, peer, options.timeout, counter, sent)
         finally:
             peer.close()
             result.findings += log.close()
