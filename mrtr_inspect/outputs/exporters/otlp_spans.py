@@ -143,7 +143,9 @@ def server_ms(c: dict) -> float:
 
 def chain_name(c: dict) -> str:
     method, target = c.get("method"), c.get("target")
-    return f"{method} {target}" if target is not None and method != "resources/read" else str(method)
+    # CONTRACTS.md: `{method} {target}` for every method, resources/read too (the conventions would
+    # leave a URI out of the name; a dashboard keyed on the contract's name keeps it)
+    return f"{method} {target}" if target is not None else str(method)
 
 
 def common_attributes(c: dict, session: str, transport: str | None) -> dict[str, Any]:
