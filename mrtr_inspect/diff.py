@@ -230,9 +230,13 @@ def compare(a: Side, b: Side) -> tuple[list[Change], list[str]]:
     """The changes from A to B, and notes on what could not be compared."""
     changes: list[Change] = []
     notes: list[str] = []
-    if a.server is not ABSENT and b.server is not ABSENT and (diffs := _differences(a.server, b.server)):
-        changes.append(Change("server-changed", None, "the server declares differently: " + _said(diffs),
-                              None, differences=diffs))
+    if a.server is not ABSENT and b.server is not ABSENT:
+        if diffs := _differences(a.server, b.server):
+            changes.append(Change("server-changed", None, "the server declares differently: " + _said(diffs),
+                                  None, differences=diffs))
+    elif a.server is not ABSENT or b.server is not ABSENT:
+        notes.append(f"the server's declaration (server/discover, initialize): only {'A' if b.server is ABSENT else 'B'} "
+                     "recorded it; not compared")
     for kind in OFFERED:
         da, db = a.offered.get(kind), b.offered.get(kind)
         if da is None or db is None:

@@ -14,13 +14,14 @@ import sys
 import tempfile
 import termios
 import time
+from pathlib import Path
 
 import pytest
 
 from tests.outputs.conftest import HTTP_FIXTURE, run_cli, save
 from tests.traffic import ACCEPT, ELICIT, Traffic
 
-ROOT = __import__("pathlib").Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[2]
 CHAINS = 800
 SAMPLE = [sys.executable, "-m", "mrtr_inspect.samples.server"]
 STDIO_RECORDING = ROOT / "fixtures" / "test_sdk_stdio" / "test_the_client_completes_every_chain.jsonl"

@@ -5,7 +5,6 @@ starts the server the way the wrapped entry says, and the tee records the sessio
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
