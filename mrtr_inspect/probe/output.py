@@ -50,6 +50,8 @@ def report(run: ProbeRun, path: str, chains: list[dict], against: str) -> dict:
 
 def write_text(run: ProbeRun, out: IO[str], against: str, verbose: bool = False) -> None:
     out.write(printable(f"probe: against {against}") + "\n")
+    if not run.probes:
+        out.write("  no recorded chain has an input_required round: there is nothing to probe\n")
     for r in run.probes:
         out.write("  " + printable(describe(r)) + "\n")
     printer = FindingPrinter(out, min_severity="info" if verbose else "warning", color=False)

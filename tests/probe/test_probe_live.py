@@ -151,9 +151,10 @@ def test_a_server_that_cannot_start_is_exit_2(recording):
 
 def test_the_sdk_sample_server_rejects_every_tampered_state():
     """The official SDK seals requestState: on a recording of the sample server's tools, tampered-state
-    passes on every chain that has a state, and no probe finding is an error."""
+    passes on every chain that has a state, and no probe finding is an error (one process for all:
+    the sealing key is the process's, and a fresh process per probe is what the other tests show)."""
     rec = FIXTURES / "test_sdk_stdio" / "test_the_client_completes_every_chain.jsonl"
-    r = cli("probe", str(rec), "--format", "json", "--only", "tampered-state,state-on-other-request", "--",
+    r = cli("probe", str(rec), "--format", "json", "--reuse", "--only", "tampered-state,state-on-other-request", "--",
             *SAMPLE, timeout=300)
     assert r.returncode == 0, r.stderr.decode()
     report = json.loads(r.stdout)
