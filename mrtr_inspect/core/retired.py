@@ -209,11 +209,12 @@ def _parts(chain: Chain) -> tuple[list, list]:
         objs += (rd, rd.retries)
         refs += (rd.chain, rd.request, rd.retries, *rd.retries)
     asks = chain.asks
-    objs.append(asks)
-    refs.append(asks)
-    for q in asks:
-        objs.append(q)
-        refs += (q, q.chain, q.request)
+    if asks:  # a legacy chain's rounds (an empty list is in no cycle)
+        objs.append(asks)
+        refs.append(asks)
+        for q in asks:
+            objs.append(q)
+            refs += (q, q.chain, q.request)
     return objs, refs
 
 

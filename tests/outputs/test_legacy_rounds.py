@@ -86,3 +86,23 @@ def test_otlp_waiting_span_of_a_legacy_round(tmp_path):
     assert int(wait["endTimeUnixNano"]) == round(rd["response_time"] * 1e6) * 1000
     assert wait["attrs"]["mrtr.answered"] is True and wait["attrs"]["mrtr.wait_ms"] == rd["wait_ms"]
     assert wait["attrs"]["mrtr.asked"] == ["0: sampling/createMessage"] and wait["attrs"]["mrtr.link"] == "time"
+
+
+def test_the_live_view_follows_a_legacy_round():
+    from mrtr_inspect.analysis import Analysis
+    from mrtr_inspect.outputs.live import LiveView
+
+    lines: list[str] = []
+    view = LiveView(write=lambda text, severity: lines.append(text), color=False, min_severity="info")
+    insp = Analysis()
+    view.start()
+    for f in legacy().frames:
+        for o in insp.feed(f):
+            view.add(o)
+    view.stop()
+    steps = [line for line in lines if line.startswith("c1 ")]
+    assert steps[:3] == ["c1 tools/call summarize: request id=2",
+                         "c1 tools/call summarize: round 1 the server asks, asks sampling/createMessage",
+                         "c1 tools/call summarize: answered round 1 after 1.5 s waiting for input (link: time)"]
+    assert re.match(r"c1 tools/call summarize  complete  1 round  \d+ ms \(waited 1501 ms for input\)  link: time$",
+                    steps[3])
