@@ -68,11 +68,14 @@ class Metrics:
             c = out.chain
             method = _bounded(c.method, METHODS)
             self.duration.labels(method, _bounded(c.outcome or "open", OUTCOMES)).observe(max(c.end - c.start, 0.0))
-            self.rounds.labels(method).observe(len(c.rounds))
+            self.rounds.labels(method).observe(len(c.rounds) + len(c.asks))
             wait = self.wait.labels(method)
             for r in c.requests:
                 if r.round is not None:
                     wait.observe(max(r.time - r.round.irr_time, 0.0))
+            for q in c.asks:  # a legacy round (RULES.md §13): the server's question to the client's answer
+                if q.answer_time is not None:
+                    wait.observe(max(q.answer_time - q.time, 0.0))
         elif t is Finding:
             self.findings.labels(_bounded(out.rule, self.rules), _bounded(out.severity, SEVERITIES)).inc()
 

@@ -19,7 +19,7 @@ import json
 import math
 from typing import IO, Iterable
 
-from .exporters.otlp_spans import server_ms, waited_ms
+from .exporters.otlp_spans import legacy_waits, server_ms, waited_ms
 
 FORMAT = "mrtr-inspect.stats/1"
 PERCENTILES = (("p50", 50), ("p90", 90), ("p99", 99))
@@ -52,7 +52,7 @@ def stats(chains: Iterable[dict]) -> dict:
         timeline = c.get("timeline") or ()
         if any(e.get("response_time") is not None for e in timeline):
             g["_server"].append(server_ms(c))
-        if any("wait_ms" in e for e in timeline):
+        if any("wait_ms" in e for e in timeline) or legacy_waits(c):
             g["_waited"].append(waited_ms(c))
     out = []
     for key in sorted(groups, key=lambda k: (k[0], str(k[1]))):

@@ -106,3 +106,36 @@ def test_the_live_view_follows_a_legacy_round():
                          "c1 tools/call summarize: answered round 1 after 1.5 s waiting for input (link: time)"]
     assert re.match(r"c1 tools/call summarize  complete  1 round  \d+ ms \(waited 1501 ms for input\)  link: time$",
                     steps[3])
+
+
+def test_stats_count_the_users_wait_of_a_legacy_round_as_of_its_modern_twin(tmp_path):
+    """`stats` reads a legacy chain's answering time from its round (the question to the answer),
+    and leaves it out of the server's time, as it does for the modern twin's retry."""
+    groups = {}
+    for name, traffic in (("legacy", legacy()), ("modern", modern())):
+        out = run_cli("stats", save(traffic.frames, tmp_path / f"{name}.jsonl"), "--format", "json").stdout
+        (g,) = json.loads(out)["groups"]
+        groups[name] = g
+    for g in groups.values():
+        assert g["rounds"] == {"1": 1}
+        assert abs(g["waited_ms"]["max"] - WAIT * 1000.0) < 5.0
+        assert g["server_ms"]["max"] < 100.0  # the user's 1.5 s is not the server's
+
+
+def test_the_live_metrics_observe_a_legacy_rounds_wait():
+    from prometheus_client import CollectorRegistry
+
+    from mrtr_inspect.analysis import Analysis
+    from mrtr_inspect.outputs.metrics import Metrics
+
+    registry = CollectorRegistry()
+    metrics = Metrics(registry=registry)
+    a = Analysis()
+    for frame in legacy().frames:
+        for out in a.feed(frame):
+            metrics.add(out)
+    for out in a.close(1e10):
+        metrics.add(out)
+    assert registry.get_sample_value("mrtr_rounds_sum", {"mcp_method_name": "tools/call"}) == 1.0
+    assert registry.get_sample_value("mrtr_user_wait_seconds_count", {"mcp_method_name": "tools/call"}) == 1.0
+    assert abs(registry.get_sample_value("mrtr_user_wait_seconds_sum", {"mcp_method_name": "tools/call"}) - WAIT) < 0.005

@@ -128,17 +128,27 @@ def server_of(upstream: str | None) -> dict[str, Any]:
     return {"server.address": u.hostname, "server.port": port} if u.hostname else {}
 
 
+def legacy_waits(c: dict) -> list[float]:
+    """The user's answering time of each answered legacy round (RULES.md §13): the server's question
+    to the client's answer."""
+    return [rd["wait_ms"] for rd in c.get("round_details") or ()
+            if "server_request" in rd and rd.get("wait_ms") is not None]
+
+
 def waited_ms(c: dict) -> float:
     """The user's answering time: over the chain's answered rounds, the retry's time minus the
-    time of the `input_required` it answers."""
-    return round(sum(e.get("wait_ms") or 0.0 for e in c.get("timeline") or ()), 3)
+    time of the `input_required` it answers, or for a legacy round the server's question to the
+    client's answer."""
+    return round(sum(e.get("wait_ms") or 0.0 for e in c.get("timeline") or ()) + sum(legacy_waits(c)), 3)
 
 
 def server_ms(c: dict) -> float:
     """The server's time: over the chain's requests that got a response, the response's time minus
-    the request's."""
-    return round(sum((e["response_time"] - e["time"]) * 1000.0 for e in c.get("timeline") or ()
-                     if e.get("response_time") is not None), 3)
+    the request's; less, for a legacy chain, the time the server waited for the client's answers
+    (its request stays open while the user answers)."""
+    total = sum((e["response_time"] - e["time"]) * 1000.0 for e in c.get("timeline") or ()
+                if e.get("response_time") is not None)
+    return round(max(total - sum(legacy_waits(c)), 0.0), 3)
 
 
 def chain_name(c: dict) -> str:
@@ -186,9 +196,12 @@ def chain_span(c: dict, session: str, transport: str | None, upstream: str | Non
     for rd in c.get("round_details") or ():
         retry = retried.get(rd["round"])
         asked = [f"{k}: {a.get('method')}" for k, a in (rd.get("asked") or {}).items()]
+        if "server_request" in rd:  # a legacy round (RULES.md §13): the server asked, the client answered
+            answered, wait = rd.get("response_time") is not None, rd.get("wait_ms", rd.get("unanswered_ms"))
+        else:
+            answered, wait = retry is not None, retry.get("wait_ms") if retry else rd.get("unanswered_ms")
         events.append(Event("input_required", rd["time"], {
-            "mrtr.round": rd["round"], "mrtr.asked": asked, "mrtr.answered": retry is not None,
-            "mrtr.wait_ms": retry.get("wait_ms") if retry else rd.get("unanswered_ms")}))
+            "mrtr.round": rd["round"], "mrtr.asked": asked, "mrtr.answered": answered, "mrtr.wait_ms": wait}))
     return Span(parent[0] if parent else own, span_id(own, "chain"), parent[1] if parent else None,
                 chain_name(c), CLIENT, c.get("start") or end, end, attrs, events, status,
                 remote_parent=parent is not None, flags=parent[2] if parent else 1)
