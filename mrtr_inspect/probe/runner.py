@@ -334,7 +334,8 @@ def run_one(plan: Plan, env: _Env) -> ProbeResult:
             res.messages, res.mutated = _indexes(traffic, res.pending[1], res.pending[0])
     elif outcome and outcome[0] is not None:
         p, live = outcome[0]
-        if p.response is None:
+        if p.response is None or p.error:  # an answer after the time ran out (the SDK's -32000 "Connection
+            # closed" for what was in flight once the probe closed the server) is not the server's verdict
             res.verdict, res.rule = FAIL, "upstream-error"
             res.reason = f"the mutated request got no response: {p.error or 'none came'}"
         else:
