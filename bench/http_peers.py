@@ -131,8 +131,16 @@ class Connection:
     def post(self, params: dict) -> dict:
         body = {"jsonrpc": "2.0", "id": self.next_id, "method": "tools/call", "params": params}
         self.next_id += 1
-        self.conn.request("POST", self.path, body=json.dumps(body).encode(), headers=HEADERS)  # bytes: one send
-        r = self.conn.getresponse()
+        data = json.dumps(body).encode()  # bytes: one send
+        try:
+            self.conn.request("POST", self.path, body=data, headers=HEADERS)
+            r = self.conn.getresponse()
+        except (BrokenPipeError, ConnectionResetError, http.client.RemoteDisconnected):
+            # a keep-alive connection the server closed while idle (uvicorn: after 5 s, which a loaded
+            # machine's warm-up of the other paths can take): once more, on a new connection
+            self.conn.close()
+            self.conn.request("POST", self.path, body=data, headers=HEADERS)
+            r = self.conn.getresponse()
         data = r.read()
         if r.status != 200:
             raise RuntimeError(f"HTTP {r.status}: {data[:200]!r}")

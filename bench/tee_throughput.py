@@ -10,7 +10,10 @@ warm-up round trip (so process start-up is not counted). Two ways, alternated, R
 
 The ratio is median(direct) / median(tee): the tee's throughput as a fraction of the direct pipe's.
 Also shown: how long after the last result the tee exited (its analysis catching up; it may trail
-the stream, never slow it), and that the recording holds every message.
+the stream, never slow it), that the recording holds every message, and the CPU time the tee's own
+process (its forwarding threads: forwarding, recording, the hand-off to the analysis; not the
+analysis process) had spent when the last result arrived, per 1,000 messages: unlike the wall
+times, it hardly depends on what else the machine runs.
 
     python bench/tee_throughput.py [--messages 100000] [--repeat 5]
 """
@@ -37,8 +40,15 @@ def request(i: int) -> bytes:
             f'{{"text":"message {i}"}},{META}}}}}\n').encode()
 
 
-def drive(cmd: list[str], n: int, stderr) -> tuple[float, float]:
-    """(seconds from the first request to the last result, seconds from then to the process' exit)."""
+def cpu_of(pid: int) -> float:
+    """User + system CPU seconds of a running process (all its threads), from /proc."""
+    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def drive(cmd: list[str], n: int, stderr, cpu: list | None = None) -> tuple[float, float]:
+    """(seconds from the first request to the last result, seconds from then to the process' exit);
+    `cpu` gets the process' CPU seconds spent on the stream."""
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
                          env=env_with_project(), cwd=ROOT)
     w, r = p.stdin.fileno(), p.stdout.fileno()
@@ -53,6 +63,7 @@ def drive(cmd: list[str], n: int, stderr) -> tuple[float, float]:
             os.write(w, line)
 
     writer = threading.Thread(target=write_all)
+    cpu0 = cpu_of(p.pid)
     t0 = time.perf_counter()
     writer.start()
     seen = 0
@@ -62,6 +73,8 @@ def drive(cmd: list[str], n: int, stderr) -> tuple[float, float]:
             raise RuntimeError(f"{cmd[0]} closed its output after {seen} of {n} results")
         seen += chunk.count(b"\n")
     stream = time.perf_counter() - t0
+    if cpu is not None:
+        cpu.append(cpu_of(p.pid) - cpu0)
     writer.join()
     p.stdin.close()
     p.wait()
@@ -77,14 +90,14 @@ def main() -> float:
     ap.add_argument("--repeat", type=int, default=5)
     args = ap.parse_args()
     server = [PY, str(ROOT / "bench" / "echo_server.py")]
-    direct, tee, trail = [], [], []
+    direct, tee, trail, cpu = [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
         for i in range(args.repeat):
             direct.append(drive(server, args.messages, subprocess.DEVNULL)[0])
             rec = Path(tmp) / f"tee-{i}.jsonl"
             with open(Path(tmp) / "stderr.txt", "wb") as err:
                 s, after = drive([PY, "-m", "mrtr_inspect", "stdio", "--record", str(rec), "--", *server],
-                                 args.messages, err)
+                                 args.messages, err, cpu)
             tee.append(s)
             trail.append(after)
             frames = sum(1 for line in open(rec, "rb") if b'"k":"line"' in line.split(b"\t", 1)[0])
@@ -98,6 +111,8 @@ def main() -> float:
     print(f"  direct pipe: {d:.3f} s ({2 * n / d:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in direct)}")
     print(f"  tee (record + analysis): {t:.3f} s ({2 * n / t:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in tee)}")
     print(f"  tee exited {median(trail):.3f} s after the last result (analysis catching up)")
+    print(f"  tee process CPU (forwarding, recording, hand-off): {median(cpu) / (2 * n) * 1e6:.2f} ms per 1,000 messages"
+          f"   runs: {', '.join(f'{x:.3f}' for x in cpu)} s")
     print(f"  ratio: {ratio:.2f}x the direct pipe (target >= {TARGET}x): {verdict(ratio, TARGET, True)}")
     return ratio
 

@@ -12,7 +12,7 @@ the analysis process, never in the process that forwards the traffic. The analys
 methods, called in order on the analysis process' main thread:
 
 - `chunk(time, direction, data)` for `C2S`/`S2C` items (the tee's bytes; the proxy sends its
-  batched, pickled exchange steps as `C2S`),
+  batched frames, encoded as recording records, as `C2S`),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).

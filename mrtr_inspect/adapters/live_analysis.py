@@ -23,7 +23,6 @@ before it is recorded and analysed, so the live findings are those of `check` on
 
 from __future__ import annotations
 
-import pickle
 import sys
 from typing import TYPE_CHECKING, Callable, Iterable, Protocol
 
@@ -37,6 +36,7 @@ from ..core.messages import Message
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
+from ..recording.format import decode
 from ..recording.secrets import SecretScan
 from ..recording.writer import RecordingWriter, redactor_for
 from .flows import FlowFramer
@@ -214,7 +214,7 @@ class HttpAnalysis(LiveAnalysis):
     framed here (`name` one of the framer's methods: `request_head`, `request_data`, `request_end`,
     `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange read from a
     file), then redacted, recorded and analysed. The outputs go to the report, the live view and
-    the flow notes. It speaks the analysis-process protocol too (`chunk`: a pickled list of frames,
+    the flow notes. It speaks the analysis-process protocol too (`chunk`: the frames' records,
     `eof`: the proxy is ready, `end`), so the embedded proxy runs it in a process of its own
     (adapters/proxy.py); in stock mitmproxy `mitm_addon.ThreadedAnalysis` runs it on a thread.
     """
@@ -242,7 +242,13 @@ class HttpAnalysis(LiveAnalysis):
         self._analyse(frames)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
-        self.frames(pickle.loads(data))
+        """Records as the forwarding process appended them to the recording (`HttpRecorder.records`)."""
+        try:
+            frames = [decode(line) for line in data.split(b"\n")[:-1]]
+        except Exception as e:  # pragma: no cover - the records were encoded by format.encode
+            self._internal(e, "framing")
+            return
+        self.frames(frames)
 
     def eof(self, t: float, direction: str) -> None:
         """The proxy says it is ready (its ready line is out): the live view may take the screen."""

@@ -83,9 +83,9 @@ class ThreadedAnalysis:
 
     def finish(self, info: dict) -> None:
         t = time.time()
-        frames = self.recorder.finish(info, t, CAPTURE_ENDED)
-        if frames:
-            self._put(frames)
+        for step in self.recorder.end_open(t, CAPTURE_ENDED):
+            self.put(step)
+        self.recorder.finish(info, t)
         self._put((info, t))
         self.thread.join()
 

@@ -28,7 +28,6 @@ import asyncio
 import json
 import logging
 import os
-import pickle
 import signal
 import sys
 import time
@@ -50,7 +49,7 @@ from .exports import Exports, parse_host_port
 from .live_analysis import HttpAnalysis
 from .mitm_addon import MrtrInspect, new_analysis, session_start
 from .recorder import HttpRecorder
-from .analysis_process import C2S as FRAMES, C2S_EOF as READY, END, fork_analysis
+from .analysis_process import C2S as RECORDS, C2S_EOF as READY, END, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
@@ -145,33 +144,35 @@ class _ForkedAnalysis:
     before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
     shares its GIL with the rules. `put(step)` frames the step and records its frames at once, on the
     event loop, before mitmproxy forwards what the step saw (`recorder.HttpRecorder`: a kill loses no
-    message that crossed); the frames travel in batches: FLUSH_AFTER seconds after the first one the
-    batch goes to the spooler, pickled as one item (each item wakes a thread on both sides of the
-    pipe: measured, per-step items cost the proxy more CPU than its own forwarding work per request)."""
+    message that crossed); the records appended (the frames encoded as in the recording, which the
+    analysis decodes: cheaper than pickling them) travel in batches: FLUSH_AFTER seconds after the
+    first one the batch goes to the spooler as one item (each item wakes a thread on both sides of
+    the pipe: measured, per-step items cost the proxy more CPU than its own forwarding work per
+    request)."""
 
     def __init__(self, make, recorder: HttpRecorder) -> None:
         self.recorder = recorder
         self.pid, self._spool = fork_analysis(make)
-        self._frames: list = []
+        self._records: list[bytes] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
         self.status = 0  # the analysis process' exit status, once finished
 
     def put(self, step) -> None:  # on mitmproxy's event loop
-        frames = self.recorder.put(step)
-        if not frames:
+        records = self.recorder.records(step)
+        if not records:
             return
-        first = not self._frames
-        self._frames += frames
+        first = not self._records
+        self._records.append(records)
         if first:
             if self._loop is None:
                 self._loop = asyncio.get_running_loop()
             self._loop.call_later(FLUSH_AFTER, self._flush)
 
     def _flush(self) -> None:
-        if self._frames:
-            frames, self._frames = self._frames, []
-            self._spool.put(FRAMES, 0.0, pickle.dumps(frames))
+        if self._records:
+            records, self._records = self._records, []
+            self._spool.put(RECORDS, 0.0, b"".join(records))
 
     def ready(self) -> None:
         self._spool.put(READY, time.time())
@@ -182,7 +183,8 @@ class _ForkedAnalysis:
         if not self._finished:
             self._finished = True
             t = time.time()
-            self._frames += self.recorder.finish(info, t, CAPTURE_ENDED)
+            self._records += [self.recorder.records(step) for step in self.recorder.end_open(t, CAPTURE_ENDED)]
+            self.recorder.finish(info, t)
             self._flush()
             self._spool.put(END, t, json.dumps(info).encode())
             self._spool.thread.join()

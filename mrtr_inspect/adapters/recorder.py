@@ -145,8 +145,8 @@ class HttpRecorder(_Recorder):
 
     `put(step)` frames the step (`FlowFramer`: content-encoding removed on a copy, event streams split
     into events), redacts the frames and, with a writer, appends them (one write) before the hook or
-    stream callback returns; the frames are returned for the analysis. `end_open(t)` ends the
-    exchanges still open (`capture-ended`).
+    stream callback returns; the frames (`put`), or their records (`records`), are returned for the
+    analysis. `end_open` gives the steps that end the exchanges still open, `finish` ends the file.
     """
 
     def __init__(self, session: str, redactor: Redactor, writer: RecordingWriter | None = None,
@@ -158,29 +158,37 @@ class HttpRecorder(_Recorder):
         self.errors = 0
 
     def put(self, step: tuple) -> list:
+        """The step's frames (redacted), recorded when there is a writer."""
+        frames = self._frames(step)
+        if frames and self.writer is not None:
+            self._append(b"".join(map(fmt.encode, frames)))
+        return frames
+
+    def records(self, step: tuple) -> bytes:
+        """The step's frames as the records appended to the recording (recorded when there is a
+        writer): what an analysis process reads back (`format.decode`), cheaper to send than the
+        frames themselves."""
+        data = b"".join(map(fmt.encode, self._frames(step)))
+        if data and self.writer is not None:
+            self._append(data)
+        return data
+
+    def _frames(self, step: tuple) -> list:
         """Never raises (it runs in mitmproxy's hooks): a step that cannot be framed or redacted goes
         nowhere, said (the first few times)."""
         try:
             name, args = step
-            frames = [self.redact(f) for f in getattr(self.framer, name)(*args)]
+            return [self.redact(f) for f in getattr(self.framer, name)(*args)]
         except Exception as e:
             self.errors += 1
             if self.errors <= 3 and self.failed is not None:
                 self.failed(f"internal recording error (traffic unaffected): {type(e).__name__}: {e}")
             return []
-        if frames and self.writer is not None:
-            self._append(b"".join(map(fmt.encode, frames)))
-        return frames
 
-    def end_open(self, t: float, reason: str) -> list:
-        out = []
-        for x in self.framer.open_exchanges():
-            out += self.put(("response_end", (t, x, reason)))
-        return out
+    def end_open(self, t: float, reason: str) -> list[tuple]:
+        """The steps that end the exchanges still open (`reason`), for `put` or `records`."""
+        return [("response_end", (t, x, reason)) for x in self.framer.open_exchanges()]
 
-    def finish(self, info: dict, t: float, reason: str) -> list:
-        """The session is over: the exchanges still open end (`reason`), then the session's end is
-        written. Returns the frames of those ends, for the analysis."""
-        out = self.end_open(t, reason)
+    def finish(self, info: dict, t: float) -> None:
+        """The session's end written, the file closed (after the `end_open` steps)."""
         self._close(info, t)
-        return out

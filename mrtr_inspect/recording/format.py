@@ -128,7 +128,8 @@ class LineEncoder:
         """The records of the complete lines `body` holds (joined by LF, without the last LF), all
         at time `t`."""
         if b"\r" not in body and (body.isascii() or _is_utf8(body)):
-            prefix = b'{"t":' + _dumps(t).encode("ascii") + self._tail
+            stamp = float.__repr__(t) if type(t) is float else _dumps(t)  # as the JSON encoder writes a float
+            prefix = b'{"t":' + stamp.encode("ascii") + self._tail
             return prefix + body.replace(b"\n", b"\n" + prefix) + b"\n"
         s, d = self.session, self.direction
         return b"".join(encode(StdioLine(t, s, d, line)) for line in body.split(b"\n"))  # type: ignore[arg-type]

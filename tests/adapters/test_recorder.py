@@ -105,5 +105,28 @@ def test_the_proxys_steps_are_recorded_when_they_are_put(tmp_path):
     assert n() == 5 and b"s3cret" not in (tmp_path / "r.jsonl").read_bytes()
     assert rec.put(("no_such_step", ())) == [] and said and "internal recording error" in said[0]
     rec.put(("request_head", (2.0, 2, "POST", "/mcp", (), "")))
-    assert [f.error for f in rec.finish({"exchanges": 2}, 3.0, "capture-ended")] == ["capture-ended"]
+    [end] = rec.end_open(3.0, "capture-ended")
+    data = rec.records(end)  # what the analysis process is sent: the records appended
+    assert (tmp_path / "r.jsonl").read_bytes().endswith(data) and fmt.decode(data).error == "capture-ended"
+    rec.finish({"exchanges": 2}, 3.0)
     assert b'"k":"session-end"' in (tmp_path / "r.jsonl").read_bytes().splitlines()[-1]
+
+
+def test_the_analysis_ends_a_session_its_killed_forwarder_left_mid_line(tmp_path):
+    """The forwarding process killed in the middle of a write: the analysis process, which outlives
+    it, ends that line as torn before the session's end, so both read back (the torn line skipped
+    with a note, the session ended)."""
+    path = tmp_path / "r.jsonl"
+    w = RecordingWriter(path, "stdio", {}, Redactor(b"k"), session="s1", start_time=0.0)
+    w.append(fmt.encode(StdioLine(1.0, "s1", "c2s", b'{"a":1}')) + b'{"t":2.0,"s":"s1","k":"li')  # cut here
+    w.close({}, 3.0, after_kill=True)
+    from mrtr_inspect.recording.reader import ReadNotes
+
+    notes = ReadNotes()
+    got = list(read_frames(path, notes))
+    assert [type(f).__name__ for f in got] == ["SessionStart", "StdioLine", "SessionEnd"]
+    assert len(notes.skipped) == 1 and not notes.torn_tail
+    clean = tmp_path / "clean.jsonl"
+    w = RecordingWriter(clean, "stdio", {}, Redactor(b"k"), session="s2", start_time=0.0)
+    w.close({}, 1.0, after_kill=True)  # nothing torn: nothing added
+    assert fmt.TORN not in clean.read_bytes()

@@ -174,17 +174,46 @@ def _answer(req, write) -> None:
     write(json_response(b'{"jsonrpc":"2.0","id":"%s","result":{"content":[],"resultType":"complete"}}' % rid.encode()))
 
 
-@pytest.mark.parametrize("what", ["proxy", "every process"])
+class _Mitmdump:
+    """Stock `mitmdump -s addons/mrtr_inspect.py` in reverse mode, recording (the analysis on a thread)."""
+
+    def __init__(self, upstream: str, record: Path, confdir: Path) -> None:
+        from tests.e2e.test_http_proxy import LineReader, child_env
+
+        exe = Path(sys.executable).with_name("mitmdump")
+        self.proc = subprocess.Popen(
+            [str(exe), "-s", "addons/mrtr_inspect.py", "--mode", f"reverse:{upstream.rsplit('/mcp', 1)[0]}",
+             "--listen-host", "127.0.0.1", "--listen-port", "0", "--set", f"confdir={confdir}",
+             "--set", f"mrtr_record={record}"],
+            cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT)
+        m = LineReader(self.proc.stdout).wait(r"listening at 127\.0\.0\.1:(\d+)")
+        assert m is not None, "mitmdump did not start"
+        self.port = int(m.group(1))
+
+    def kill(self) -> None:
+        if self.proc.poll() is None:
+            self.proc.kill()
+            self.proc.wait()
+
+
+@pytest.mark.parametrize("what", ["proxy", "every process", "mitmdump"])
 def test_a_killed_proxy_loses_at_most_the_message_in_flight_per_client(tmp_path, what):
     """4 clients, each on its own keep-alive connection, POST tools/calls through the proxy as fast as
-    the answers come; SIGKILL after 2,000 answers of the proxy alone, or of the proxy and its analysis
-    process at once. Per client, the recording lacks at most one message that crossed."""
+    the answers come; SIGKILL after 2,000 answers of the proxy alone, of the proxy and its analysis
+    process at once, or of stock mitmdump running the addon. Per client, the recording lacks at most
+    one message that crossed."""
     record = tmp_path / "r.jsonl"
     upstream = Upstream(_answer)
-    proxy = ProxyRun(upstream.url, "--record", str(record), "--quiet")
+    upstream.server.handle_error = lambda *_: None  # the proxy's connections reset by the kill: expected
+    if what == "mitmdump":
+        proxy = _Mitmdump(upstream.url, record, tmp_path / "mitmproxy")
+        pids = [proxy.proc.pid]
+    else:
+        proxy = ProxyRun(upstream.url, "--record", str(record), "--quiet")
     try:
-        proxy.ready()
-        pids = [proxy.proc.pid, analysis_of(proxy.proc.pid)]
+        if what != "mitmdump":
+            proxy.ready()
+            pids = [proxy.proc.pid, analysis_of(proxy.proc.pid)]
         answered: dict[int, list[bytes]] = {c: [] for c in range(HTTP_CLIENTS)}
         total = [0]
         lock = threading.Lock()
@@ -218,7 +247,8 @@ def test_a_killed_proxy_loses_at_most_the_message_in_flight_per_client(tmp_path,
         for t in threads:
             t.join(WAIT)
         proxy.proc.wait(WAIT)
-        wait_until(lambda: gone(pids[1]), what="the analysis process to end")
+        for pid in pids[1:]:
+            wait_until(lambda: gone(pid), what="the analysis process to end")
     finally:
         proxy.kill()
         upstream.close()
