@@ -11,10 +11,14 @@
 The recording is `<rootdir>/fixtures/<test module>/<test name>.jsonl` (ini `mrtr_fixtures_dir`, or a
 path given to the marker). Record modes, as pytest-recording has them (`--mrtr-record-mode`):
 
-* `none`: only replay; a missing recording fails the test (the default when `CI` is set);
+* `none`: only replay; a missing recording fails the test (the default when `CI` is set, and not
+  empty, 0, false, no or off);
 * `once`: replay when the recording exists, else record it (the default otherwise);
+* `new_episodes`: record again, adding the sessions that are new to the recording;
 * `all`: record again, replacing the recording: once per session for each recording, by the first test
   that names a server to record it from; tests without one (and later tests sharing it) replay it.
+  A recording that means what the fixture did (meaning.py: times, ids, sealed states aside) leaves
+  the fixture as it was, in both.
 
 To record, the marker names the real server: `server=[...]` (a stdio command; with
 `transport="http"` an HTTP server whose `{port}` is filled in) or `upstream=URL`. The test then
@@ -56,7 +60,7 @@ from typing import Any
 
 import pytest
 
-MODES = ("none", "once", "all")
+MODES = ("none", "once", "new_episodes", "all")
 OPTIONS = ("server", "upstream", "transport", "order", "ignore", "pace", "allow_repeats", "allow_misses",
            "redact_paths", "redact_headers", "before_record", "match_on")
 MARKER = ("mrtr_replay(path=None, *, server=None, upstream=None, transport=None, order='any', ignore=(), "
@@ -71,8 +75,9 @@ _RECORDED = pytest.StashKey[set]()  # recordings made again in this session (rec
 def pytest_addoption(parser: pytest.Parser) -> None:
     group = parser.getgroup("mrtr-inspect", "mrtr-inspect recordings (mrtr_replay marker)")
     group.addoption("--mrtr-record-mode", choices=MODES, default=None,
-                    help="none: only replay; once: record what has no recording yet; all: record again. "
-                         "Default: none when CI is set, else once.")
+                    help="none: only replay; once: record what has no recording yet; new_episodes: record "
+                         "again, adding what is new to the recording; all: record again, replacing it (kept as it "
+                         "was when nothing meaningful changed). Default: none when CI is set, else once.")
     parser.addini("mrtr_fixtures_dir", "Where recordings named after tests live, from the rootdir.", default="fixtures")
     parser.addini("mrtr_start_timeout", "Seconds a server to record (or the recording proxy) may take to listen.",
                   default="60")
@@ -182,6 +187,7 @@ class MrtrReplay:
     def __init__(self, path: Path, mode: str, transport: str, options: dict) -> None:
         self.path = path
         self.mode = mode  # replay | record
+        self.record_mode = "once"  # --mrtr-record-mode (how a recording replaces the fixture)
         self.transport = transport
         self.options = options
         self.command: list[str] | None = None  # stdio: the server command line to start
@@ -330,6 +336,7 @@ def mrtr_replay(request: pytest.FixtureRequest, mrtr_config: dict, mrtr_recordin
     if _records(request.config, mode, path, opts):
         request.config.stash[_RECORDED].add(path.resolve())
         obj = _start_recording(path, opts, work, _start_timeout(request.config), request.config.rootpath)
+        obj.record_mode = mode
     else:
         obj = _start_replay(path, opts, work)
     request.node._mrtr_replay = obj
@@ -346,7 +353,7 @@ def _records(config: pytest.Config, mode: str, path: Path, opts: dict) -> bool:
     from), and so do later tests sharing it, which would otherwise overwrite it each in turn."""
     if not path.exists():
         return True
-    return (mode == "all" and bool(opts.get("server") or opts.get("upstream"))
+    return (mode in ("all", "new_episodes") and bool(opts.get("server") or opts.get("upstream"))
             and path.resolve() not in config.stash[_RECORDED])
 
 
@@ -589,8 +596,9 @@ def _save(obj: MrtrReplay, failed: bool) -> None:
         return
     o = obj.options
     hook = o.get("before_record")
+    exported = obj._raw.with_name("mrtr-fixture.jsonl")
     try:
-        done = export_fixture(str(obj._raw), str(obj.path), redact_paths=o.get("redact_paths", ()),
+        done = export_fixture(str(obj._raw), str(exported), redact_paths=o.get("redact_paths", ()),
                               redact_headers=o.get("redact_headers", ()),
                               before_write=_guarded(hook) if hook is not None else None, how="redact_paths")
     except UserError as e:  # unplayable, or unwritable
@@ -599,11 +607,43 @@ def _save(obj: MrtrReplay, failed: bool) -> None:
     except _HookFailed as e:
         pytest.fail(f"mrtr-inspect: {obj.path} is not written: {e} (the session recorded is at {obj._raw})",
                     pytrace=False)
+    try:
+        _replace_fixture(obj, exported)
+    except UserError as e:
+        warnings.warn(f"mrtr-inspect: {obj.path} not written: {e}", stacklevel=1)
+        return
     for _, p in done.machine_paths[:1]:
         warnings.warn(f"mrtr-inspect: {obj.path} mentions the machine path {p!r}; redact it before committing",
                       stacklevel=1)
     for note in done.notes:  # a redaction path that matched nothing, a value that looks like a secret
         warnings.warn(f"mrtr-inspect: {obj.path}: {note}", stacklevel=1)
+
+
+def _replace_fixture(obj: MrtrReplay, exported: Path) -> None:
+    """The fixture from the session exported: as it is where there was none; the file kept as it was
+    when nothing meaningful changed (meaning.py: ids, times, sealed states, session ids…), so that
+    re-recording leaves no diff to review; in `new_episodes`, the sessions that are new added to it."""
+    from ..recording import format as fmt
+    from ..recording.files import write_private
+    from ..recording.reader import read_frames
+    from .meaning import session_meaning, sessions
+
+    if not obj.path.exists():
+        write_private(str(obj.path), exported.read_bytes())
+        return
+    old = sessions(obj.path)
+    if obj.record_mode != "new_episodes":
+        if sessions(exported) != old:
+            write_private(str(obj.path), exported.read_bytes())
+        return
+    frames: dict[str, list] = {}
+    for f in read_frames(exported):
+        frames.setdefault(f.session, []).append(f)
+    new = [fs for fs in frames.values() if session_meaning(fs) not in old]
+    if new:
+        data = obj.path.read_bytes()
+        data += (b"" if not data or data.endswith(b"\n") else b"\n") + b"".join(fmt.encode(f) for fs in new for f in fs)
+        write_private(str(obj.path), data)
 
 
 class _HookFailed(Exception):

@@ -140,7 +140,7 @@ def test_a_flow_file_of_mitmdump_keeps_every_note_and_the_log_is_mitmproxy_s(pro
     assert "chain-ended-error" in [f["rule"] for f in flaky.metadata["mrtr-inspect"]["findings"]]
     # the list can be filtered with mitmproxy's own filters
     assert [fl.comment for fl in mcp if flowfilter.parse("~marked")(fl)] == [mcp[-1].comment]
-    assert len([fl for fl in mcp if flowfilter.parse("~comment c2")(fl)]) == 4  # release: the first request, three retries
+    assert len([fl for fl in mcp if flowfilter.parse("~comment \"^c2 \"")(fl)]) == 4  # release: the first request, three retries
     # the analysis' lines went through mitmproxy's log on its event loop, an error finding at ERROR
     logged = [json.loads(line) for line in probe.read_text().splitlines()]
     assert {r["thread"] for r in logged} == {"MainThread"}

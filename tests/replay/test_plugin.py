@@ -93,11 +93,13 @@ def test_record_once_then_replay_then_record_all(user):
     assert again.returncode == 0, again.stdout + again.stderr
     assert "MODE replay" in again.stdout
 
+    before = recording.read_bytes()
     redo = pytest_run(user, "test_user.py::test_release", "--mrtr-record-mode=all")
     assert redo.returncode == 0, redo.stdout + redo.stderr
     assert "MODE record" in redo.stdout
-    sessions = [f.session for f in read_frames(recording) if type(f) is SessionStart]
-    assert len(sessions) == 1 and sessions[0] != frames[0].session  # replaced, not appended
+    # recorded again, and nothing meaningful changed: the fixture is kept as it was (no diff to review;
+    # tests/replay/test_plugin_usage.py has one that changed, replaced)
+    assert recording.read_bytes() == before
 
 
 @pytest.mark.parametrize("how", [["--mrtr-record-mode=none"], "CI"])

@@ -258,3 +258,45 @@ def test_ci_false_is_not_ci_and_a_miss_says_how_to_record_again(tmp_path):
     (user / "fixtures" / "test_user" / "test_new.jsonl").unlink()
     ci = pytest_run(user, "test_user.py::test_new", CI="1")
     assert "no recording at" in ci.stdout and ci.returncode == 1
+
+
+# ---- item 4: re-recording keeps an unchanged fixture; new_episodes adds what is new
+
+TOOLS = '''
+    import os
+
+
+    @pytest.mark.mrtr_replay(server=SAMPLE)
+    def test_tools(mrtr_replay):
+        tools = os.environ["TOOLS"].split(",")
+        assert call(mrtr_replay.command, *tools) == [EXPECTED[t] for t in tools]
+        print("MODE", mrtr_replay.mode)
+'''
+
+
+def _calls(path: Path) -> list[str]:
+    return [ex.request.params["name"] for ex in load_script(path).exchanges
+            if ex.request.method == "tools/call" and "requestState" not in ex.request.params]
+
+
+def test_re_recording_keeps_an_unchanged_fixture_and_new_episodes_adds_what_is_new(tmp_path):
+    user = project(tmp_path, TOOLS)
+    fixture = user / "fixtures" / "test_user" / "test_tools.jsonl"
+
+    def run(tools: str, *args: str) -> str:
+        r = pytest_run(user, *args, TOOLS=tools)
+        assert r.returncode == 0, r.stdout + r.stderr
+        return r.stdout
+
+    assert "MODE record" in run("release")
+    first = fixture.read_bytes()
+    for mode in ("all", "new_episodes"):  # the same session again: new times, ids, sealed states; same meaning
+        assert "MODE record" in run("release", f"--mrtr-record-mode={mode}")
+        assert fixture.read_bytes() == first, mode
+    # new_episodes: a session that asks something new is added; what was there stays
+    assert "MODE record" in run("deploy", "--mrtr-record-mode=new_episodes")
+    assert fixture.read_bytes().startswith(first) and _calls(fixture) == ["release", "deploy"]
+    assert "MODE replay" in run("deploy") and "MODE replay" in run("release")  # both served from it
+    # all: what changed replaces the fixture
+    assert "MODE record" in run("summarize", "--mrtr-record-mode=all")
+    assert _calls(fixture) == ["summarize"]
