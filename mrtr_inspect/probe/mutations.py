@@ -506,6 +506,3 @@ MUTATIONS: dict[str, Mutation] = {m.name: m for m in (
              "the retry with every elicitation answered decline"),
 )}
 
-#: what each rule a probe reports defaults to where the registry does not have it (yet)
-FALLBACK = {"server-accepted-replayed-state": ("warning", None, "basic/patterns/mrtr.mdx#server-requirements-basic-workflow")}
-

@@ -376,8 +376,9 @@ def _finding(res: ProbeResult, config: Config | None) -> Finding | None:
     load_rules()
     assert res.rule is not None
     rule = REGISTRY.get(res.rule)
+    # every rule a probe reports is registered (rules/probes.py, and the passive rules it shares)
     severity, conformance, page = (rule.severity, rule.conformance, rule.spec) if rule is not None else \
-        mu.FALLBACK.get(res.rule, ("warning", None, spec.MRTR_SERVER))
+        ("warning", None, spec.MRTR_SERVER)
     if config is not None:
         if res.rule in config.disabled:
             return None
