@@ -40,10 +40,13 @@ def _needles(redactor: Redactor) -> tuple[bytes, ...] | None:
     for path in paths:
         if type(path) is not tuple:
             return None
-        names = [p for p in path if type(p) is str and p != "*" and not p.isdigit()]
+        # a wildcard (`*`, `**`) or an index names no member; a member a path matches holds the last
+        # name it spells, whole or as the part after a dot (jsonpath matches `a.b` as `a`, `b`), so
+        # the name's JSON text without its quotes is what the line holds
+        names = [p for p in path if type(p) is str and p not in ("*", "**") and not p.isdigit()]
         if not names:
             return None
-        out.append(json.dumps(names[-1], ensure_ascii=False).encode("utf-8"))
+        out.append(json.dumps(names[-1], ensure_ascii=False).encode("utf-8")[1:-1])
     return tuple(out)
 
 

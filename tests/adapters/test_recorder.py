@@ -34,7 +34,8 @@ def _expected(frames, redactor: Redactor) -> bytes:
 @settings(max_examples=60, deadline=None)
 @given(order=st.lists(st.integers(0, len(LINES) - 1), min_size=1, max_size=20),
        cuts=st.lists(st.integers(1, 90), min_size=1, max_size=10), tail=st.booleans(),
-       paths=st.sampled_from([[], ["params.arguments.password"], ["params.arguments.*"]]))
+       paths=st.sampled_from([[], ["params.arguments.password"], ["params.arguments.*"], ["params.arguments.**"],
+                              ["**.password"]]))
 def test_the_tees_lines_are_recorded_as_the_frames_would_be(tmp_path_factory, order, cuts, tail, paths):
     """Chunks cut anywhere, lines of every form (verbatim, CR, not UTF-8, empty, an escaped member
     name), with and without configured paths: the file holds exactly the frames' records, so
