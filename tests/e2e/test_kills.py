@@ -159,7 +159,12 @@ def test_a_killed_tee_loses_no_message_that_crossed(tmp_path, what):
                    missing=missing, torn_tail=notes.torn_tail)
     assert len(crossed_s2c) > KILL_AFTER and len(crossed_c2s) >= len(crossed_s2c)
     assert missing <= 1
-    assert not notes.skipped
+    # a SIGKILL that lands during the tee's write() of a chunk's lines cuts the write short (Linux
+    # stops a write to a file for a fatal signal): the file ends in a line cut short, which the
+    # surviving analysis ends before the session's end. The bytes of that write had not been passed
+    # on yet (the tee records before it forwards), so nothing that crossed is lost by it
+    assert len(notes.skipped) <= (1 if what == "tee" else 0), notes.skipped
+    assert all("cut short" in why for _, why in notes.skipped), notes.skipped
     if what == "tee":  # the analysis process outlived it and ended the session in the file
         assert type(frames[-1]) is SessionEnd
     assert check_reads(record)["summary"]["messages"] >= len(crossed_c2s) + len(crossed_s2c) - 1
