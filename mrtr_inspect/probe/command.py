@@ -4,7 +4,6 @@ sent (a loopback upstream unless allowed otherwise), the run, the report; return
 
 from __future__ import annotations
 
-import ipaddress
 import os
 import sys
 import tempfile
@@ -15,18 +14,13 @@ from ..config import Config
 from ..core.findings import RANK
 from ..recording.files import open_private
 from ..replay.script import ReplayError, load_script
+from ..rules.common import loopback_host
 from . import output
 from .runner import ProbeOptions, ProbeRun, run_probes
 
 
 def is_loopback(url: str) -> bool:
-    host = (urlsplit(url).hostname or "").strip("[]").lower()
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
+    return loopback_host(urlsplit(url).hostname)
 
 
 def check_upstream(upstream: str, allow_remote: bool) -> None:

@@ -9,6 +9,7 @@ pipeline keeps them can change in one place.
 
 from __future__ import annotations
 
+import ipaddress
 from typing import Any, Callable
 
 from ..core.messages import CLIENT_CAPABILITIES_KEY, Message
@@ -155,3 +156,16 @@ def once(st, key) -> bool:
         return False
     st.once.add(key)
     return True
+
+
+def loopback_host(host: str | None) -> bool:
+    """Whether a URL's host is this machine (`localhost`, `*.localhost`, a loopback address)."""
+    host = (host or "").strip("[]").lower()
+    if not host:
+        return False
+    if host == "localhost" or host.endswith(".localhost"):
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False

@@ -11,14 +11,14 @@ way; the shape rules judge them too, by the 2025-11-25 models. Everything else h
 
 from __future__ import annotations
 
-import ipaddress
 import re
 from urllib.parse import urlsplit
 
 from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
 from ..core.observations import Answered, Decoded, NotLinked
 from . import shapes, spec
-from .common import METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answer_chain, answered, at, client_caps, modern_result
+from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answer_chain, answered, at, client_caps,
+                     loopback_host, modern_result)
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
@@ -455,17 +455,6 @@ def elicit_url_invalid(obs, ctx) -> None:
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
-def _loopback(host: str | None) -> bool:
-    if not host:
-        return False
-    if host == "localhost" or host.endswith(".localhost"):
-        return True
-    try:
-        return ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        return False
-
-
 @rule(
     "elicit-url-not-https", WARNING, **_ASKED, section="4.1", spec=spec.ELICIT_SAFE_URL,
     quote="SHOULD use HTTPS URLs for non-development environments.",
@@ -485,7 +474,7 @@ def elicit_url_not_https(obs, ctx) -> None:
             host = parts.hostname
         except ValueError:
             host = None
-        if parts.scheme.lower() != "https" and not _loopback(host):
+        if parts.scheme.lower() != "https" and not loopback_host(host):
             ctx.emit(f"{a.where} sends the user to {short(url)}, which is not https; servers SHOULD use https "
                      "outside development",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
