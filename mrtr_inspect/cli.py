@@ -96,6 +96,13 @@ def export_options(fn):
     return fn
 
 
+def hop_option(fn):
+    """`--hop NAME` of the tee and the proxy (RULES.md §11)."""
+    return click.option("--hop", "hop", metavar="NAME",
+                        help="Name the hop this session records (front, back…): check of several hops' recordings "
+                             "ties a gateway's front chains to the back chains they caused.")(fn)
+
+
 def open_exports(otlp_endpoint: str | None, metrics: str | None, quiet: bool = False):
     """The live exports asked for (None: none); a bad value or a port in use is one line, exit 2.
     Where the metrics are served is said on stderr (under --quiet only when port 0 chose it)."""
@@ -142,11 +149,13 @@ class _Cli(click.Group):
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
 @click.option("--quiet", is_flag=True, help="No live view; findings only in the report.")
+@hop_option
 @export_options
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
-def main(ctx: click.Context, upstream, listen, record, report, quiet, otlp_endpoint, metrics, severity, disable) -> None:
+def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_endpoint, metrics, severity,
+         disable) -> None:
     """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
     specification, record and replay them.
 
@@ -173,7 +182,7 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, otlp_endpo
         fail(f"the HTTP proxy is not available: {e}")
     exports = open_exports(otlp_endpoint, metrics, quiet)
     sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config,
-                       exports=exports))
+                       exports=exports, hop=hop))
 
 
 class _TeeCommand(click.Command):
@@ -198,10 +207,11 @@ class _TeeCommand(click.Command):
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH when the server exits.")
 @click.option("--quiet", is_flag=True, help="Nothing on stderr but the server's own output.")
+@hop_option
 @export_options
 @rule_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def stdio(record, report, quiet, otlp_endpoint, metrics, severity, disable, cmd) -> None:
+def stdio(record, report, quiet, hop, otlp_endpoint, metrics, severity, disable, cmd) -> None:
     """Tee for a stdio server: start this instead of CMD. stdin and stdout carry the protocol
     unchanged; findings go to stderr; the exit status is CMD's.
 
@@ -212,7 +222,7 @@ def stdio(record, report, quiet, otlp_endpoint, metrics, severity, disable, cmd)
 
     config = build_config(severity, disable)
     exports = open_exports(otlp_endpoint, metrics, quiet)
-    sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports))
+    sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports, hop=hop))
 
 
 def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None):

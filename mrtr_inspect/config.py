@@ -34,3 +34,6 @@ class Config:
     redact_args: list[str] = field(default_factory=list)
     #: header, query parameter, option and variable names never redacted, though they look secret
     redact_keep: list[str] = field(default_factory=list)
+    #: gateways that wrap calls (RULES.md §11): each `{"target": T, "tool": PATH, "arguments": PATH}` says a
+    #: front `tools/call T` names the back tool and its arguments at those dotted paths of its arguments
+    hop_map: list[dict] = field(default_factory=list)

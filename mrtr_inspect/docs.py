@@ -40,6 +40,7 @@ SECTION_TITLES = {
     "4.9": "Tasks extension interplay",
     "10": "Decisions taken after review",
     "13": "Legacy chains: the 2025-11-25 way of asking",
+    "11": "Two hops: a gateway in the middle",
     "12": "Active probes",
     "tool": "The tool's own findings",
 }

@@ -113,6 +113,14 @@ def _strings(v: Any) -> bool:
     return type(v) is list and all(type(x) is str for x in v)
 
 
+def _hop_map(v: Any) -> bool:
+    """`[[hop_map]]` tables: a `target` (the front tool that wraps calls), and the dotted paths in its
+    arguments of the back `tool` and its `arguments` (defaults: `tool`, `arguments`)."""
+    return type(v) is list and all(
+        type(m) is dict and _nonempty_string(m.get("target")) and set(m) <= {"target", "tool", "arguments"}
+        and all(type(m.get(k, "x")) is str for k in ("tool", "arguments")) for m in v)
+
+
 #: Config fields a file may set: key -> (accepts, what it must be)
 FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "abandon_after": (_positive_number, "a number of seconds above 0"),
@@ -123,6 +131,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "redact_query": (_strings, "a list of strings"),
     "redact_args": (_strings, "a list of strings"),
     "redact_keep": (_strings, "a list of strings"),
+    "hop_map": (_hop_map, 'tables [[hop_map]] of target = "TOOL", tool = "PATH", arguments = "PATH"'),
 }
 KEYS = ("severity", "disable", *FIELDS)
 
@@ -166,7 +175,7 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
     config.disabled.update(disabled)
     for key in FIELDS:
         if key in t:
-            setattr(config, key, list(t[key]) if type(t[key]) is list else t[key])
+            setattr(config, key, [dict(x) if type(x) is dict else x for x in t[key]] if type(t[key]) is list else t[key])
     half = _half_of_a_pair(config.redact_paths)
     if half:
         settings.notes.append(f"{where}redact_paths: {half}")

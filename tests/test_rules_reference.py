@@ -29,6 +29,7 @@ NOT_IN_CATALOG_HEADINGS = {
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"
     "legacy-server-request-unattached",  # §13: a question no evidence ties is "left unattached, and said so (info)"
     "server-rejected-unknown-key", "server-error-on-decline",  # §12: "warnings defined by this table"
+    "hop-link-ambiguous",  # §11: "an ambiguous tie is never linked silently (`hop-link-ambiguous`, info)"
 }
 
 

@@ -40,6 +40,7 @@ from mitmproxy.proxy.mode_specs import ReverseMode
 from ..config import Config
 from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, SessionStart
 from ..core.findings import Finding
+from ..core.hops import hop_problem
 from ..core.messages import Message
 from ..outputs.live import LiveView
 from ..outputs.report import ReportBuilder
@@ -315,10 +316,18 @@ def _log_line(outbox: LoopOutbox) -> Callable[[str, str | None], None]:
     return write
 
 
-def session_start(writer: RecordingWriter | None, upstream: str, live: bool = True) -> SessionStart:
+def session_info(upstream: str, live: bool = True, hop: str | None = None) -> dict:
+    """What a proxy session's header says of it: its upstream, whether it forwards traffic, its hop."""
+    info: dict = {"upstream": upstream, "live": live}
+    if hop:
+        info["hop"] = hop
+    return info
+
+
+def session_start(writer: RecordingWriter | None, upstream: str, live: bool = True, hop: str | None = None) -> SessionStart:
     """A capture session's start: the recording's header when there is one."""
     return writer.start if writer is not None else SessionStart(time.time(), new_session_id(), "http",
-                                                                 {"upstream": upstream, "live": live})
+                                                                 session_info(upstream, live, hop))
 
 
 def new_analysis(config: Config, writer: RecordingWriter | None, report_path: str | None, upstream: str,
@@ -372,13 +381,16 @@ class MrtrInspect:
                           "appended). The OTEL_EXPORTER_OTLP_* variables set it too.")
         loader.add_option("mrtr_metrics", Optional[str], None,
                           "Serve Prometheus metrics at http://HOST:PORT/metrics.")
+        loader.add_option("mrtr_hop", Optional[str], None,
+                          "Name the hop this session records (front, back…): check of several hops' recordings "
+                          "ties a gateway's front chains to the back chains they caused.")
         loader.add_option("mrtr_config", Optional[str], None,
                           "mrtr-inspect settings file (.mrtr-inspect.toml or pyproject.toml) instead of the "
                           "one found from the current directory.")
 
     def configure(self, updated: set[str]) -> None:
         if not self.embedded and self.analysis is not None and updated & {"mrtr_record", "mrtr_report",
-                                                                          "mrtr_peer_header", "mrtr_config",
+                                                                          "mrtr_peer_header", "mrtr_config", "mrtr_hop",
                                                                           "mrtr_otlp_endpoint", "mrtr_metrics"}:
             self._end()  # a new session with the new settings
             self._begin()
@@ -418,11 +430,14 @@ class MrtrInspect:
             logger.info("mrtr-inspect: metrics on %s", exports.metrics.url)
         writer = None
         live = not getattr(opts, "rfile", None)  # flows read from a file (-r) may have begun late
+        hop = getattr(opts, "mrtr_hop", None)
         try:
+            if hop is not None and (reason := hop_problem(hop)):
+                raise RecordingError(f"mrtr_hop: {reason}")
             if opts.mrtr_report and (reason := unwritable(opts.mrtr_report, "report")):
                 raise RecordingError(reason)
             if opts.mrtr_record:
-                writer = RecordingWriter(opts.mrtr_record, "http", {"upstream": self._upstream(), "live": live},
+                writer = RecordingWriter(opts.mrtr_record, "http", session_info(self._upstream(), live, hop),
                                          redactor_for(self.config))
         except RecordingError as e:
             if exports is not None:
@@ -431,7 +446,7 @@ class MrtrInspect:
         self.outbox = LoopOutbox(ctx.master.event_loop)
         self.notes = FlowNotes(self.outbox)
         view = LiveView(write=_log_line(self.outbox), color=False)
-        start = session_start(writer, self._upstream(), live)
+        start = session_start(writer, self._upstream(), live, hop)
         redactor = writer.redactor if writer is not None else redactor_for(self.config)
         recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
         analysis = new_analysis(self.config, writer, opts.mrtr_report, self._upstream(), view, self.notes, start,

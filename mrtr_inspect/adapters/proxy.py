@@ -41,13 +41,14 @@ from mitmproxy.master import Master
 
 from ..config import Config
 from ..core.events import CAPTURE_ENDED
+from ..core.hops import hop_problem
 from ..outputs.live import LiveView
 from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .exports import Exports, parse_host_port
 from .live_analysis import HttpAnalysis
-from .mitm_addon import MrtrInspect, new_analysis, session_start
+from .mitm_addon import MrtrInspect, new_analysis, session_info, session_start
 from .recorder import HttpRecorder
 from .analysis_process import C2S as RECORDS, C2S_EOF as READY, END, fork_analysis
 
@@ -194,7 +195,7 @@ class _ForkedAnalysis:
 
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
               quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None,
-              exports: Exports | None = None) -> int:
+              exports: Exports | None = None, hop: str | None = None) -> int:
     """Run the proxy until SIGINT or SIGTERM; returns the exit status (0; 2 for a startup error; the
     analysis process' status when it failed, such as 1 for a report it could not write)."""
     err = stderr if stderr is not None else sys.stderr
@@ -209,12 +210,14 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         host, port = parse_listen(listen)
         if report and (reason := unwritable(report, "report")):
             raise ValueError(reason)
-        writer = RecordingWriter(record, "http", {"upstream": upstream, "live": True}, redactor_for(config)) if record else None
+        if hop is not None and (reason := hop_problem(hop)):
+            raise ValueError(f"--hop: {reason}")
+        writer = RecordingWriter(record, "http", session_info(upstream, True, hop), redactor_for(config)) if record else None
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2
 
-    start = session_start(writer, upstream)
+    start = session_start(writer, upstream, True, hop)
     redactor = writer.redactor if writer is not None else redactor_for(config)
 
     def make() -> HttpAnalysis:  # in the analysis process

@@ -48,6 +48,7 @@ from typing import Callable
 
 from ..config import Config
 from ..core.events import SessionStart
+from ..core.hops import hop_problem
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import unwritable
@@ -136,20 +137,26 @@ def _exited(child: subprocess.Popen) -> bool:
 
 
 def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = None, quiet: bool = False,
-            config: Config | None = None, exports: Exports | None = None) -> int:
+            config: Config | None = None, exports: Exports | None = None, hop: str | None = None) -> int:
     """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
     config = config or Config()
     session = new_session_id()
     writer = None
+    info: dict = {"command": list(cmd), "live": True}
+    if hop is not None:
+        if reason := hop_problem(hop):
+            sys.stderr.write(tool_line(f"--hop: {reason}"))
+            return 2
+        info["hop"] = hop
     try:
         if report and (reason := unwritable(report, "report")):
             raise RecordingError(reason)
         if record:
-            writer = RecordingWriter(record, "stdio", {"command": list(cmd), "live": True}, redactor_for(config), session=session)
+            writer = RecordingWriter(record, "stdio", dict(info), redactor_for(config), session=session)
     except RecordingError as e:
         sys.stderr.write(tool_line(e))
         return 2
-    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", {"command": list(cmd), "live": True})
+    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", dict(info))
 
     def make() -> StdioAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")

@@ -126,6 +126,7 @@ class Chain:
     __slots__ = (
         "id", "seq", "method", "target", "digest", "key", "peer", "session", "transport", "era", "requests",
         "rounds", "outcome", "vias", "start", "end", "error_code", "tainted", "closed", "final_index", "asks",
+        "hop",
     )
 
     def __init__(self, seq: int, msg: Message, peer: str, digest: str) -> None:
@@ -150,6 +151,7 @@ class Chain:
         self.closed = False
         self.final_index: int | None = None
         self.asks: list[LegacyRound] = []  # a legacy chain's rounds: the server's questions (RULES.md §13)
+        self.hop: str | None = None  # the hop its session named (RULES.md §11), set by core.hops
 
     @property
     def link(self) -> str | None:

@@ -41,6 +41,7 @@ from .events import (
 )
 from .exchanges import ExchangeTracker, HttpExchange, InFlight
 from .framing import media_type, parse_sse_event
+from .hops import HopWatcher
 from .messages import (
     BATCH,
     CLIENT_INFO_KEY,
@@ -245,6 +246,8 @@ class Inspector:
         # the legacy chain requests in flight per server scope (the stdio session, the legacy HTTP
         # session): what a legacy server's question may serve (RULES.md §13)
         self._legacy_open: dict[str, dict[tuple, ChainRequest]] = {}
+        # the chains of sessions that name their hop (RULES.md §11), kept from the first such session
+        self.hops: HopWatcher | None = None
 
     # -- public -----------------------------------------------------------------------------------
     def feed(self, frame: Frame) -> list:
@@ -303,6 +306,10 @@ class Inspector:
                 if not s.ended:  # no session end recorded (a recorder killed, a file cut): its last frame
                     self._end_session(s, self._seen.get(s.id, t) if time is None else t, {})
             self._obs_list(self.stitcher.close_all(t))
+            if self.hops is not None:  # every chain is closed: the hops can be tied (RULES.md §11)
+                correlated = self.hops.correlate()
+                self.sink(correlated)
+                self._out.append(correlated)
         except Exception as e:  # the capture's end must survive anything too
             self._failed(None, e, t)
         out += self._trailing
@@ -336,10 +343,30 @@ class Inspector:
         elif tf is SessionStart:
             s = self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
             self._restart(s)
+            hop = s.info.get("hop")
+            if type(hop) is str and hop:
+                self._name_hop(f.session, hop)
         elif tf is SessionEnd:
             s = self._sessions.get(f.session)
             if s is not None and not s.ended:
                 self._end_session(s, f.time, dict(f.info))
+
+    def _name_hop(self, session: str, hop: str) -> None:
+        """A session names its hop: from now on every observation is shown to the `HopWatcher` first
+        (a capture without named hops pays nothing for it)."""
+        if self.hops is None:
+            watcher = self.hops = HopWatcher(self.config.hop_map)
+            see, sink = watcher.see, self.sink
+
+            def dispatch(obs: Any) -> None:
+                try:
+                    see(obs)
+                except Exception as e:  # the hops' bookkeeping failing keeps nothing from the rules
+                    self._failed("hops", e, self._now)
+                sink(obs)
+
+            self._dispatch = dispatch
+        self.hops.name(session, hop)
 
     def _restart(self, s: _Session) -> None:
         """A session that follows one of the same command or upstream which ended with an open or

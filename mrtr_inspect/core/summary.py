@@ -51,7 +51,7 @@ def chain_summary(chain: "Chain") -> dict:
             rounds[-1]["unanswered_ms"] = round((chain.end - rd.irr_time) * 1000.0, 3)
     for q in chain.asks:  # a legacy chain's rounds: the server's questions and the client's answers
         rounds.append(_legacy_round(chain, q))
-    return {
+    d = {
         "id": chain.id,
         "method": chain.method,
         "target": chain.target,
@@ -68,6 +68,9 @@ def chain_summary(chain: "Chain") -> dict:
         "timeline": timeline,
         "round_details": rounds,
     }
+    if chain.hop is not None:
+        d["hop"] = chain.hop
+    return d
 
 
 def _legacy_round(chain: "Chain", q: "LegacyRound") -> dict:

@@ -15,6 +15,7 @@ from typing import IO, Any, Iterable, Iterator
 from ..version import __version__
 from ..core.findings import Finding
 from ..core.jsontext import dumps_with
+from ..core.hops import HopsCorrelated
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
 
@@ -109,6 +110,8 @@ class ReportBuilder:
         self._chains = _Spool()
         self._findings = _Spool()
         self.notes: list[str] = []
+        #: the linked pairs of two hops (RULES.md §11), when some session named its hop
+        self.hops: list[dict] | None = None
 
     def add(self, out: Any) -> None:
         self.add_all((out,))
@@ -122,6 +125,8 @@ class ReportBuilder:
                 self.add_finding(out)
             elif t is ChainEvent and out.kind == "closed":
                 self._chains.add(out.chain.summary())
+            elif t is HopsCorrelated:
+                self.hops = out.entries()
 
     def add_finding(self, f: Finding) -> None:
         self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1
@@ -162,6 +167,10 @@ class ReportBuilder:
         self._write_list(fp, self._chains)
         fp.write("],\n  \"findings\": [")
         self._write_list(fp, self._findings)
+        if self.hops is not None:
+            fp.write("],\n  \"hops\": [")
+            if self.hops:
+                fp.write("\n    " + ",\n    ".join(_dumps(h) for h in self.hops) + "\n  ")
         fp.write("]\n}\n")
 
     @staticmethod
@@ -184,6 +193,8 @@ class ReportBuilder:
             "chains": list(self.chains()),
             "findings": list(self.findings()),
         }
+        if self.hops is not None:
+            d["hops"] = self.hops
         if self.notes:
             d["notes"] = self.notes
         return d

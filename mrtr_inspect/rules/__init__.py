@@ -24,6 +24,7 @@ _MODULES = (
     "legacy",  # §4.8 the legacy era and era mixing
     "tasks",  # §4.9 the tasks extension
     "raw",  # §7.23: duplicate member names elsewhere
+    "gateway",  # §11: two hops, a gateway in the middle
     "probes",  # §12: what only an active probe reports (no checks)
     "tool",  # the tool itself: upstream-error
 )
