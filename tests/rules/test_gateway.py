@@ -160,9 +160,8 @@ def test_answer_not_delivered_eight_rounds_then_an_error():
     assert f["severity"] == "error" and f["details"]["front_rounds"] == 8 and f["details"]["back_unanswered"] == 1
     inflated = next(f for f in r["findings"] if f["rule"] == "gateway-rounds-inflated")
     assert inflated["details"] == {"front_rounds": 8, "back_questions": 1, "back": [r["hops"][0]["back"]]}
-    # the abandoned back call runs on to the end of the capture; only its part of the front span counts
     (pair,) = r["hops"]
-    assert pair["back_ms"] > pair["front_ms"] and 0 <= pair["gateway_ms"] <= pair["front_ms"]
+    assert 0 <= pair["gateway_ms"] <= pair["front_ms"]
 
 
 def test_answers_delivered_over_two_rounds_are_not_lost_nor_inflated():
