@@ -49,6 +49,12 @@ def captured(gw: Running, folder: Path) -> tuple[list[dict], list[dict]]:
     return read("c2s"), read("s2c")
 
 
+def plain(result: dict) -> dict:
+    """A result without its _meta (the gateway names itself in every result)."""
+    assert result["_meta"] == {"io.modelcontextprotocol/serverInfo": {"name": "hopgw", "version": "0.0.1"}}
+    return {k: v for k, v in result.items() if k != "_meta"}
+
+
 def only_question(t, round_: int = 0) -> dict:
     requests = t.questions[round_]
     assert list(requests) == ["q1"], requests
@@ -67,7 +73,7 @@ def test_the_correct_gateway_completes_create_issue_in_one_round(gateway, tmp_pa
     t = c.call("create_issue", {"title": "Crash on start"})
     assert t.rounds == 1
     assert only_question(t) == ISSUE_QUESTION  # the upstream's question, unchanged
-    assert t.result == {"resultType": "complete", "content": [{"type": "text", "text": "created #7"}],
+    assert plain(t.result) == {"resultType": "complete", "content": [{"type": "text", "text": "created #7"}],
                         "structuredContent": ISSUE}
     c2s, s2c = captured(gw, tmp_path)
     asked = next(m for m in s2c if m.get("method") == "elicitation/create")
@@ -120,7 +126,8 @@ def test_two_clients_at_once_each_get_their_own_call(gateway, tmp_path):
             return answer
         try:
             together.wait()
-            out[title] = HopClient(gw.url).call("create_issue", {"title": title}, answer=answered)
+            client = HopClient(gw.url, name=f"client {title}")
+            out[title] = client.call("create_issue", {"title": title}, answer=answered)
         except BaseException as e:  # reported by the main thread
             out[title] = e
             together.abort()
@@ -189,7 +196,7 @@ def test_answer_not_delivered_asks_8_rounds_then_fails(gateway, tmp_path):
 def test_result_collapsed_drops_structured_content(gateway):
     c = HopClient(gateway("--bug", "result-collapsed").url)
     t = c.call("create_issue", {"title": "Crash on start"})
-    assert t.result == {"resultType": "complete", "content": [{"type": "text", "text": "created #7"}]}
+    assert plain(t.result) == {"resultType": "complete", "content": [{"type": "text", "text": "created #7"}]}
 
 
 def test_legacy_field_passthrough_keeps_elicitation_id(gateway):
@@ -211,9 +218,9 @@ def test_question_altered_changes_the_message_and_schema(gateway):
 
 def test_error_masked_turns_failures_into_ok(gateway):
     c = HopClient(gateway("--bug", "error-masked").url)
-    assert c.call("fail", {}).result == {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
+    assert plain(c.call("fail", {}).result) == {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
     declined = c.call("create_issue", {"title": "Crash on start"}, answer={"action": "decline"})
-    assert declined.result == {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
+    assert plain(declined.result) == {"resultType": "complete", "content": [{"type": "text", "text": "ok"}]}
 
 
 def test_state_binding_refuses_a_retry_without_the_session(gateway):

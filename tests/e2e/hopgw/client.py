@@ -21,9 +21,13 @@ from urllib.parse import urlsplit
 VERSION = "2026-07-28"
 TIMEOUT = 60.0
 CONFIRM = {"action": "accept", "content": {"confirm": True}}
-META = {"io.modelcontextprotocol/protocolVersion": VERSION,
-        "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
-        "io.modelcontextprotocol/clientInfo": {"name": "hopgw-client", "version": "1.0"}}
+
+
+def meta(name: str) -> dict:
+    """The _meta of each request of the client called `name`."""
+    return {"io.modelcontextprotocol/protocolVersion": VERSION,
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}, "url": {}}},
+            "io.modelcontextprotocol/clientInfo": {"name": name, "version": "1.0"}}
 
 
 def post(url: str, body: bytes, headers: dict[str, str]) -> tuple[int, dict[str, str], bytes]:
@@ -70,14 +74,17 @@ class Transcript:
 
 
 class HopClient:
-    def __init__(self, url: str, keep_session: bool = False) -> None:
+    def __init__(self, url: str, keep_session: bool = False, name: str = "hopgw-client") -> None:
+        """`name`: the clientInfo name; clients used at once need their own (each numbers its
+        requests from 1)."""
         self.url = url
+        self.meta = meta(name)
         self.keep_session = keep_session
         self.session: str | None = None
         self.ids = itertools.count(1)
 
     def request(self, method: str, params: dict | None = None, session: bool = True) -> dict:
-        params = {**(params or {}), "_meta": META}
+        params = {**(params or {}), "_meta": self.meta}
         headers = {"MCP-Protocol-Version": VERSION, "Mcp-Method": method}
         if "name" in params:
             headers["Mcp-Name"] = params["name"]

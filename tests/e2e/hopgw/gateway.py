@@ -399,6 +399,8 @@ class Gateway:
 
 
 def reply(rid, result: dict, headers: dict | None = None) -> Response:
+    """A 2026-07-28 result: it says its resultType and names the server in its _meta."""
+    result = {"resultType": "complete", **result, "_meta": {"io.modelcontextprotocol/serverInfo": SERVER_INFO}}
     return JSONResponse({"jsonrpc": "2.0", "id": rid, "result": result}, headers=headers)
 
 
