@@ -235,3 +235,11 @@ def test_state_binding_refuses_a_retry_without_the_session(gateway):
     assert kept.result["structuredContent"] == ISSUE
     conformant = HopClient(url)  # no session at all: nothing to bind, nothing refused
     assert conformant.call("create_issue", {"title": "Crash on start"}).result["structuredContent"] == ISSUE
+
+
+def test_the_bugs_behave_alike_in_front_of_a_modern_upstream(gateway):
+    c = HopClient(gateway("--era", "modern", "--bug", "answer-not-delivered").url)
+    t = c.call("create_issue", {"title": "Crash on start"})
+    assert t.rounds == ASK_ROUNDS and t.error["code"] == -32603
+    c = HopClient(gateway("--era", "modern", "--bug", "result-collapsed").url)
+    assert "structuredContent" not in c.call("create_issue", {"title": "Crash on start"}).result
