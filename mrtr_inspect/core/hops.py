@@ -81,7 +81,6 @@ class HopFact:
     mapped: list = field(default_factory=list)  # (method, target, args) the hop_map says it wraps
     questions: list = field(default_factory=list)  # HopQuestion
     answers: list = field(default_factory=list)  # (time, index, round, keys) of each retry answering a round
-    waited: float = 0.0  # seconds the client took to answer (the user's time)
     final: dict | None = None  # how it ended: kind, index, time, shape of the result or the error
     session_ids: list = field(default_factory=list)  # (request index, Mcp-Session-Id or None, accepted)
     refused: list = field(default_factory=list)  # (index, response index, session id, code, message, state)
@@ -105,6 +104,11 @@ class HopFact:
     def duration(self) -> float:
         return self.chain.end - self.chain.start
 
+    def waits(self) -> list[tuple[float, float]]:
+        """When the chain waited for its client's answers: from each question to its answer, or to the
+        chain's end for one never answered."""
+        return [(q.time, q.answered if q.answered is not None else self.chain.end) for q in self.questions]
+
 
 @dataclass(slots=True)
 class HopPair:
@@ -123,11 +127,13 @@ class HopPair:
         f, b = self.front, self.back
         front_ms = round(f.duration() * 1000.0, 3)
         back_ms = round(b.duration() * 1000.0, 3)
-        # the back call's part of the front chain's span: one the gateway left open ran on after it
-        start, end = max(b.start + self.offset, f.start), min(b.end + self.offset, f.end)
-        back_part = max(0.0, end - start)
-        back_wait = b.waited if back_part >= b.duration() else min(b.waited, back_part)
-        gateway_ms = round(((f.duration() - f.waited) - (back_part - back_wait)) * 1000.0, 3)
+        # the gateway's share: the time in the front chain's span when neither the host's user was
+        # answering (a front round waiting for its retry) nor the upstream was working (the back call
+        # open and not itself waiting for an answer; one the gateway left waiting is not working)
+        o = self.offset
+        busy = [(s + o, e + o) for s, e in _gaps((b.start, b.end), b.waits())]
+        gone = _measure(_clip(f.waits() + busy, f.start, f.end))
+        gateway_ms = round(max(0.0, f.duration() - gone) * 1000.0, 3)
         return {"front": f.id, "back": b.id, "link": self.link, "front_ms": front_ms, "back_ms": back_ms,
                 "gateway_ms": gateway_ms, "front_hop": f.hop, "back_hop": b.hop}
 
@@ -157,6 +163,37 @@ class HopsCorrelated:
 
     def pairs_of(self, front: HopFact) -> list[HopPair]:
         return [p for p in self.pairs if p.front is front]
+
+
+def _clip(spans: list, start: float, end: float) -> list:
+    return [(max(s, start), min(e, end)) for s, e in spans if min(e, end) > max(s, start)]
+
+
+def _merged(spans: list) -> list:
+    out: list[list[float]] = []
+    for s, e in sorted(spans):
+        if out and s <= out[-1][1]:
+            out[-1][1] = max(out[-1][1], e)
+        else:
+            out.append([s, e])
+    return [(s, e) for s, e in out]
+
+
+def _measure(spans: list) -> float:
+    """The length of the union of the spans."""
+    return sum(e - s for s, e in _merged(spans))
+
+
+def _gaps(span: tuple, holes: list) -> list:
+    """`span` less the `holes`."""
+    out, at = [], span[0]
+    for s, e in _merged(_clip(holes, *span)):
+        if s > at:
+            out.append((at, s))
+        at = max(at, e)
+    if at < span[1]:
+        out.append((at, span[1]))
+    return out
 
 
 def _digest(value: Any) -> str:
@@ -257,9 +294,6 @@ class HopWatcher:
                 q = self._asks.pop(obs.asked, None)
                 if q is not None:
                     q.answered, q.answer_index = obs.response.time, obs.response.index
-                    f = self.facts.get(obs.asked.chain)
-                    if f is not None:
-                        f.waited += obs.response.time - q.time
                 return
             creq = obs.creq
             f = self.facts.get(creq.chain) if creq is not None else None
@@ -280,7 +314,6 @@ class HopWatcher:
                 ir = p.get("inputResponses")
                 keys = tuple(ir) if type(ir) is dict else ()
                 f.answers.append((obs.request.time, obs.request.index, obs.round.n, keys, obs.state))
-                f.waited += obs.request.time - obs.round.irr_time
                 for q in f.questions:
                     if q.round == obs.round.n and q.key in keys and q.answered is None:
                         q.answered, q.answer_index = obs.request.time, obs.request.index
@@ -381,8 +414,6 @@ class HopWatcher:
                     q.round = len(back.questions) + 1
                     back.questions.append(q)
                     back.questions.sort(key=lambda x: x.time)
-                    if q.answered is not None:
-                        back.waited += q.answered - q.time
 
     @staticmethod
     def _evidence(front: HopFact, back: HopFact) -> int:
@@ -401,7 +432,13 @@ class HopWatcher:
 
     @staticmethod
     def _inside(front: HopFact, back: HopFact, offset: float, slack: float = SLACK) -> bool:
-        return front.start - slack <= back.start + offset and back.end + offset <= front.end + slack
+        """Whether the back chain lies in the front chain's span; one that never ended (cancelled,
+        abandoned, open: the gateway gave it up, or the capture ended first) only has to start there."""
+        if not front.start - slack <= back.start + offset:
+            return False
+        if back.chain.outcome not in ("complete", "error"):
+            return back.start + offset <= front.end + slack
+        return back.end + offset <= front.end + slack
 
     def _score(self, fronts: list[HopFact], backs: list[HopFact], offset: float, slack: float) -> int:
         n = 0

@@ -49,7 +49,9 @@ def _label(f: HopFact) -> str:
 def gateway_answer_not_delivered(obs: HopsCorrelated, ctx) -> None:
     """A linked front chain whose client answered a round (a retry with `inputResponses`) and which then
     opened another round or ended in an error, while a back chain linked to it still had a question no
-    answer reached (a legacy request never answered, or a round never retried)."""
+    answer reached (a legacy request never answered, or a round never retried). An error that refuses
+    the retry's requestState (-32602, "another session") is the state's doing, not a lost answer
+    (`gateway-state-binding` judges it)."""
     for f, pairs in _front_pairs(obs):
         answered = [a for a in f.answers if a[3]]
         if not answered:
@@ -58,6 +60,8 @@ def gateway_answer_not_delivered(obs: HopsCorrelated, ctx) -> None:
         asked_again = any(q.time > first[0] for q in f.questions)
         if not (asked_again or _failed(f)):
             continue
+        if not asked_again and f.final is not None and any(r[1] == f.final["index"] for r in f.refused):
+            continue  # the retry itself was refused (its state: gateway-state-binding), not an answer lost on the way
         lost = [(p.back, q) for p in pairs for q in _unanswered(p.back)]
         if not lost:
             continue
