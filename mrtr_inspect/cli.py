@@ -294,7 +294,13 @@ def _check_text(builder, out, verbose: bool) -> None:
     if chains:
         printer.line("chains:", style="bold")
         for c in chains:
-            printer.line("  " + chain_line(c))
+            printer.line("  " + (f"[{c['hop']}] " if c.get("hop") else "") + chain_line(c))
+    if builder.hops is not None:  # some session named its hop (RULES.md §11)
+        from .outputs.show import hop_line
+
+        printer.line(f"hops: {len(builder.hops)} linked pair{'s' if len(builder.hops) != 1 else ''}", style="bold")
+        for h in builder.hops:
+            printer.line("  " + hop_line(h))
     s = builder.summary()
     line = summary_line(s)
     if s["infos"] and not verbose:
@@ -303,20 +309,31 @@ def _check_text(builder, out, verbose: bool) -> None:
 
 
 @main.command()
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "json"]), default="text", show_default=True)
-def show(path, fmt) -> None:
+@config_option
+def show(paths, fmt) -> None:
     """The logical requests (chains) of a recording, round by round: what was asked, what was
-    answered, how long the user took."""
-    from .outputs.show import render_json, render_mermaid, render_text
+    answered, how long the user took. Several recordings are one capture; when their sessions name
+    their hops (--hop), each front chain is drawn with the back chains it caused."""
+    from .outputs.show import render_json, render_mermaid, render_mermaid_hops, render_text, render_text_hops
 
-    builder = _analyse((path,), Config())
+    builder = _analyse(tuple(paths), build_config())
     chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
+    hops = builder.hops
     builder.close()
     if fmt == "text":
-        render_text(chains, sys.stdout, color=sys.stdout.isatty())
+        if hops:
+            render_text_hops(chains, hops, sys.stdout, color=sys.stdout.isatty())
+        else:
+            render_text(chains, sys.stdout, color=sys.stdout.isatty())
     elif fmt == "mermaid":
-        render_mermaid(chains, sys.stdout)
+        if hops:
+            render_mermaid_hops(chains, hops, sys.stdout)
+        else:
+            render_mermaid(chains, sys.stdout)
+    elif hops is not None:
+        render_json(chains, sys.stdout, hops)
     else:
         render_json(chains, sys.stdout)
 
@@ -510,7 +527,7 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
 
 
 @main.command()
-@click.argument("path", type=click.Path(dir_okay=False))
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--to", "to", type=click.Choice(["fixture", "har", "html", "mermaid", "otlp"]), required=True,
               help="The format to export to (docs/formats.md).")
 @click.option("--output", metavar="PATH", required=True, type=click.Path(dir_okay=False), help="Where to write it.")
@@ -520,17 +537,22 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
               help="Redact the strings at this JSON path (docs/configuration.md) too; a path that matches nothing is said.")
 @click.option("--redact-header", multiple=True, metavar="NAME", help="Redact this header too.")
 @rule_options
-def export(path, to, output, chains, only_chains, redact_path, redact_header, severity, disable) -> None:
+def export(paths, to, output, chains, only_chains, redact_path, redact_header, severity, disable) -> None:
     """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
     machine details in its session headers, ready to commit and to replay. `har`, `html`, `mermaid`
-    (Markdown when PATH ends in .md), `otlp`: see docs/formats.md."""
+    (Markdown when PATH ends in .md), `otlp`: see docs/formats.md. `html` and `mermaid` take several
+    recordings as one capture: with named hops (--hop), a front chain and the back chains it caused
+    are drawn together."""
     from .replay import run
 
     if to != "fixture":
         from .outputs.exporters import export as export_to
 
         config = build_config(severity, disable)
-        sys.exit(_say(export_to(path, to, output, config, redact_path, redact_header)))
+        sys.exit(_say(export_to(list(paths), to, output, config, redact_path, redact_header)))
+    if len(paths) != 1:
+        fail("--to fixture exports one recording at a time")
+    path = paths[0]
     sys.exit(run.export(path, to, output, chains=chains, only_chains=only_chains, redact_paths=redact_path,
                         redact_headers=redact_header, config=build_config(severity, disable)))
 

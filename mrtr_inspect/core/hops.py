@@ -134,8 +134,11 @@ class HopPair:
         busy = [(s + o, e + o) for s, e in _gaps((b.start, b.end), b.waits())]
         gone = _measure(_clip(f.waits() + busy, f.start, f.end))
         gateway_ms = round(max(0.0, f.duration() - gone) * 1000.0, 3)
-        return {"front": f.id, "back": b.id, "link": self.link, "front_ms": front_ms, "back_ms": back_ms,
-                "gateway_ms": gateway_ms, "front_hop": f.hop, "back_hop": b.hop}
+        entry = {"front": f.id, "back": b.id, "link": self.link, "front_ms": front_ms, "back_ms": back_ms,
+                 "gateway_ms": gateway_ms, "front_hop": f.hop, "back_hop": b.hop}
+        if o:  # two clocks: what was added to the back hop's times (the offset of their first chains)
+            entry["offset_ms"] = round(o * 1000.0, 3)
+        return entry
 
 
 @dataclass(slots=True)

@@ -189,8 +189,124 @@ def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
     return n
 
 
-def render_json(chains: Iterable[dict], stream: IO[str]) -> int:
+def render_json(chains: Iterable[dict], stream: IO[str], hops: list[dict] | None = None) -> int:
     items = list(chains)
-    json.dump({"chains": items}, stream, ensure_ascii=False, indent=2, default=str)
+    doc: dict = {"chains": items}
+    if hops is not None:
+        doc["hops"] = hops
+    json.dump(doc, stream, ensure_ascii=False, indent=2, default=str)
     stream.write("\n")
     return len(items)
+
+
+# -- two hops (RULES.md §11): a front chain and the back chains it caused, as one story --------------
+
+
+def hop_line(h: dict) -> str:
+    """One line per linked pair: `c1 (front) → c2 (back)  link target+args  front 52 ms, back 40 ms, gateway 3 ms`."""
+    return printable(f"{h['front']} ({h.get('front_hop')}) → {h['back']} ({h.get('back_hop')})  link {h['link']}  "
+                     f"front {_ms(h['front_ms'])}, back {_ms(h['back_ms'])}, gateway {_ms(h['gateway_ms'])}")
+
+
+def _grouped(hops: list[dict]) -> dict[str, list[dict]]:
+    """The pairs of each front chain, in the order of the report."""
+    out: dict[str, list[dict]] = {}
+    for h in hops:
+        out.setdefault(h["front"], []).append(h)
+    return out
+
+
+def hop_story(chains: Iterable[dict], hops: list[dict] | None) -> list[tuple[dict, list[tuple[dict, dict]]]]:
+    """What `show` draws: each chain with the back chains linked to it ((pair, back chain)); a back
+    chain that is linked is drawn under its front chain, not again on its own."""
+    items = list(chains)
+    pairs = _grouped(hops or [])
+    by_id = {c["id"]: c for c in items}
+    linked_backs = {h["back"] for h in hops or ()}
+    return [(c, [(h, by_id[h["back"]]) for h in pairs.get(c["id"], []) if h["back"] in by_id])
+            for c in items if c["id"] not in linked_backs]
+
+
+def render_text_hops(chains: Iterable[dict], hops: list[dict] | None, stream: IO[str], color: bool = False) -> int:
+    """`show` of recordings with named hops: each front chain's tree with, under it, the tree of each
+    back chain it caused (the gateway's share of the time on the node)."""
+    console = Console(file=stream, force_terminal=color, no_color=not color, highlight=False, width=120)
+    n = 0
+    for c, backs in hop_story(chains, hops):
+        tree = chain_tree(c)
+        if c.get("hop"):
+            tree.label = _text((f"[{c['hop']}] ", "cyan"), (chain_line(c), "bold"))
+        for h, b in backs:
+            node = tree.add(_text(("⇢ through the gateway: ", "cyan"), hop_line(h)))
+            sub = chain_tree(b)
+            sub.label = _text((f"[{b.get('hop')}] ", "cyan"), (chain_line(b), "bold"))
+            node.children.append(sub)
+        console.print(tree)
+        n += 1
+    if n == 0:
+        console.print(_text("no chains (no tools/call, prompts/get or resources/read in this recording)"))
+    return n
+
+
+def _steps(c: dict, near: str, far: str, offset: float = 0.0) -> list[tuple[float, int, str]]:
+    """The arrows of one chain between `near` (its client) and `far` (its server), each with its time
+    (on the front hop's clock: `offset` added) and its order within the chain."""
+    out: list[tuple[float, int, str]] = []
+    rounds = {r["message"]: r for r in c.get("round_details", [])}
+    method = _mm(str(c.get("method")))
+
+    def add(t: float | None, line: str) -> None:
+        out.append(((t if t is not None else c.get("end") or 0.0) + offset, len(out), line))
+
+    for e in c.get("timeline", []):
+        if e.get("retries_round"):
+            add(e["time"], f"    Note over {near}: answered in {_ms(e.get('wait_ms'))}")
+            ans = "; ".join(_answered(e.get("answered")))
+            add(e["time"], f"    {near}->>{far}: {method} id {_mm(format_id(e['id']))} (retry{', ' + _mm(ans) if ans else ''})")
+        else:
+            add(e["time"], f"    {near}->>{far}: {method} {_mm(str(c.get('target')))} id {_mm(format_id(e['id']))}")
+        resp, rt = e.get("response"), e.get("response_time")
+        if resp == "input_required":
+            rd = rounds.get(e.get("response_message"))
+            add(rt, f"    {far}-->>{near}: input_required ({_mm('; '.join(_asked(rd['asked'])) if rd else '')})")
+        elif resp == "error":
+            add(rt, f"    {far}-->>{near}: error {_mm(str(e.get('error_code')))}")
+        elif resp in ("result", "task"):
+            add(rt, f"    {far}-->>{near}: {'complete' if resp == 'result' else 'task'}")
+        elif resp == "cancelled":
+            add(c.get("end"), f"    Note over {near},{far}: cancelled")
+    for rd in legacy_rounds(c):
+        add(rd["time"], f"    {far}->>{near}: round {rd['round']} ({_mm('; '.join(_asked(rd.get('asked') or {})))})")
+        if rd.get("response_message") is not None:
+            ans = "; ".join(_answered(rd.get("answered")))
+            add(rd["response_time"], f"    {near}-->>{far}: {_mm(str(rd.get('response')))} ({_mm(ans)})")
+        else:
+            add(c.get("end"), f"    Note over {near},{far}: never answered ({_ms(rd.get('unanswered_ms'))})")
+    return out
+
+
+def render_mermaid_hops(chains: Iterable[dict], hops: list[dict] | None, stream: IO[str]) -> int:
+    """`show --format mermaid` of recordings with named hops: a front chain and the back chains it
+    caused as one sequence, host → gateway → upstream and back, as the first seed draws them; the
+    other chains as `render_mermaid` draws them."""
+    n = 0
+    for c, backs in hop_story(chains, hops):
+        if not backs:
+            n += render_mermaid([c], stream)
+            continue
+        n += 1
+        stream.write(printable(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
+                               f"{c.get('rounds')} round(s), through the gateway: "
+                               + "; ".join(hop_line(h) for h, _ in backs)) + "\n")
+        stream.write("sequenceDiagram\n    participant H as Host\n    participant G as Gateway\n"
+                     "    participant U as Upstream\n")
+        steps = [(t, 0, i, line) for t, i, line in _steps(c, "H", "G")]
+        for k, (h, b) in enumerate(backs, 1):
+            steps += [(t, k, i, line) for t, i, line in _steps(b, "G", "U", h.get("offset_ms", 0.0) / 1000.0)]
+        # by time; at one instant the front's request comes before the back's, and the back's answer before the front's
+        for _, _, _, line in sorted(steps, key=lambda s: (s[0], s[1] if "->>" in s[3] and "-->>" not in s[3] else -s[1], s[2])):
+            stream.write(line + "\n")
+        for h, _ in backs:
+            stream.write(f"    Note over G: gateway {_ms(h['gateway_ms'])} of {_ms(h['front_ms'])}\n")
+        stream.write("\n")
+    return n

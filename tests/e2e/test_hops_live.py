@@ -279,3 +279,74 @@ def test_two_clients_at_once_each_front_chain_links_to_its_own_back_chain(hops):
     for front, back in pairs:
         assert front["start"] <= back["start"] and back["end"] <= front["end"] + 0.05, (front, back)
     assert gateway_rules(report) == set()
+
+
+# -- the views of the one recording, and the same from two ------------------------------------------------
+
+
+def cli(*args: str, cwd: Path = ROOT) -> str:
+    done = subprocess.run([sys.executable, "-m", "mrtr_inspect", *args], cwd=cwd, env=child_env(),
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode in (0, 1), done.stderr
+    return done.stdout
+
+
+def split_by_session(path: Path, out: Path) -> list[Path]:
+    """The one recording as two, one per session (what two machines would have recorded)."""
+    files: dict[str, list[str]] = {}
+    for line in path.read_text(encoding="utf-8").splitlines(keepends=True):
+        record = json.loads(line.split("\t", 1)[0])  # the record, before the payload (docs/recording-format.md)
+        files.setdefault(record.get("s") or record["session"], []).append(line)
+    paths = []
+    for n, lines in enumerate(files.values()):
+        p = out / f"hop{n}.jsonl"
+        p.write_text("".join(lines), encoding="utf-8")
+        paths.append(p)
+    return paths
+
+
+def test_one_recording_of_both_hops_shows_as_one_story_and_checks_as_two_files(hops, tmp_path):
+    h = hops("--bug", "answer-not-delivered")
+    answer_not_delivered(HopClient(h.url))
+    h.stop()
+    report = check(h.record)
+    (pair,) = report["hops"]
+    front, back = pair["front"], pair["back"]
+
+    text = cli("check", str(h.record), "--fail-on", "never")
+    assert "hops: 1 linked pair" in text and f"{front} (front) → {back} (back)  link target+args" in text
+
+    tree = cli("show", str(h.record))
+    assert f"[front] {front} tools/call create_issue" in tree and f"[back] {back} tools/call create_issue" in tree
+    assert tree.index(f"[front] {front}") < tree.index("through the gateway") < tree.index(f"[back] {back}")
+
+    mermaid = cli("show", str(h.record), "--format", "mermaid")
+    diagram = mermaid[mermaid.index(f"%% {front} "):]
+    lines = diagram.splitlines()
+    assert lines[1:5] == ["sequenceDiagram", "    participant H as Host", "    participant G as Gateway",
+                          "    participant U as Upstream"]
+    arrows = [ln.strip() for ln in lines if "->>" in ln]
+    assert arrows[0].startswith("H->>G: tools/call create_issue") and arrows[1].startswith("G->>U: tools/call create_issue")
+    assert any(a.startswith("U->>G: round 1") for a in arrows)  # the upstream's elicitation/create
+    assert sum(a.startswith("G-->>H: input_required") for a in arrows) == 8
+    assert "Note over G,U: never answered" in diagram and arrows[-1] == "G-->>H: error -32603"
+    out = tmp_path / "hops.md"
+    cli("export", str(h.record), "--to", "mermaid", "--output", str(out))
+    assert "participant U as Upstream" in out.read_text(encoding="utf-8")
+    html = tmp_path / "hops.html"
+    cli("export", str(h.record), "--to", "html", "--output", str(html))
+    assert '<h2 id="hops">Two hops</h2>' in html.read_text(encoding="utf-8")
+
+    # the two files, read one after the other, number the chains in their order, not the same
+    two = check_many(split_by_session(h.record, tmp_path))
+
+    def story(r: dict) -> tuple:
+        chains = {c["id"]: (c["hop"], c["target"], c["start"], c["rounds"], c["outcome"]) for c in r["chains"]}
+        pairs = [{**p, "front": chains[p["front"]], "back": chains[p["back"]]} for p in r["hops"]]
+        return pairs, sorted((f["rule"], f["severity"], chains.get(f.get("chain"))) for f in r["findings"])
+
+    assert story(two) == story(report)
+
+
+def check_many(paths: list[Path]) -> dict:
+    return json.loads(cli("check", *map(str, paths), "--format", "json", "--fail-on", "never"))

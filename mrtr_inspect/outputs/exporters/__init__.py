@@ -73,12 +73,15 @@ def _md(text: str) -> str:
 def _mermaid(cap: Capture, markdown: bool = False) -> str:
     """The diagrams of `show --format mermaid`; in Markdown (an output named *.md), each in a
     ```mermaid block under a heading, as GitHub and most Markdown viewers draw them."""
-    from ..show import render_mermaid
+    from ..show import hop_story, render_mermaid, render_mermaid_hops
 
     parts = []
-    for c in cap.chains:
+    for c, backs in hop_story(cap.chains, cap.hops):  # a front chain with the back chains it caused: one diagram
         out = io.StringIO()
-        render_mermaid([c], out)
+        if backs:
+            render_mermaid_hops([c, *(b for _, b in backs)], cap.hops, out)
+        else:
+            render_mermaid([c], out)
         text = out.getvalue()
         parts.append(f"## {_md(chain_label(c))}\n\n```mermaid\n{text.rstrip()}\n```\n" if markdown else text)
     if not parts:
@@ -95,9 +98,9 @@ def _otlp(cap: Capture) -> str:
 RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermaid, "otlp": _otlp}  # HAR: in export
 
 
-def export(path: str, to: str, output: str, config: Config | None = None,
+def export(path: "str | list[str]", to: str, output: str, config: Config | None = None,
            redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = ()) -> list[str]:
-    """Write `path` as `to` to `output` (mode 0600: it holds the recording's traffic), redacted as a
+    """Write `path` (or several recordings, as one capture) as `to` to `output` (mode 0600: it holds the recording's traffic), redacted as a
     live recording is (the defaults, the configuration's redaction settings, `redact_paths` and
     `redact_headers`): a recording made before a secret was known as one, or by another tool,
     does not carry it into the export. Returns the lines to tell the user (with a warning for each
@@ -110,7 +113,7 @@ def export(path: str, to: str, output: str, config: Config | None = None,
     c.redact_paths = [*c.redact_paths, *redact_paths]
     c.redact_headers = [*c.redact_headers, *redact_headers]
     redactor = redactor_for(c)
-    cap = load([path], config, redactor.frame)
+    cap = load([path] if isinstance(path, str) else list(path), config, redactor.frame)
     said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
     if to == "har":
         har = _har_doc(cap)

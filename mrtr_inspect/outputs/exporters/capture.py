@@ -19,6 +19,7 @@ from ...analysis import Analysis
 from ...config import Config
 from ...core.events import Frame, SessionStart
 from ...core.findings import Finding
+from ...core.hops import HopsCorrelated
 from ...core.inspector import ChainEvent
 from ...core.messages import Message
 from ...recording.reader import ReadNotes, read_frames
@@ -51,8 +52,9 @@ class Role:
 
 
 def chain_label(c: dict) -> str:
-    """`c1 tools/call deploy`"""
-    return " ".join(str(x) for x in (c["id"], c.get("method"), c.get("target")) if x is not None)
+    """`c1 tools/call deploy` (`c1 tools/call deploy (hop front)` when its session named its hop)"""
+    label = " ".join(str(x) for x in (c["id"], c.get("method"), c.get("target")) if x is not None)
+    return label + f" (hop {c['hop']})" if c.get("hop") else label
 
 
 @dataclass
@@ -79,6 +81,7 @@ class Capture(Located):
     frames: list[tuple[int, int, Frame]] = field(default_factory=list)  # (input, line, frame)
     messages: dict[int, Message] = field(default_factory=dict)
     chains: list[dict] = field(default_factory=list)  # closed-chain summaries, by chain number
+    hops: list[dict] | None = None  # the linked pairs of two hops (RULES.md §11), when a session named its hop
     findings: list[dict] = field(default_factory=list)
     starts: dict[str, SessionStart] = field(default_factory=dict)
     notes: list[str] = field(default_factory=list)
@@ -149,6 +152,8 @@ def load(paths: Iterable[str], config: Config | None = None, redact: Callable[[F
                 cap.findings.append(o.to_json())
             elif t is ChainEvent and o.kind == "closed":
                 cap.chains.append(o.chain.summary())
+            elif t is HopsCorrelated:
+                cap.hops = o.entries()
     cap.chains.sort(key=lambda c: int(c["id"][1:]))
     return cap
 

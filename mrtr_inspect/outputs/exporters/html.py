@@ -263,6 +263,20 @@ def _pretty(raw: bytes) -> str:
         return text
 
 
+def _hops(hops: list[dict]) -> str:
+    """The linked pairs of two hops (RULES.md §11): each front chain, the back chain it caused, the
+    evidence and the three durations, the chains linked to their articles."""
+    if not hops:
+        return "<p>No front chain could be tied to a back chain.</p>"
+    rows = "".join(
+        f'<tr><td><a href="#{_e(h["front"])}">{_e(h["front"])}</a> ({_e(h.get("front_hop"))})</td>'
+        f'<td><a href="#{_e(h["back"])}">{_e(h["back"])}</a> ({_e(h.get("back_hop"))})</td><td>{_e(h["link"])}</td>'
+        f'<td>{_e(_fmt(h["front_ms"]))} ms</td><td>{_e(_fmt(h["back_ms"]))} ms</td><td>{_e(_fmt(h["gateway_ms"]))} ms</td></tr>'
+        for h in hops)
+    return ("<table><thead><tr><th>front</th><th>back</th><th>link</th><th>front</th><th>back</th><th>gateway</th>"
+            f"</tr></thead><tbody>{rows}</tbody></table>")
+
+
 def to_html(cap: Capture) -> str:
     roles = cap.roles()
     flagged: dict[int, list[str]] = {}
@@ -292,6 +306,8 @@ def to_html(cap: Capture) -> str:
         '<p><a href="#chains">Chains</a> · <a href="#findings">Findings</a> · <a href="#messages">Messages</a></p>',
         '<h2 id="chains">Chains</h2>',
     ]
+    if cap.hops is not None:  # some session named its hop: the pairs before the chains
+        parts[-1:-1] = ['<h2 id="hops">Two hops</h2>', _hops(cap.hops)]
     parts += [_chain(c, by_chain.get(c["id"], []), times, numbers) for c in cap.chains] or ["<p>No chains (no tools/call, prompts/get or resources/read).</p>"]
     parts.append('<h2 id="findings">Findings</h2>')
     parts.append(_findings_table(cap.findings, numbers) if cap.findings else "<p>No findings.</p>")
