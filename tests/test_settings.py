@@ -109,12 +109,19 @@ peer_header = "X-User"
 chain_long_rounds = 3
 redact_paths = ["params.arguments.password"]
 redact_headers = ["X-Api-Token"]
+[[hop_map]]
+target = "mcpx_call"
+[[hop_map]]
+target = "gw_call"
+tool = "call.tool"
+arguments = "call.arguments"
 """, tmp_path)
     c = apply(s, Config(), IDS)
     assert c.severity == {"chain-linked": "warning", "retry-reused-id": "info"}
     assert c.disabled == {"request-state-reencoded"}
     assert (c.abandon_after, c.peer_header, c.chain_long_rounds) == (600, "X-User", 3)
     assert c.redact_paths == ["params.arguments.password"] and c.redact_headers == ["X-Api-Token"]
+    assert c.hop_map == [{"target": "mcpx_call"}, {"target": "gw_call", "tool": "call.tool", "arguments": "call.arguments"}]
 
 
 def test_pyproject_table_is_read(tmp_path):
@@ -140,6 +147,9 @@ def test_pyproject_table_is_read(tmp_path):
         ("chain_long_rounds = 2.5\n", "chain_long_rounds: must be a whole number above 0"),
         ('peer_header = ""\n', "peer_header: must be a header name"),
         ("redact_headers = [1]\n", "redact_headers: must be a list of strings"),
+        ('[[hop_map]]\ntool = "tool"\n', "hop_map: must be tables [[hop_map]] of target"),
+        ('[[hop_map]]\ntarget = "gw"\nargs = "a"\n', "hop_map: must be tables [[hop_map]] of target"),
+        ('hop_map = ["gw"]\n', "hop_map: must be tables [[hop_map]] of target"),
     ],
 )
 def test_bad_settings_name_the_file_and_the_key(tmp_path, text, message):

@@ -231,6 +231,16 @@ def test_record_creates_a_private_file_and_appends_a_session_per_run(procs, tmp_
     assert recorded_lines(record, "c2s") == [FORGED[:-1]] * 2
 
 
+def test_hop_names_the_session_in_its_header_and_a_bad_name_is_refused(procs, tmp_path):
+    record = tmp_path / "s.jsonl"
+    assert procs.run(tee_cmd("--record", str(record), "--hop", "back", cmd=helper("respond")), FORGED).returncode == 0
+    (header,) = [r for r in records(record) if r.get("mrtr-inspect") == "recording"]
+    assert header["hop"] == "back"
+    bad = procs.run(tee_cmd("--record", str(tmp_path / "b.jsonl"), "--hop", "no spaces", cmd=helper("respond")), FORGED)
+    assert bad.returncode == 2 and b"--hop: a hop name is 1 to 32 letters" in bad.stderr
+    assert not (tmp_path / "b.jsonl").exists()
+
+
 def test_report_has_the_contract_shape(procs, tmp_path):
     report, record = tmp_path / "report.json", tmp_path / "r.jsonl"
     done = procs.run(tee_cmd("--quiet", "--report", str(report), "--record", str(record), cmd=helper("respond")),

@@ -7,9 +7,10 @@ from __future__ import annotations
 import pytest
 
 from mrtr_inspect.config import Config
-from tests.traffic import ACCEPT, Traffic
+from tests.traffic import ACCEPT, Traffic, dumps
 
 from mrtr_inspect.analysis import Analysis
+from mrtr_inspect.core.events import HttpEnd, HttpResponse, SseEvent
 from mrtr_inspect.core.hops import HopsCorrelated, hop_problem
 from mrtr_inspect.outputs.report import ReportBuilder
 
@@ -346,3 +347,65 @@ def test_two_recordings_on_two_clocks_are_aligned_by_their_first_exchanges():
                                      ("x" * 33, False), ("sp ace", False), ("é", False)])
 def test_hop_names(name, ok):
     assert (hop_problem(name) is None) is ok
+
+
+def test_a_modern_back_hop_counts_its_own_rounds_as_the_questions():
+    """The upstream speaks 2026-07-28 too: its input_required rounds are the back questions."""
+    front = Traffic("http", "f1", info={"hop": "front", "upstream": "http://gw/mcp", "live": True})
+    back = Traffic("http", "b1", info={"hop": "back", "upstream": "http://up/mcp", "live": True})
+    q = {"method": "elicitation/create", "params": QUESTION}
+
+    def both(t: Traffic) -> Traffic:
+        front.t = back.t = max(front.t, back.t)
+        return t
+
+    rid = both(front).tool("create_issue", {"title": "x"})
+    up = both(back).tool("create_issue", {"title": "x"})
+    both(back).irr(up, {"confirm": q}, state="u1")
+    both(front).irr(rid, {"q1": q}, state="g1")
+    rid2 = both(front).tool("create_issue", {"title": "x"}, inputResponses={"q1": ACCEPT}, requestState="g1")
+    up2 = both(back).tool("create_issue", {"title": "x"}, inputResponses={"confirm": ACCEPT}, requestState="u1")
+    both(back).result(up2, STRUCTURED)
+    both(front).result(rid2, {"content": [{"type": "text", "text": "created #7"}]})  # collapsed
+    frames = sorted(front.frames + back.frames, key=lambda f: f.time)
+    r = TwoHops().run(frames=frames)
+    (pair,) = r["hops"]
+    assert pair["link"] == "target+args"
+    assert rules_of(r) & GATEWAY_RULES == {"gateway-result-collapsed"}
+    pair_facts = r["correlated"].pairs[0]
+    assert [q.key for q in pair_facts.back.questions] == ["confirm"] and pair_facts.back.questions[0].answered
+
+
+def test_a_legacy_back_hop_over_http_asks_on_the_post_event_stream():
+    """A 2025-11-25 HTTP upstream asks with elicitation/create on the tools/call POST's event stream."""
+    g = TwoHops()
+    back = Traffic("http", "b2", start=g.front.t, info={"hop": "back", "upstream": "http://up/mcp", "live": True})
+    g.back = back  # the stdio back hop of TwoHops is left with its initialize only
+    legacy = (("content-type", "application/json"), ("mcp-protocol-version", "2025-11-25"))
+    init = g.on(back).call("initialize", {"protocolVersion": "2025-11-25", "capabilities": {},
+                                          "clientInfo": {"name": "gw", "version": "1"}}, with_meta=False, headers=legacy)
+    g.on(back).result(init, {"protocolVersion": "2025-11-25", "capabilities": {"tools": {}},
+                             "serverInfo": {"name": "up", "version": "1"}}, with_meta=False, result_type=None,
+                      headers=(("content-type", "application/json"), ("mcp-session-id", "L1")))
+    with_sid = legacy + (("mcp-session-id", "L1"),)
+    rid = g.call()
+    x = g.on(back).post({"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                         "params": {"name": "create_issue", "arguments": {"title": "x"}}}, headers=with_sid)
+    back.frames.append(HttpResponse(g.on(back).tick(), "b2", x, 200, (("content-type", "text/event-stream"),)))
+
+    def event(msg) -> None:
+        back.frames.append(SseEvent(g.on(back).tick(), "b2", x, b"event: message\ndata: " + dumps(msg) + b"\n\n"))
+
+    event({"jsonrpc": "2.0", "id": 0, "method": "elicitation/create", "params": QUESTION})
+    g.irr(rid)
+    rid2 = g.retry()
+    g.on(back).post({"jsonrpc": "2.0", "id": 0, "result": ACCEPT}, headers=with_sid)
+    back.respond(back._x, 202, b"")
+    event({"jsonrpc": "2.0", "id": 7, "result": STRUCTURED})
+    back.frames.append(HttpEnd(g.on(back).tick(), "b2", x, None))
+    g.done(rid2)
+    r = g.run(frames=sorted(g.front.frames + back.frames, key=lambda f: f.time))
+    (pair,) = r["hops"]
+    chain = next(c for c in r["chains"] if c["id"] == pair["back"])
+    assert chain["era"] == "legacy" and chain["round_details"][0]["link"] == "stream"
+    assert not rules_of(r) & GATEWAY_RULES
