@@ -21,7 +21,7 @@ from .version import __version__
 
 if TYPE_CHECKING:  # pragma: no cover
     from .analysis import Analysis
-    from .api import ChainSummary, Report, RequestSummary, RoundSummary, Summary, check
+    from .api import ChainSummary, HopLink, Report, RequestSummary, RoundSummary, Summary, check
     from .config import Config
     from .core.events import Frame, HttpBody, HttpEnd, HttpRequest, HttpResponse, SessionEnd, SessionStart
     from .core.events import SseEvent, StdioClose, StdioLine
@@ -32,7 +32,7 @@ if TYPE_CHECKING:  # pragma: no cover
 
 _WHERE = {
     "check": "api", "Report": "api", "Summary": "api", "ChainSummary": "api", "RequestSummary": "api",
-    "RoundSummary": "api",
+    "RoundSummary": "api", "HopLink": "api",
     "Analysis": "analysis",
     "Inspector": "core.inspector", "ChainEvent": "core.inspector",
     "Message": "core.messages",

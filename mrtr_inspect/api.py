@@ -22,7 +22,7 @@ from .core.findings import Finding
 from .outputs.report import ReportBuilder
 from .recording.reader import ReadNotes
 
-__all__ = ["check", "Report", "Summary", "ChainSummary", "RequestSummary", "RoundSummary"]
+__all__ = ["check", "Report", "Summary", "ChainSummary", "RequestSummary", "RoundSummary", "HopLink"]
 
 PathLike = str | os.PathLike
 
@@ -125,9 +125,10 @@ class ChainSummary:
     timeline: list[RequestSummary]  #: its requests, each with what answered it
     round_details: list[RoundSummary]  #: its rounds
     extra: dict = field(default_factory=dict)
+    hop: str | None = None  #: the hop its session named (`--hop`; RULES.md §11), else None
 
     _KEYS = ("id", "method", "target", "rounds", "requests", "outcome", "link", "duration_ms", "era", "peer",
-             "start", "end", "error_code", "timeline", "round_details")
+             "start", "end", "error_code", "timeline", "round_details", "hop")
 
     @classmethod
     def from_dict(cls, d: dict) -> ChainSummary:
@@ -135,14 +136,44 @@ class ChainSummary:
                    d.get("link"), d["duration_ms"], d.get("era", "unknown"), d.get("peer", ""), d.get("start", 0.0),
                    d.get("end", 0.0), d.get("error_code"),
                    [RequestSummary.from_dict(e) for e in d.get("timeline") or ()],
-                   [RoundSummary.from_dict(r) for r in d.get("round_details") or ()], _extra(d, cls._KEYS))
+                   [RoundSummary.from_dict(r) for r in d.get("round_details") or ()], _extra(d, cls._KEYS), d.get("hop"))
 
     def to_dict(self) -> dict:
+        hop = {"hop": self.hop} if self.hop is not None else {}
         return {"id": self.id, "method": self.method, "target": self.target, "rounds": self.rounds,
                 "requests": list(self.requests), "outcome": self.outcome, "link": self.link,
                 "duration_ms": self.duration_ms, "era": self.era, "peer": self.peer, "start": self.start,
                 "end": self.end, "error_code": self.error_code, "timeline": [e.to_dict() for e in self.timeline],
-                "round_details": [r.to_dict() for r in self.round_details], **self.extra}
+                "round_details": [r.to_dict() for r in self.round_details], **hop, **self.extra}
+
+
+@dataclass(frozen=True)
+class HopLink:
+    """A front chain and a back-hop chain it caused (RULES.md §11; the report's `hops`): the evidence that
+    tied them (`target+args`, `args`, `time`), and the durations: the front chain's, the back chain's,
+    and the gateway's share of the front one (neither the user answering nor the upstream working)."""
+
+    front: str  #: the front chain's id
+    back: str  #: the back chain's id
+    link: str
+    front_ms: float
+    back_ms: float
+    gateway_ms: float
+    front_hop: str | None = None
+    back_hop: str | None = None
+    extra: dict = field(default_factory=dict)
+
+    _KEYS = ("front", "back", "link", "front_ms", "back_ms", "gateway_ms", "front_hop", "back_hop")
+
+    @classmethod
+    def from_dict(cls, d: dict) -> HopLink:
+        return cls(d["front"], d["back"], d["link"], d["front_ms"], d["back_ms"], d["gateway_ms"], d.get("front_hop"),
+                   d.get("back_hop"), _extra(d, cls._KEYS))
+
+    def to_dict(self) -> dict:
+        return {"front": self.front, "back": self.back, "link": self.link, "front_ms": self.front_ms,
+                "back_ms": self.back_ms, "gateway_ms": self.gateway_ms, "front_hop": self.front_hop,
+                "back_hop": self.back_hop, **self.extra}
 
 
 @dataclass(frozen=True)
@@ -183,15 +214,18 @@ class Report:
     findings: list[Finding]
     notes: list[str] = field(default_factory=list)
     extra: dict = field(default_factory=dict)
+    #: the linked pairs of two hops (RULES.md §11), when some session named its hop (`--hop`); else None
+    hops: list[HopLink] | None = None
 
-    _KEYS = ("format", "tool", "inputs", "summary", "notes", "chains", "findings")
+    _KEYS = ("format", "tool", "inputs", "summary", "notes", "chains", "findings", "hops")
 
     @classmethod
     def from_dict(cls, d: dict) -> Report:
         """A report from its JSON form (what `check --format json` writes, parsed)."""
         return cls(d["format"], dict(d["tool"]), list(d["inputs"]), Summary.from_dict(d["summary"]),
                    [ChainSummary.from_dict(c) for c in d["chains"]], [Finding.from_json(f) for f in d["findings"]],
-                   list(d.get("notes") or ()), _extra(d, cls._KEYS))
+                   list(d.get("notes") or ()), _extra(d, cls._KEYS),
+                   [HopLink.from_dict(h) for h in d["hops"]] if d.get("hops") is not None else None)
 
     def to_dict(self) -> dict:
         """The JSON report, exactly as `check --format json` writes it (parsed)."""
@@ -201,6 +235,8 @@ class Report:
             d["notes"] = list(self.notes)
         d["chains"] = [c.to_dict() for c in self.chains]
         d["findings"] = [f.to_json() for f in self.findings]
+        if self.hops is not None:
+            d["hops"] = [h.to_dict() for h in self.hops]
         return {**d, **self.extra}
 
     def of(self, rule: str) -> list[Finding]:

@@ -90,12 +90,12 @@ def test_the_parts_are_typed_objects_with_the_reports_field_names():
 
 def test_a_report_reads_back_from_its_json_form_unchanged_an_unknown_key_kept():
     d = _cli_report(["fixtures/seed/gave_up_after_rounds.jsonl"])
-    d["chains"][0]["hop"] = "front"  # a field a later format adds
+    d["chains"][0]["lane"] = "front"  # a field a later format adds
     d["probes"] = []
     d["chains"][0]["timeline"][0]["later"] = 1
     back = Report.from_dict(json.loads(json.dumps(d)))
     assert back.to_dict() == d
-    assert back.chains[0].extra == {"hop": "front"} and back.extra == {"probes": []}
+    assert back.chains[0].extra == {"lane": "front"} and back.extra == {"probes": []}
 
 
 def test_an_input_that_is_no_recording_raises_what_the_command_reports(tmp_path):

@@ -409,3 +409,18 @@ def test_a_legacy_back_hop_over_http_asks_on_the_post_event_stream():
     chain = next(c for c in r["chains"] if c["id"] == pair["back"])
     assert chain["era"] == "legacy" and chain["round_details"][0]["link"] == "stream"
     assert not rules_of(r) & GATEWAY_RULES
+
+
+def test_the_api_report_reads_and_writes_the_hops():
+    from mrtr_inspect.api import HopLink, Report
+
+    g = TwoHops()
+    one_round(g)
+    d = g.run()
+    del d["correlated"]
+    report = Report.from_dict(d)
+    assert report.to_dict() == d
+    (h,) = report.hops
+    assert isinstance(h, HopLink) and (h.front_hop, h.back_hop, h.link) == ("front", "back", "target+args")
+    assert {c.id: c.hop for c in report.chains} == {h.front: "front", h.back: "back"}
+    assert not any("hop" in c.extra for c in report.chains)
