@@ -14,6 +14,7 @@ spent on each side) and give, per bug switch, its `gateway-*` finding; the corre
 from __future__ import annotations
 
 import json
+import os
 import signal
 import subprocess
 import sys
@@ -216,6 +217,31 @@ def test_each_bug_gives_its_gateway_finding(hops, bug):
     for f in report["findings"]:
         if f["rule"] in rules and f.get("chain") is not None:
             assert f["chain"] in ids, f  # the finding names a chain of the pair
+    if os.environ.get("MRTR_UPDATE_HOP_FIXTURES"):
+        FIXTURES.mkdir(parents=True, exist_ok=True)
+        cli("export", str(h.record), "--to", "fixture", "--output", str(FIXTURES / f"{bug}.jsonl"))
+
+
+# -- the committed recordings, offline ------------------------------------------------------------------
+
+FIXTURES = ROOT / "fixtures" / "hops"
+
+
+@pytest.mark.parametrize("bug", sorted(BUGS))
+def test_the_committed_two_hop_recording_still_shows_it(bug):
+    """fixtures/hops/BUG.jsonl, exported by the test above (MRTR_UPDATE_HOP_FIXTURES=1): the same pairs and
+    the same gateway-* findings, without the gateway."""
+    report = check(FIXTURES / f"{bug}.jsonl")
+    assert_paired(report, 1, abandoned=bug in ("answer-not-delivered", "state-binding"))
+    assert gateway_rules(report) == BUGS[bug][2]
+
+
+def test_the_committed_two_hop_recordings_hold_no_machine_paths():
+    assert sorted(p.stem for p in FIXTURES.glob("*.jsonl")) == sorted(BUGS)
+    for path in FIXTURES.glob("*.jsonl"):
+        text = path.read_text(encoding="utf-8")
+        for leak in ("/work", "/tmp", "/root", "/home"):
+            assert leak not in text, f"{path.name} holds {leak!r}"
 
 
 # -- a wrapping gateway, and two clients at once ---------------------------------------------------------
