@@ -127,6 +127,9 @@ class ReportBuilder:
                 self._chains.add(out.chain.summary())
             elif t is HopsCorrelated:
                 self.hops = out.entries()
+                if out.left_out:
+                    self.notes.append(f"{out.left_out} chains of named hops past the first {len(out.facts)} were not "
+                                      "kept for tying the hops (RULES.md §11): their pairs are missing")
 
     def add_finding(self, f: Finding) -> None:
         self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1

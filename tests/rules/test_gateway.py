@@ -424,3 +424,14 @@ def test_the_api_report_reads_and_writes_the_hops():
     assert isinstance(h, HopLink) and (h.front_hop, h.back_hop, h.link) == ("front", "back", "target+args")
     assert {c.id: c.hop for c in report.chains} == {h.front: "front", h.back: "back"}
     assert not any("hop" in c.extra for c in report.chains)
+
+
+def test_past_the_limit_chains_are_left_out_and_the_report_says_so(monkeypatch):
+    from mrtr_inspect.core import hops
+
+    monkeypatch.setattr(hops, "LIMIT", 1)
+    g = TwoHops()
+    one_round(g)
+    r = g.run()
+    assert r["hops"] == [] and r["correlated"].left_out == 1
+    assert any("1 chains of named hops past the first 1 were not kept" in n for n in r["notes"])
