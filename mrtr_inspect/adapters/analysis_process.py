@@ -37,6 +37,7 @@ HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
 C2S, S2C, C2S_EOF, S2C_EOF, END, GONE = range(6)  # GONE: the pipe broke before END (never sent)
 DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c"}
 SPOOL_BATCH = 64  # items per write to the analysis pipe
+SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
 
 
 class Analysis(Protocol):
@@ -89,6 +90,10 @@ class Spooler:
                 if self._fd is not None:
                     os.close(self._fd)
                 return
+            if len(batch) < SPOOL_BATCH:
+                # the queue ran dry: let the chunks of the next moments gather, one wake-up and one
+                # write for many of them, not a thread switch per chunk against the forwarding threads
+                time.sleep(SPOOL_GATHER)
 
 
 def read_items(fd: int, put: Callable) -> None:

@@ -29,7 +29,7 @@ def mitmdump(tmp_path, port: int, *sets: str) -> tuple[subprocess.Popen, LineRea
 def test_the_addon_records_and_stitches_under_plain_mitmdump(tmp_path):
     record, rep = tmp_path / "session.jsonl", tmp_path / "report.json"
     server, port = start_server(tmp_path / "server.jsonl")
-    dump, out = mitmdump(tmp_path, port, f"mrtr_record={record}", f"mrtr_report={rep}")
+    dump, out = mitmdump(tmp_path, port, f"mrtr_record={record}", f"mrtr_report={rep}", "mrtr_hop=front")
     try:
         m = out.wait(r"listening at 127\.0\.0\.1:(\d+)")
         assert m is not None, out.rest()
@@ -52,3 +52,7 @@ def test_the_addon_records_and_stitches_under_plain_mitmdump(tmp_path):
     assert check.returncode == 0, check.stderr
     assert json.loads(check.stdout)["chains"] == report["chains"]
     assert len(report["chains"]) == len(TOOLS)
+    # mrtr_hop names the hop in the session's header, and so each chain; one hop alone ties nothing
+    header = json.loads(record.read_text().splitlines()[0])
+    assert header["hop"] == "front" and {c["hop"] for c in report["chains"]} == {"front"}
+    assert report["hops"] == []
