@@ -316,26 +316,18 @@ def show(paths, fmt) -> None:
     """The logical requests (chains) of a recording, round by round: what was asked, what was
     answered, how long the user took. Several recordings are one capture; when their sessions name
     their hops (--hop), each front chain is drawn with the back chains it caused."""
-    from .outputs.show import render_json, render_mermaid, render_mermaid_hops, render_text, render_text_hops
+    from .outputs.show import render_json, render_mermaid_hops, render_text
 
     builder = _analyse(tuple(paths), build_config())
     chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
     hops = builder.hops
     builder.close()
-    if fmt == "text":
-        if hops:
-            render_text_hops(chains, hops, sys.stdout, color=sys.stdout.isatty())
-        else:
-            render_text(chains, sys.stdout, color=sys.stdout.isatty())
+    if fmt == "text":  # without named hops, the views of one hop (hop_story: each chain alone)
+        render_text(chains, sys.stdout, color=sys.stdout.isatty(), hops=hops)
     elif fmt == "mermaid":
-        if hops:
-            render_mermaid_hops(chains, hops, sys.stdout)
-        else:
-            render_mermaid(chains, sys.stdout)
-    elif hops is not None:
-        render_json(chains, sys.stdout, hops)
+        render_mermaid_hops(chains, hops, sys.stdout)
     else:
-        render_json(chains, sys.stdout)
+        render_json(chains, sys.stdout, hops)
 
 
 @main.command()

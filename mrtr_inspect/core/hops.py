@@ -65,7 +65,6 @@ class HopQuestion:
     round: int = 0
     answered: float | None = None
     answer_index: int | None = None
-    members: tuple = ()
 
 
 @dataclass(slots=True)
@@ -158,14 +157,10 @@ class HopsCorrelated:
     pairs: list
     ambiguous: list
     facts: dict
-    hops: list
     left_out: int = 0
 
     def entries(self) -> list[dict]:
         return [p.entry() for p in self.pairs]
-
-    def pairs_of(self, front: HopFact) -> list[HopPair]:
-        return [p for p in self.pairs if p.front is front]
 
 
 def _clip(spans: list, start: float, end: float) -> list:
@@ -243,7 +238,7 @@ def _shape(msg: Any) -> dict:
 def _question(method: Any, params: Any, index: int, time: float, key: str | None = None, n: int = 0) -> HopQuestion:
     p = params if type(params) is dict else {}
     kept = {k: p[k] for k in _KEPT if k in p}
-    return HopQuestion(method, kept, index, time, key, n, members=tuple(k for k in p if k != "_meta"))
+    return HopQuestion(method, kept, index, time, key, n)
 
 
 def _session_id(x: Any) -> str | None:
@@ -265,7 +260,8 @@ class HopWatcher:
         # legacy questions no evidence tied to a chain (two calls in flight on stdio), per session: a
         # pair adopts the one whose text its front chain asked (RULES.md §11: the message text)
         self.loose: dict[str, list[HopQuestion]] = {}
-        self._loose_by_msg: dict[Any, HopQuestion] = {}
+        self._loose_by_msg: dict[Any, HopQuestion] = {}  # the unanswered ones, by the server's request
+        self._loose_kept = 0
 
     def name(self, session: str, hop: str) -> None:
         self.hop_of[session] = hop
@@ -316,15 +312,16 @@ class HopWatcher:
                 p = obs.request.params if type(obs.request.params) is dict else {}
                 ir = p.get("inputResponses")
                 keys = tuple(ir) if type(ir) is dict else ()
-                f.answers.append((obs.request.time, obs.request.index, obs.round.n, keys, obs.state))
+                f.answers.append((obs.request.time, obs.request.index, obs.round.n, keys))
                 for q in f.questions:
                     if q.round == obs.round.n and q.key in keys and q.answered is None:
                         q.answered, q.answer_index = obs.request.time, obs.request.index
         elif t is LegacyAsked:
             rd = obs.round
             if rd is None:
-                if obs.msg.session in self.hop_of and len(self._loose_by_msg) < LIMIT:
+                if obs.msg.session in self.hop_of and self._loose_kept < LIMIT:
                     q = _question(obs.msg.method, obs.msg.params, obs.msg.index, obs.msg.time)
+                    self._loose_kept += 1
                     self.loose.setdefault(obs.msg.session, []).append(q)
                     self._loose_by_msg[obs.msg] = q
                 return
@@ -400,7 +397,7 @@ class HopWatcher:
                 ambiguous += amb
         pairs.sort(key=lambda p: (p.front.chain.seq, p.back.chain.seq))
         self._adopt(pairs)
-        return HopsCorrelated(pairs, ambiguous, {f.id: f for f in facts}, hops, self.left_out)
+        return HopsCorrelated(pairs, ambiguous, {f.id: f for f in facts}, self.left_out)
 
     def _adopt(self, pairs: list[HopPair]) -> None:
         """Each loose question goes to the back chain of a pair whose span holds it and whose front chain

@@ -126,17 +126,6 @@ def _legacy_tree(tree: Tree, rd: dict, start: float) -> None:
         node.add(_text(f"answers {line}"))
 
 
-def render_text(chains: Iterable[dict], stream: IO[str], color: bool = False) -> int:
-    console = Console(file=stream, force_terminal=color, no_color=not color, highlight=False, width=120)
-    n = 0
-    for c in chains:
-        console.print(chain_tree(c))
-        n += 1
-    if n == 0:
-        console.print(_text("no chains (no tools/call, prompts/get or resources/read in this recording)"))
-    return n
-
-
 # mermaid's entity codes (`#quot;`, `#35;`: mermaid turns `#name;` and `#number;` into the
 # character before it parses the diagram) for what would end a message (`#`, `;`, a line break),
 # become markup (`<br>`, `&lt;`) or a comment (`%%`)
@@ -227,9 +216,9 @@ def hop_story(chains: Iterable[dict], hops: list[dict] | None) -> list[tuple[dic
             for c in items if c["id"] not in linked_backs]
 
 
-def render_text_hops(chains: Iterable[dict], hops: list[dict] | None, stream: IO[str], color: bool = False) -> int:
-    """`show` of recordings with named hops: each front chain's tree with, under it, the tree of each
-    back chain it caused (the gateway's share of the time on the node)."""
+def render_text(chains: Iterable[dict], stream: IO[str], color: bool = False, hops: list[dict] | None = None) -> int:
+    """`show`: each chain's tree; with named hops (`hops`, the report's pairs), each front chain's tree
+    with, under it, the tree of each back chain it caused (the gateway's share of the time on the node)."""
     console = Console(file=stream, force_terminal=color, no_color=not color, highlight=False, width=120)
     n = 0
     for c, backs in hop_story(chains, hops):

@@ -214,8 +214,8 @@ def gateway_legacy_field_passthrough(obs: HopsCorrelated, ctx) -> None:
             if q.key is None:
                 continue
             for name in LEGACY_ONLY:
-                if name in q.params and any(bq.params.get(name) == q.params[name] for bq in back):
-                    bq = next(bq for bq in back if bq.params.get(name) == q.params[name])
+                bq = next((bq for bq in back if name in q.params and bq.params.get(name) == q.params[name]), None)
+                if bq is not None:
                     ctx.emit(f"round {q.round} of {_label(f)} passes the back hop's {name} "
                              f"{q.params[name]!r} through to the host's inputRequests {q.key!r}",
                              messages=[bq.index, q.index], chain=f.id, details={"member": name, "key": q.key})

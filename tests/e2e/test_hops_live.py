@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
 import sys
 import threading
@@ -23,40 +22,23 @@ from pathlib import Path
 
 import pytest
 
+from tests.replay.conftest import Running
+
 from . import ROOT
 from .hopgw.client import CONFIRM, HopClient
-from .test_http_proxy import WAIT, LineReader, child_env, proxies  # noqa: F401 (proxies: the fixture)
+from .test_http_proxy import WAIT, child_env, proxies  # noqa: F401 (proxies: the fixture)
 
 UPSTREAM = [sys.executable, "-m", "tests.e2e.hopgw.upstream"]
 HOP_MAP = '[[hop_map]]\ntarget = "gw_call"\ntool = "tool"\narguments = "arguments"\n'
 
 
-class Gateway:
-    """The hopgw gateway with the real tee between it and its upstream; both record into `record`."""
-
-    def __init__(self, record: Path, *options: str) -> None:
-        tee = [sys.executable, "-m", "mrtr_inspect", "stdio", "--hop", "back", "--record", str(record), "--quiet",
-               "--", *UPSTREAM]
-        cmd = [sys.executable, "-m", "tests.e2e.hopgw.gateway", *options, "--", *tee]
-        self.proc = subprocess.Popen(cmd, cwd=ROOT, env=child_env(), stdin=subprocess.DEVNULL,
-                                     stdout=subprocess.PIPE, stderr=subprocess.PIPE)
-        self.out, self.err = LineReader(self.proc.stdout), LineReader(self.proc.stderr)
-        m = self.out.wait(r"listening on (http://\S+)")
-        if m is None:
-            self.stop()
-            raise AssertionError(f"the gateway did not start: {self.err.rest()}")
-        self.url = m[1]
-
-    def stop(self) -> None:
-        """SIGTERM: the gateway closes the tee's stdin and waits for it, so the back hop's recording is
-        complete once this returns."""
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(WAIT)
-            except subprocess.TimeoutExpired:
-                self.proc.kill()
-        self.proc.wait()
+def gateway(record: Path, *options: str) -> Running:
+    """The hopgw gateway with the real tee between it and its upstream, the tee recording into `record`.
+    Stopped (SIGTERM), the gateway closes the tee's stdin and waits for it, so the back hop's recording
+    is complete once `stop()` returns."""
+    tee = [sys.executable, "-m", "mrtr_inspect", "stdio", "--hop", "back", "--record", str(record), "--quiet",
+           "--", *UPSTREAM]
+    return Running([sys.executable, "-m", "tests.e2e.hopgw.gateway", *options, "--", *tee], env=child_env())
 
 
 class Hops:
@@ -64,7 +46,7 @@ class Hops:
 
     def __init__(self, proxies, tmp_path: Path, *options: str) -> None:
         self.record = tmp_path / "hops.jsonl"
-        self.gateway = Gateway(self.record, *options)
+        self.gateway = gateway(self.record, *options)
         self.proxy = proxies(self.gateway.url, "--record", str(self.record), "--hop", "front", "--quiet").ready()
         self.url = self.proxy.url
 

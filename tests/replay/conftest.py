@@ -69,9 +69,9 @@ class LineWaiter:
 class Running:
     """A process that says `listening on URL` (stdout or stderr); stopped with SIGTERM."""
 
-    def __init__(self, cmd: list[str], on: str = "stdout") -> None:
+    def __init__(self, cmd: list[str], on: str = "stdout", env: dict[str, str] | None = None) -> None:
         self.proc = subprocess.Popen(cmd, cwd=ROOT, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE,
-                                     stderr=subprocess.PIPE, env={**os.environ, "PYTHONPATH": str(ROOT)})
+                                     stderr=subprocess.PIPE, env=env or {**os.environ, "PYTHONPATH": str(ROOT)})
         self.out = LineWaiter(self.proc.stdout)
         self.err = LineWaiter(self.proc.stderr)
         m = (self.out if on == "stdout" else self.err).wait(r"listening on (http://\S+)")

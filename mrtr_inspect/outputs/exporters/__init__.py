@@ -73,15 +73,12 @@ def _md(text: str) -> str:
 def _mermaid(cap: Capture, markdown: bool = False) -> str:
     """The diagrams of `show --format mermaid`; in Markdown (an output named *.md), each in a
     ```mermaid block under a heading, as GitHub and most Markdown viewers draw them."""
-    from ..show import hop_story, render_mermaid, render_mermaid_hops
+    from ..show import hop_story, render_mermaid_hops
 
     parts = []
     for c, backs in hop_story(cap.chains, cap.hops):  # a front chain with the back chains it caused: one diagram
         out = io.StringIO()
-        if backs:
-            render_mermaid_hops([c, *(b for _, b in backs)], cap.hops, out)
-        else:
-            render_mermaid([c], out)
+        render_mermaid_hops([c, *(b for _, b in backs)], cap.hops, out)
         text = out.getvalue()
         parts.append(f"## {_md(chain_label(c))}\n\n```mermaid\n{text.rstrip()}\n```\n" if markdown else text)
     if not parts:
