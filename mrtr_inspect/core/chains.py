@@ -126,7 +126,7 @@ class Chain:
     __slots__ = (
         "id", "seq", "method", "target", "digest", "key", "peer", "session", "transport", "era", "requests",
         "rounds", "outcome", "vias", "start", "end", "error_code", "tainted", "closed", "final_index", "asks",
-        "hop",
+        "hop", "refused",
     )
 
     def __init__(self, seq: int, msg: Message, peer: str, digest: str) -> None:
@@ -152,6 +152,9 @@ class Chain:
         self.final_index: int | None = None
         self.asks: list[LegacyRound] = []  # a legacy chain's rounds: the server's questions (RULES.md §13)
         self.hop: str | None = None  # the hop its session named (RULES.md §11), set by core.hops
+        # when a retry of it was answered with an error, while a retry echoing a state it issued may
+        # still continue it (RULES.md decision 13): its outcome is `error` unless one does
+        self.refused: float | None = None
 
     @property
     def link(self) -> str | None:
@@ -227,6 +230,13 @@ def _most_recent(rounds: list[Round]) -> Round:
 def _tied(rounds: list[Round], chosen: Round) -> bool:
     """Whether recency did not decide: another round was opened at the same instant as the chosen one."""
     return sum(r.irr_time == chosen.irr_time for r in rounds) > 1
+
+
+def _presented(r: Any) -> bool:
+    """Whether a retry of a round presented the state that round issued (a request of a closed
+    chain, which keeps no link, is taken to have)."""
+    link = getattr(r, "link", None)
+    return link is None or link.state not in ("altered", "fabricated")
 
 
 def _state_relation(rd: Round, msg: Message, st_raw: Any) -> str:
@@ -326,12 +336,15 @@ class Stitcher:
             return NotLinked(msg, "parallel-misuse", rd)
         replay = forked = None
         if rd.consumed:
-            answered = [r for r in rd.retries if r.response_kind is not None and r.response_kind != "none"]
+            # a retry that presented another state (altered, fabricated) did not present this one:
+            # the state is not replayed after it (RULES.md decision 13)
+            answered = [r for r in rd.retries if r.response_kind is not None and r.response_kind != "none"
+                        and _presented(r)]
             if answered:
                 replay = "errored" if all(r.response_kind == "error" for r in answered) else "answered"
             elif any(r.in_flight for r in rd.retries):
                 forked = True
-            else:
+            elif any(_presented(r) for r in rd.retries):
                 replay = "broken"
         relation = _state_relation(rd, msg, msg.params.get("requestState"))
         return self._link(msg, rd, "state", relation, peer, key, replay=replay, forked=forked, ambiguous=ambiguous)
@@ -421,6 +434,8 @@ class Stitcher:
         else:
             creq = ChainRequest(chain, msg, rd)
             chain.vias.append(via)
+            if chain.refused is not None:  # a retry after a refused one continues it (RULES.md decision 13)
+                chain.refused = chain.outcome = chain.error_code = chain.final_index = None
             if msg.time > chain.end:  # max(chain.end, msg.time)
                 chain.end = msg.time
             chain.requests.append(creq)
@@ -456,7 +471,13 @@ class Stitcher:
             err = resp.error if type(resp.error) is dict else {}
             creq.error_code = err.get("code")
             chain.error_code = creq.error_code
-            self._finish(chain, "error", resp, obs)
+            if creq.round is not None and any(rd.state is not None for rd in chain.rounds):
+                # a refused retry: the chain ends in error unless a retry echoing a state it issued
+                # continues it (RULES.md decision 13); it closes with that outcome at the end of its
+                # session or capture, or once it has waited `abandon_after`
+                chain.outcome, chain.final_index, chain.refused = "error", resp.index, t
+            else:
+                self._finish(chain, "error", resp, obs)
         elif rtype == "input_required" and stitch:
             creq.response_kind = "input_required"
             prev = chain.rounds[-1] if chain.rounds else None
@@ -536,12 +557,13 @@ class Stitcher:
             rd.answered = summarize_responses({format_id(rd.id): resp.result})
 
     def _finish(self, chain: Chain, outcome: str, resp: Message, obs: list) -> None:
+        chain.refused = None
         chain.outcome = outcome
         chain.final_index = resp.index
         self._maybe_close(chain, obs)
 
     def _maybe_close(self, chain: Chain, obs: list) -> None:
-        if chain.closed:
+        if chain.closed or chain.refused is not None:
             return
         for r in chain.requests:  # chain.in_flight, without its list
             if r.response_kind is None and not r.cancelled:
@@ -552,6 +574,7 @@ class Stitcher:
     def _close(self, chain: Chain, outcome: str, obs: list) -> None:
         chain.outcome = outcome
         chain.closed = True
+        chain.refused = None
         self._open_chains.pop(chain.id, None)
         # the index keeps the retired form of the chain's rounds; the chain itself goes out whole
         for rd in chain.rounds:
@@ -577,6 +600,10 @@ class Stitcher:
         obs: list = []
         limit = now - self.abandon_after
         for chain in list(self._open_chains.values()):
+            if chain.refused is not None:  # no retry continued the refused one: it ended in error
+                if chain.refused < limit and not chain.in_flight:
+                    self._close(chain, "error", obs)
+                continue
             rd = chain.open_round
             if rd is not None and rd.irr_time < limit and not chain.in_flight:
                 rd.expired = True

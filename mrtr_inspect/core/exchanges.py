@@ -20,13 +20,17 @@ class InFlight:
     """Requests sent by one side within one scope and not yet answered.
 
     Rules read it (`len`, iteration, `get`); the inspector also keeps beside each client request of
-    an MRTR method its tie to its chain (`attach`, `take`, `tie`), which is not the rules' business."""
+    an MRTR method its tie to its chain (`attach`, `take`, `tie`), which is not the rules' business.
 
-    __slots__ = ("_by_id", "_ties")
+    A request the client cancelled stays here (a late answer is still paired with it and judged) but
+    is no longer open (`cancel`, `sole_open`; RULES.md decision 14)."""
+
+    __slots__ = ("_by_id", "_ties", "_cancelled")
 
     def __init__(self) -> None:
         self._by_id: dict[tuple, Message] = {}
         self._ties: dict[tuple, Any] = {}
+        self._cancelled: set[tuple] = set()
 
     def add(self, msg: Message) -> Message | None:
         """Track a request; returns the request already in flight under the same id, if any."""
@@ -34,9 +38,25 @@ class InFlight:
             return None
         prior = self._by_id.get(msg.idk)
         self._by_id[msg.idk] = msg
-        if prior is not None and self._ties:
-            self._ties.pop(msg.idk, None)
+        if prior is not None:
+            if self._ties:
+                self._ties.pop(msg.idk, None)
+            self._cancelled.discard(msg.idk)
         return prior
+
+    def cancel(self, idk: tuple | None) -> None:
+        """The client cancelled the request in flight under this id: it is no longer open."""
+        if idk is not None and idk in self._by_id:
+            self._cancelled.add(idk)
+
+    def sole_open(self) -> Message | None:
+        """The one request in flight that is not cancelled, if exactly one is (else None)."""
+        by_id, cancelled = self._by_id, self._cancelled
+        if len(by_id) - len(cancelled) != 1:
+            return None
+        if not cancelled:
+            return next(iter(by_id.values()))
+        return next(m for k, m in by_id.items() if k not in cancelled)
 
     def attach(self, msg: Message, tie: Any) -> None:
         """Keep `tie` beside `msg` (tracked by `add`) while it is in flight."""
@@ -48,12 +68,16 @@ class InFlight:
             return None
         if self._ties:
             self._ties.pop(idk, None)
+        if self._cancelled:
+            self._cancelled.discard(idk)
         return self._by_id.pop(idk, None)
 
     def take(self, idk: tuple | None) -> tuple[Message | None, Any]:
         """`pop`, with the tie kept beside the request (None: none)."""
         if idk is None:
             return None, None
+        if self._cancelled:
+            self._cancelled.discard(idk)
         return self._by_id.pop(idk, None), self._ties.pop(idk, None) if self._ties else None
 
     def get(self, idk: tuple | None) -> Message | None:
@@ -68,6 +92,8 @@ class InFlight:
             del self._by_id[msg.idk]
             if self._ties:
                 self._ties.pop(msg.idk, None)
+            if self._cancelled:
+                self._cancelled.discard(msg.idk)
 
     def __len__(self) -> int:
         return len(self._by_id)

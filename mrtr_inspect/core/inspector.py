@@ -77,7 +77,9 @@ from .observations import (
 @dataclass(slots=True)
 class ChainEvent:
     """A chain changed: opened, retry (a retry linked), round (an input_required arrived, or a legacy
-    server's question), answered (the client answered a legacy question), closed."""
+    server's question), answered (the client answered a legacy question), refused (a retry was
+    answered with an error; a retry echoing the chain's state may still continue it, RULES.md
+    decision 13), closed."""
 
     kind: str
     chain: Chain
@@ -600,6 +602,7 @@ class Inspector:
             inflight = self.exchanges.client_scope(scope if x is None else peer)
             req = inflight.get(rid)
             creq = _live(inflight.tie(rid)) if req is not None else None
+            inflight.cancel(rid)
             self._obs(Cancelled(msg, req, creq))
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, msg.time))
@@ -675,6 +678,8 @@ class Inspector:
         self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))
+            if creq.chain.refused is not None and creq.response_index == msg.index:
+                self._out.append(ChainEvent("refused", creq.chain, msg.time))
 
     # -- legacy questions (RULES.md §13) ----------------------------------------------------------
     def _legacy_request(self, creq: ChainRequest, scope: str) -> None:
@@ -690,7 +695,8 @@ class Inspector:
     def _legacy_question(self, msg: Message, scope: str, x: HttpExchange | None) -> LegacyAsked | None:
         """The round a legacy server request is, by evidence in RULES.md §13's order: it came on the
         POST event stream of a chain's request (`stream`), its `_meta` names the request (`related`),
-        or on stdio that request was the only one in flight (`time`). None: it serves no chain (it
+        or on stdio that request was the only one open (`time`: in flight and not cancelled, RULES.md
+        decision 14). None: it serves no chain (it
         came on the stream of another request, or no legacy chain is open)."""
         waiting = self._legacy_open.get(scope)
         if not waiting:
@@ -711,8 +717,8 @@ class Inspector:
                 creq, via = c, "related"
         if creq is None and x is None:
             inflight = self.exchanges.client_requests(scope)
-            if len(inflight) == 1:
-                only = next(iter(inflight))
+            only = inflight.sole_open()  # a cancelled request is not open (RULES.md decision 14)
+            if only is not None:
                 c = _live(inflight.tie(only.idk))
                 if c is not None and waiting.get(only.idk) is c:
                     creq, via = c, "time"

@@ -141,6 +141,10 @@ class LiveView:
             row.waiting, row.since = False, e.time
             row.waited += wait
             self._step(f"{row.label}: answered round {q.n} after {_seconds(wait)} waiting for input (link: {q.via})")
+        elif e.kind == "refused":  # the round's question stands: the client may retry it (RULES.md decision 13)
+            row.waiting, row.since = True, e.time
+            self._step(f"{row.label}: retry id={row.request} refused with error {format_id(c.error_code)}; "
+                       "waiting for a retry")
         elif e.kind == "retry":
             rd = last.round
             wait = e.time - rd.irr_time if rd is not None else 0.0

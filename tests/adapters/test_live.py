@@ -116,3 +116,26 @@ def test_a_view_that_never_started_prints_no_totals():
     view = LiveView(out)
     view.stop()
     assert out.getvalue() == ""
+
+
+def test_a_refused_retry_shows_the_chain_waiting_for_a_retry_and_its_correction_continues_it():
+    """RULES.md decision 13: a retry refused with an error leaves the round's question standing; the
+    retry that echoes the state verbatim continues the same chain, which ends complete."""
+    t = Traffic()
+    args = {"name": "deploy", "arguments": {"env": "prod"}}
+    answers = {"confirm": {"action": "accept", "content": {"confirm": True}}}
+    rid = t.call("tools/call", args)
+    t.irr(rid, {"confirm": ELICIT}, state="s1")
+    bad = t.call("tools/call", {**args, "inputResponses": answers, "requestState": "s1-TAMPERED"})
+    t.error(bad, -32602, "Invalid or expired requestState")
+    good = t.call("tools/call", {**args, "inputResponses": answers, "requestState": "s1"})
+    t.result(good, {"content": []})
+    out = io.StringIO()
+    view = LiveView(out)
+    view.start()
+    feed(view, t.frames)
+    view.stop()
+    lines = out.getvalue().splitlines()
+    assert "mrtr-inspect: c1 tools/call deploy: retry id=2 refused with error -32602; waiting for a retry" in lines
+    assert any(ln.startswith("mrtr-inspect: c1 tools/call deploy  complete  1 round") for ln in lines)
+    assert not any(" c2 " in ln for ln in lines)

@@ -421,6 +421,71 @@ def test_replaying_a_state_whose_retry_failed_is_only_info():
     assert [f.severity for f in r.of("request-state-replayed")] == ["info"]
 
 
+def refused(transport: str = "stdio", state: str = "s1-TAMPERED") -> tuple[Traffic, object, object]:
+    """A deploy call answered input_required (state s1), and a retry with `state` that the server refuses."""
+    t = Traffic(transport)
+    a = t.tool("deploy", PROD)
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    b = retry(t, {"confirm": ACCEPT}, state)
+    t.error(b, -32602, "Invalid or expired requestState")
+    return t, a, b
+
+
+@pytest.mark.parametrize("transport", ["stdio", "http"])
+def test_a_verbatim_retry_after_a_refused_tampered_retry_continues_the_chain(transport):
+    """RULES.md decision 13 (issue 25 item 18): round 1 issues state s1; the client retries with an
+    altered state, the server refuses it (-32602); the client retries with s1 verbatim. One logical
+    request, one chain: its requests grow, its outcome is what the last response says, and the
+    refused retry's own finding stands."""
+    t, a, b = refused(transport)
+    c = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(c, {"content": []})
+    r = t.run()
+    assert len(r.chains) == 1
+    ch = r.chain("c1")
+    assert (ch["requests"], ch["rounds"], ch["outcome"], ch["error_code"]) == ([a, b, c], 1, "complete", None)
+    assert [(e["id"], e.get("error_code")) for e in ch["timeline"]] == [(a, None), (b, -32602), (c, None)]
+    assert [(f.chain, f.messages[-1]) for f in r.of("request-state-altered")] == [("c1", 2)]
+    assert [f.chain for f in r.of("chain-linked")] == ["c1", "c1"]
+    # the verbatim state was never presented before: no replay, and nothing unsolicited
+    assert not {"request-state-replayed", "request-state-unsolicited", "chain-ended-error"} & r.rules()
+    assert events(r) == [("opened", "c1"), ("round", "c1"), ("retry", "c1"), ("refused", "c1"), ("retry", "c1"),
+                         ("closed", "c1")]
+
+
+def test_a_verbatim_retry_after_a_refused_retry_ends_as_its_last_response_says():
+    """The continued chain's outcome is the last response's: a second refusal ends it in error."""
+    t, a, b = refused(state="forged")
+    c = retry(t, {"confirm": ACCEPT}, "s1")
+    t.error(c, -32603, "internal error")
+    r = t.run()
+    assert len(r.chains) == 1
+    ch = r.chain("c1")
+    assert (ch["requests"], ch["outcome"], ch["error_code"]) == ([a, b, c], "error", -32603)
+    assert [f.chain for f in r.of("chain-ended-error")] == ["c1"]
+
+
+def test_near_miss_a_refused_retry_nobody_retries_ends_the_chain_in_error_at_the_end():
+    t, a, b = refused()
+    t.tick(5.0)
+    r = t.run()
+    ch = r.chain("c1")
+    assert (ch["requests"], ch["rounds"], ch["outcome"], ch["error_code"]) == ([a, b], 1, "error", -32602)
+    assert ch["duration_ms"] < 100  # it ended with the refusal, not when the capture did
+    assert [f.chain for f in r.of("chain-ended-error")] == ["c1"]
+
+
+def test_a_refused_retry_waits_for_its_correction_no_longer_than_the_abandon_timeout():
+    t, a, b = refused()
+    t.tick(20.0)
+    t.tool("other", {})  # traffic after the timeout: the refused chain is over
+    c = retry(t, {"confirm": ACCEPT}, "s1")
+    t.result(c, {"content": []})
+    r = t.run(Config(abandon_after=10.0))
+    assert shape(r.chain("c1"))[:3] == ([a, b], 1, "error")
+    assert shape(r.chain("c3"))[:3] == ([c], 0, "complete")  # a late state after the end: its own chain, as before
+
+
 def test_parallel_identical_calls_given_one_state_each_get_their_retry():
     """A server that derives the state from the request alone gives three identical calls in flight
     the same state: each retry answers a round still open, the latest first, and no chain forks."""

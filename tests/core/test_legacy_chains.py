@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import gc
 
+import pytest
+
 from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.core.chains import Chain, LegacyRound
 from mrtr_inspect.core.events import HttpEnd, HttpResponse, SseEvent, StdioLine
@@ -83,10 +85,13 @@ def test_a_question_naming_its_request_in_meta_is_tied_to_it_among_several_open(
     assert not r.of(UNATTACHED)
 
 
-def test_near_miss_a_question_naming_nothing_while_two_requests_are_open_is_left_unattached_and_said_so():
+@pytest.mark.parametrize("cancel_other", [False, True])
+def test_near_miss_a_question_naming_nothing_while_two_requests_are_open_is_left_unattached_and_said_so(cancel_other):
     t = legacy_stdio()
     a = legacy_call(t, "deploy")
     b = legacy_call(t, "summarize")
+    if cancel_other:  # a cancel for an id not in flight leaves both open (RULES.md decision 14)
+        t.notify("notifications/cancelled", {"requestId": 999})
     ask(t, 0, "elicitation/create", FORM)
     answer(t, 0, {"action": "accept", "content": {"confirm": True}})
     done(t, b)
@@ -94,7 +99,8 @@ def test_near_miss_a_question_naming_nothing_while_two_requests_are_open_is_left
     r = t.run()
     assert [c["rounds"] for c in r.chains] == [0, 0]  # never by guess
     (f,) = r.of(UNATTACHED)
-    assert f.severity == "info" and f.messages == [5] and f.chain is None and "2 legacy chain request(s)" in f.message
+    assert f.severity == "info" and f.messages == [5 + cancel_other] and f.chain is None
+    assert "2 legacy chain request(s)" in f.message
     assert f.spec.startswith("https://modelcontextprotocol.io/specification/2025-11-25/")
 
 
@@ -118,6 +124,45 @@ def test_a_modern_chain_gets_no_legacy_rounds():
     t.result(a)
     r = t.run()
     assert r.chain()["rounds"] == 0 and r.of("server-initiated-request") and not r.of(UNATTACHED)
+
+
+def test_a_cancelled_request_is_not_open_so_a_later_question_is_the_only_open_requests_round():
+    """RULES.md decision 14 (issue 25 item 17), as FastMCP, the TypeScript SDK v2 and server-everything
+    show it on stdio: the client cancels request A, whose server never answers it, then calls B; the
+    server's question while B is the only request really open is B's round, by `time`."""
+    t = legacy_stdio()
+    a = legacy_call(t, "slow")  # message #3
+    t.notify("notifications/cancelled", {"requestId": a, "reason": "user gave up"})  # #4
+    b = legacy_call(t, "deploy")  # #5
+    ask(t, 0, "elicitation/create", FORM)  # #6
+    answer(t, 0, {"action": "accept", "content": {"confirm": True}})  # #7
+    done(t, b)  # #8
+    r = t.run()
+    slow, deploy = (next(c for c in r.chains if c["target"] == n) for n in ("slow", "deploy"))
+    assert (slow["outcome"], slow["rounds"]) == ("cancelled", 0)
+    assert (deploy["rounds"], deploy["link"], deploy["outcome"]) == (1, "time", "complete")
+    assert deploy["round_details"][0]["message"] == 6
+    assert not r.of(UNATTACHED)
+
+
+def test_a_cancelled_request_answered_late_still_is_not_open():
+    """Decision 14: "whether or not the server ever answers it". The late answer to A comes after B's
+    question, and a cancelled request that is no chain's (tools/list) does not count either."""
+    t = legacy_stdio()
+    a = legacy_call(t, "slow")
+    listing = t.request("tools/list", {}, with_meta=False)
+    t.notify("notifications/cancelled", {"requestId": a})
+    t.notify("notifications/cancelled", {"requestId": listing})
+    b = legacy_call(t, "deploy")
+    ask(t, 0, "roots/list")
+    answer(t, 0, {"roots": []})
+    done(t, a, "too late")  # the server answers the cancelled call after all
+    done(t, b)
+    r = t.run()
+    deploy = next(c for c in r.chains if c["target"] == "deploy")
+    assert (deploy["rounds"], deploy["link"]) == (1, "time")
+    assert not r.of(UNATTACHED)
+    assert r.of("message-after-cancel")  # the late answer is still paired with its request and judged
 
 
 def test_an_unanswered_question_waits_until_the_chain_ends():
