@@ -36,7 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import UserError
-from .recording.files import Output, why
+from .recording.files import TEMP_FLAGS, Output, why
 
 BACKUP_SUFFIX = ".mrtr-inspect-backup"
 SIDECAR_SUFFIX = ".mrtr-inspect-wrap.json"
@@ -162,7 +162,7 @@ def _rewrite(path: Path, data: bytes) -> None:
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    fd = os.open(path, TEMP_FLAGS, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
 

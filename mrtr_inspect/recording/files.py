@@ -31,6 +31,8 @@ from ..errors import UserError
 
 STDOUT = "-"
 MODE = 0o600
+# a temporary file: made here or not at all, never through a link (O_NOFOLLOW, O_CLOEXEC: 0 where absent)
+TEMP_FLAGS = os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_CLOEXEC", 0)
 
 
 class CannotWrite(UserError):
@@ -72,7 +74,8 @@ class Output:
         if st is not None and not stat.S_ISREG(st.st_mode):  # a FIFO, a device (a folder fails here)
             return os.open(self.path, os.O_WRONLY | os.O_TRUNC)
         target = os.path.realpath(self.path)  # a link's target is written, the link stays
-        if st is not None and (st.st_nlink > 1 or st.st_uid != os.geteuid() or not _same(target, st)):
+        owner = os.geteuid() if hasattr(os, "geteuid") else None
+        if st is not None and (st.st_nlink > 1 or owner not in (None, st.st_uid) or not _same(target, st)):
             return os.open(self.path, os.O_WRONLY | os.O_TRUNC)  # replacing would lose an owner or a name
         folder, name = os.path.split(target)
         if st is None and folder and self._folders:
@@ -80,8 +83,7 @@ class Output:
         for _ in range(8):
             temp = os.path.join(folder, f".{name}.{os.urandom(8).hex()}.tmp")
             try:
-                fd = os.open(temp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0),
-                             MODE)
+                fd = os.open(temp, TEMP_FLAGS, MODE)
             except FileExistsError:
                 continue
             except PermissionError:
@@ -94,8 +96,12 @@ class Output:
         self._temp, self._target = temp, target
         try:
             if st is not None:
-                os.fchmod(fd, stat.S_IMODE(st.st_mode))  # an existing file keeps its mode
-                if os.fstat(fd).st_gid != st.st_gid:
+                mode = stat.S_IMODE(st.st_mode)  # an existing file keeps its mode
+                if hasattr(os, "fchmod"):
+                    os.fchmod(fd, mode)
+                else:  # Windows before Python 3.13
+                    os.chmod(temp, mode)
+                if owner is not None and os.fstat(fd).st_gid != st.st_gid:
                     os.fchown(fd, -1, st.st_gid)
         except OSError:
             os.close(fd)
@@ -174,7 +180,8 @@ def why(e: OSError) -> str:
 
 def unwritable(path: str | os.PathLike, what: str) -> str | None:
     """None when `path` can be opened for writing; else the one-line reason (`cannot write report
-    PATH: No such file or directory`). Neither changes an existing file nor leaves a new one."""
+    PATH: No such file or directory`). Neither changes an existing file nor leaves a new one; a FIFO
+    is not opened (that would wait for a reader, or fail without one): its permission is checked."""
     if os.fspath(path) == STDOUT:
         return None
     named = os.fspath(path)

@@ -109,6 +109,9 @@ def test_a_fifo_is_written_to_and_stays_a_fifo(tmp_path):
     with fifo_read(report) as got:  # check --output: its up-front check does not wait for a reader
         done = run_cli("check", RECORDING, "--format", "json", "--output", report, "--fail-on", "never")
     assert done.exit_code == 0 and json.loads(got[0])["summary"] and stat.S_ISFIFO(os.lstat(report).st_mode)
+    lonely = tmp_path / "no-reader-yet"
+    os.mkfifo(lonely)
+    assert files.unwritable(lonely, "output") is None  # the reader may come later, as with `>`
 
 
 def test_a_recording_to_a_fifo_is_appended_to_without_reading_it(tmp_path):
