@@ -4,8 +4,9 @@ tokens a rule quotes). Every such file is written here, as the shell's `>` would
 
 - `-` is standard output;
 - a path that is a symlink is written through: its target is written, the link stays a link;
-- a path that is not a regular file (a FIFO, `/dev/stdout`, `/dev/null`) is opened and written to,
-  never replaced;
+- a path that is not a regular file (a FIFO, `/dev/null`) is opened and written to, never replaced;
+  `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` are written through that descriptor, as bash does (an
+  output appended to, `>> log`, stays appended to);
 - a regular file that exists keeps its mode, its owner and its inode's other names (hard links);
   it is replaced whole (a reader finds the old bytes or the new ones, never half) when that keeps
   them: a temporary file with a random name beside the target, created O_EXCL|O_NOFOLLOW (a link
@@ -67,6 +68,8 @@ class Output:
             raise
 
     def _open(self) -> int:
+        if (n := _named_descriptor(self.path)) is not None:  # written where it points, as `-` is
+            return os.dup(n)
         try:
             st = os.stat(self.path)  # through links, /dev/stdout's too
         except FileNotFoundError:
@@ -154,6 +157,19 @@ class Output:
             self.close()
         else:
             self.discard()
+
+
+def _named_descriptor(path: str) -> int | None:
+    """The descriptor `/dev/stdout`, `/dev/stderr`, `/dev/fd/N` or `/proc/self/fd/N` names. Written
+    through it, as bash writes them: opening the path instead would truncate a file that standard
+    output appends to (`>> log`), and resolving it would replace that file."""
+    fixed = {"/dev/stdout": 1, "/dev/stderr": 2}
+    if path in fixed:
+        return fixed[path]
+    for prefix in ("/dev/fd/", "/proc/self/fd/"):
+        if path.startswith(prefix) and path[len(prefix):].isdigit():
+            return int(path[len(prefix):])
+    return None
 
 
 def _same(path: str, st: os.stat_result) -> bool:

@@ -145,6 +145,20 @@ def test_a_device_behind_a_link_is_written_to_never_replaced(tmp_path):
     assert os.listdir(tmp_path) == ["out"]
 
 
+def test_dev_stdout_appending_to_a_file_is_appended_to_never_truncated_or_replaced(tmp_path):
+    log = tmp_path / "log"
+    log.write_bytes(b"earlier\n")
+    inode = log.stat().st_ino
+    for args in (["export", str(RECORDING), "--to", "mermaid", "--output", "/dev/stdout"],
+                 ["check", str(RECORDING), "--format", "json", "--output", "/dev/stdout", "--fail-on", "never"]):
+        with open(log, "ab") as out:
+            done = subprocess.run([sys.executable, "-m", "mrtr_inspect", *args], stdout=out, stderr=subprocess.PIPE,
+                                  timeout=120)
+        assert done.returncode == 0, done.stderr
+    text = log.read_text()
+    assert text.startswith("earlier\n%% c1") and "sequenceDiagram" in text and '"summary"' in text and log.stat().st_ino == inode
+
+
 def test_a_link_planted_at_the_old_temporary_names_is_not_written_through(tmp_path):
     victim = tmp_path / "victim"
     victim.write_text("mine")
