@@ -3,6 +3,7 @@ choose an output."""
 
 from __future__ import annotations
 
+import contextlib
 import sys
 
 import click
@@ -261,8 +262,8 @@ def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
         fail(reason)  # before the analysis, not after it
     builder = _analyse(paths, config, progress="check")
     try:
-        out = open_private(output) if output else sys.stdout  # 0600 when new: it may quote answers
-        try:
+        # 0600 when new (it may quote answers); `-` is stdout; a link or a FIFO is written through
+        with open_private(output) if output else contextlib.nullcontext(sys.stdout) as out:
             if fmt == "json":
                 builder.write_json(out)
             elif fmt == "text":
@@ -271,9 +272,6 @@ def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
                 from .outputs import formats
 
                 formats.write(fmt, builder, out, fail_on=fail_on)
-        finally:
-            if output:
-                out.close()
     except OSError as e:
         if not output:
             raise

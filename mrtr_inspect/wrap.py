@@ -16,6 +16,10 @@ wrapped). `unwrap` puts the original bytes back and removes both. Either refuses
 leave that way: wrap refuses a file that is wrapped already (a sidecar or a backup beside it), unwrap
 one without a sidecar or whose bytes changed since wrap wrote them (the client or a person edited
 it: the backup is still there to restore by hand).
+
+A configuration that is a symlink (a dotfiles setup) stays one: its target is rewritten (mode kept),
+and the backup and sidecar go beside the link, the path named, not into the folder the link points
+to; unwrap restores the original bytes into the target.
 """
 
 from __future__ import annotations
@@ -32,6 +36,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from .errors import UserError
+from .recording.files import TEMP_FLAGS, Output, why
 
 BACKUP_SUFFIX = ".mrtr-inspect-backup"
 SIDECAR_SUFFIX = ".mrtr-inspect-wrap.json"
@@ -143,27 +148,30 @@ def _digest(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def _write_atomic(path: Path, data: bytes) -> None:
-    """Replace `path` by `data` at once, with the file's mode."""
-    tmp = path.with_name(f".{path.name}.mrtr-inspect-tmp")
-    mode = path.stat().st_mode & 0o7777 if path.exists() else 0o600
-    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, mode)
+def _rewrite(path: Path, data: bytes) -> None:
+    """`data` as the whole of the configuration `path`, as every output file is written
+    (recording/files.py): a symlinked configuration (a dotfiles setup) stays a link and its target
+    is rewritten, keeping its mode; the bytes reach the disk before wrap says it is done."""
     try:
-        with os.fdopen(fd, "wb") as f:
+        with Output(path, binary=True) as f:
             f.write(data)
             f.flush()
             os.fsync(f.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        tmp.unlink(missing_ok=True)
-        raise
+    except OSError as e:
+        raise WrapError(f"cannot write {path}: {why(e)}") from None
 
 
 def _write_new(path: Path, data: bytes) -> None:
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+    fd = os.open(path, TEMP_FLAGS, 0o600)
     with os.fdopen(fd, "wb") as f:
         f.write(data)
+
+
+def _beside(path: Path) -> list[Path]:
+    """Where wrap's backup and sidecar of `path` are looked for: beside the path named (where wrap
+    leaves them), and, for a symlinked configuration, beside its target too."""
+    target = Path(os.path.realpath(path))
+    return [path] if target == path.absolute() else [path, target]
 
 
 def _sidecar(path: Path) -> Path:
@@ -212,8 +220,9 @@ def wrap(config: str | os.PathLike, servers: tuple[str, ...] = (), record_dir: s
     path = Path(config)
     if not path.is_file():
         raise WrapError(f"{path}: no such file")
-    if _sidecar(path).exists() or _backup(path).exists():
-        raise WrapError(f"{path} is wrapped already (see {_sidecar(path).name}); `mrtr-inspect unwrap {path}` first")
+    for p in _beside(path):
+        if _sidecar(p).exists() or _backup(p).exists():
+            raise WrapError(f"{path} is wrapped already (see {_sidecar(p)}); `mrtr-inspect unwrap {path}` first")
     original = path.read_bytes()
     doc = _parse(path, original)
     sections = [s for s in SECTIONS if type(doc.get(s)) is dict]
@@ -263,7 +272,7 @@ def wrap(config: str | os.PathLike, servers: tuple[str, ...] = (), record_dir: s
             "wrapped_sha256": _digest(data), "servers": wrapped, "record_dir": str(rdir)}
     try:
         _write_new(_sidecar(path), (json.dumps(side, indent=2) + "\n").encode())
-        _write_atomic(path, data)
+        _rewrite(path, data)
     except BaseException:
         _sidecar(path).unlink(missing_ok=True)
         _backup(path).unlink(missing_ok=True)
@@ -283,6 +292,9 @@ def unwrap(config: str | os.PathLike) -> list[str]:
     """Put the bytes wrap kept back; refuse a file wrap did not leave as it is."""
     path = Path(config)
     side_path, backup = _sidecar(path), _backup(path)
+    for p in _beside(path)[1:]:  # wrapped through its target's name, unwrapped through the link's
+        if not side_path.is_file() and _sidecar(p).is_file():
+            side_path, backup = _sidecar(p), _backup(p)
     if not side_path.is_file():
         raise WrapError(f"{path} was not wrapped by mrtr-inspect (no {side_path.name} beside it)")
     try:
@@ -300,7 +312,7 @@ def unwrap(config: str | os.PathLike) -> list[str]:
     if current is None or _digest(current) != side.get("wrapped_sha256"):
         raise WrapError(f"{path} changed since wrap wrote it (edited by the client or by hand); nothing was changed: "
                         f"the original is in {backup}")
-    _write_atomic(path, original)
+    _rewrite(path, original)
     side_path.unlink()
     backup.unlink()
     return [f"restored {path} ({', '.join(side.get('servers') or [])} no longer wrapped)"]

@@ -16,6 +16,7 @@ import os
 from typing import Any
 
 from ..config import Config
+from ..recording.files import named
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
 from .flows import Exchange, ImportFailed, frames, read_exchanges
 
@@ -56,5 +57,5 @@ def import_file(path: str, output: str, config: Config | None = None, written: A
                 written.n += len(group)
             writer.close(end_time=max(t for t, *_ in timed))
         sessions += 1
-    return notes + [f"wrote {output}: {len(exchanges)} exchange{'s' if len(exchanges) != 1 else ''} from the "
+    return notes + [f"wrote {named(output)}: {len(exchanges)} exchange{'s' if len(exchanges) != 1 else ''} from the "
                     f"{kind} in {sessions} session{'s' if sessions != 1 else ''}"]

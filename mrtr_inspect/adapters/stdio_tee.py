@@ -51,7 +51,7 @@ from ..core.events import SessionStart
 from ..core.hops import hop_problem
 from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, tool_line
-from ..recording.files import unwritable
+from ..recording.files import STDOUT, unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from .analysis_process import (C2S, C2S_EOF, DIRECTION, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull,
                                write_all)
@@ -149,6 +149,9 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
             return 2
         info["hop"] = hop
     try:
+        if STDOUT in (record, report):
+            raise RecordingError(f"--{'record' if record == STDOUT else 'report'} -: standard output carries the "
+                                 "server's messages to the client; name a file")
         if report and (reason := unwritable(report, "report")):
             raise RecordingError(reason)
         if record:

@@ -4,7 +4,9 @@ sent (a loopback upstream unless allowed otherwise), the run, the report; return
 
 from __future__ import annotations
 
+import contextlib
 import os
+import shutil
 import sys
 import tempfile
 from typing import IO
@@ -66,17 +68,15 @@ def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), 
         transport, against = "stdio", " ".join(cmd)
     temp = None
     if record is None and not options.dry_run and fmt == "sarif":  # SARIF locates findings in the traffic
-        fd, temp = tempfile.mkstemp(prefix="mrtr-probe-", suffix=".jsonl")
-        os.close(fd)
-        os.unlink(temp)
+        # in a folder of its own (0700, random name): no name another user could plant a link at
+        temp = os.path.join(tempfile.mkdtemp(prefix="mrtr-probe-"), "traffic.jsonl")
     try:
         run = run_probes(script, make_peer, options, transport, config, record or temp)
         chains = recorded_chains_report(path, config)
         doc = output.report(run, path, chains, against)
         if temp is not None:
             doc["traffic"] = None
-        stream = open_private(output_path) if output_path else out
-        try:
+        with open_private(output_path) if output_path else contextlib.nullcontext(out) as stream:
             if options.dry_run:
                 output.write_dry_run(run, stream, against)
             elif fmt == "json":
@@ -87,13 +87,9 @@ def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), 
                 stream.write(output.junit(run, path, fail_on))
             else:
                 output.write_text(run, stream, against)
-        finally:
-            if output_path:
-                stream.close()
-            else:
-                stream.flush()
+            stream.flush()
     finally:
-        if temp is not None and os.path.exists(temp):
-            os.unlink(temp)
+        if temp is not None:
+            shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
     bad = fail_on != "never" and any(RANK.get(f.severity, 0) >= RANK[fail_on] for f in run.findings)
     return (1 if bad else 0), run, doc

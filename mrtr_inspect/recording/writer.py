@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import os
 import secrets
+import stat
 import threading
 import time
 import uuid
@@ -25,7 +26,7 @@ from ..config import Config
 from ..core.events import Frame, SessionEnd, SessionStart
 from ..errors import UserError
 from . import format as fmt
-from .files import private_opener
+from .files import STDOUT, private_opener
 from .redaction import Redactor
 
 
@@ -73,6 +74,14 @@ def new_session_id() -> str:
     return uuid.uuid4().hex[:12]
 
 
+def _regular_or_new(path: Path) -> bool:
+    """Whether `path` is a regular file or none yet (reading a FIFO or a terminal to check it would hang)."""
+    try:
+        return stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return True
+
+
 class RecordingWriter:
     """Appends one session to a recording file."""
 
@@ -82,9 +91,12 @@ class RecordingWriter:
         self.session = session or new_session_id()
         self.transport = transport
         self.redactor = redactor if redactor is not None else Redactor(redaction_key())
-        torn = self._check_existing()
+        # `-` is standard output; a link is written through, a FIFO or a device written to (files.py)
+        self.regular = str(path) != STDOUT and _regular_or_new(self.path)
+        torn = self._check_existing() if self.regular else False
         try:
-            self._fd = private_opener(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT)
+            self._fd = (os.dup(1) if str(path) == STDOUT
+                        else private_opener(self.path, os.O_WRONLY | os.O_APPEND | os.O_CREAT))
         except OSError as e:
             raise RecordingError(f"cannot write recording {self.path}: {e.strerror}") from None
         self.frames = 0
@@ -163,7 +175,9 @@ class RecordingWriter:
                 os.close(self._fd)
 
     def _torn(self) -> bool:
-        """Whether the file ends in the middle of a line."""
+        """Whether the file ends in the middle of a line (never known of a FIFO or standard output)."""
+        if not self.regular:
+            return False
         try:
             with open(self.path, "rb") as f:
                 if f.seek(0, os.SEEK_END) == 0:

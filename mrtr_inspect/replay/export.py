@@ -26,7 +26,7 @@ from ..config import Config
 from ..core.events import HttpRequest, SessionStart, StdioLine
 from ..core.messages import decode_message, split_batch
 from ..recording import format as fmt
-from ..recording.files import write_private
+from ..recording.files import named, write_private
 from ..recording.redaction import Redactor
 from ..recording.secrets import SecretScan
 from ..recording.writer import redaction_key
@@ -46,7 +46,7 @@ class Exported:
     notes: list[str] = field(default_factory=list)
 
     def lines(self) -> list[str]:
-        out = [f"wrote {self.output}: {self.exchanges} request{'s' if self.exchanges != 1 else ''} in "
+        out = [f"wrote {named(self.output)}: {self.exchanges} request{'s' if self.exchanges != 1 else ''} in "
                f"{self.sessions} session{'s' if self.sessions != 1 else ''}, chains {', '.join(self.chains) or 'none'}"]
         out += self.notes
         for n, p in self.machine_paths[:5]:

@@ -58,6 +58,9 @@ def serve(path: str, *, listen: str | None = None, stdio: bool = False, options=
     script = _load(path, err)
     http = bool(listen) or (not stdio and script.transport == "http")
     host, port = parse_listen(listen or DEFAULT_LISTEN) if http else ("", 0)
+    if not http and "-" in (record, summary):
+        raise ReplayError(f"--{'record' if record == '-' else 'summary'} -: standard output carries the replayed "
+                          "server's messages; name a file")
     session = ServeSession(script, options, "http" if http else "stdio", config, record, summary, _printer(quiet, err))
     if http:
         def ready(url: str) -> None:

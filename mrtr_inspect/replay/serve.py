@@ -14,7 +14,6 @@ fields that differ, and counted. The live traffic goes through the analysis too 
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import json
 import os
 import sys
@@ -238,18 +237,14 @@ class ServeSession:
         """Write the summary (JSON) where asked, replacing the last one whole."""
         if not self.summary_path:
             return
-        tmp = f"{self.summary_path}.{os.getpid()}.{threading.get_ident()}.tmp"
         try:
-            with open_private(tmp) as f:
+            with open_private(self.summary_path) as f:  # a regular file replaced whole (recording/files.py)
                 json.dump(self.summary(), f, indent=1)
-            os.replace(tmp, self.summary_path)
         except OSError as e:  # the client is still served; the run's status tells (run.serve)
             failed = f"cannot write summary {self.summary_path}: {why(e)}"
             if failed != self.summary_failed:
                 sys.stderr.write(tool_line(failed))
             self.summary_failed = failed
-            with contextlib.suppress(OSError):
-                os.unlink(tmp)
         else:
             self.summary_failed = None
 

@@ -16,7 +16,7 @@ from typing import Callable, Iterable
 
 from ...config import Config
 from ...errors import UserError
-from ...recording.files import write_private
+from ...recording.files import named, write_private
 from ..text import printable
 from .capture import Capture, chain_label, load
 
@@ -123,4 +123,4 @@ def export(path: "str | list[str]", to: str, output: str, config: Config | None 
     scan = SecretScan()
     for m in cap.messages.values():
         scan.message(m)
-    return cap.notes + [f"wrote {output}: {to}, {said}"] + scan.lines(redactor, "--redact-path")
+    return cap.notes + [f"wrote {named(output)}: {to}, {said}"] + scan.lines(redactor, "--redact-path")
