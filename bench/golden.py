@@ -29,6 +29,7 @@ import hashlib
 import io
 import json
 import os
+import re
 import sys
 import time
 from pathlib import Path
@@ -168,6 +169,9 @@ def _config(d: dict):
     return c
 
 
+_ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-f]+")
+
+
 def _digest(o, view) -> str:
     """One output as a JSON line; a message with its pairing as `view` (the analysis' InspectorView)
     gives it right after the message's frame: the request a response answers, a request's chain."""
@@ -190,7 +194,7 @@ def _digest(o, view) -> str:
     elif t is Finding:
         d = {"f": o.to_json()}
     else:
-        d = {"other": repr(o)}
+        d = {"other": _ADDRESS.sub("", repr(o))}  # an object's address differs from run to run
     return json.dumps(d, sort_keys=True, ensure_ascii=True, default=repr)
 
 
