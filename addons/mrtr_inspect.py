@@ -5,21 +5,19 @@
 
 Also adds the "MCP JSON-RPC" contentview. With mitmweb, or `-w FILE`, run with `--set
 store_streamed_bodies=true` so flows keep the bodies the addon streams. docs/http-proxy.md says more.
-The installed package ships the same script (mrtr_inspect/addon.py): `mitmdump -s "$(mrtr-inspect addon-path)"`.
+The installed package ships the same script (mrtr_inspect/addon.py), which this one runs:
+`mitmdump -s "$(mrtr-inspect addon-path)"`.
 """
 
+import runpy
 import sys
 from pathlib import Path
 
-try:
-    import mrtr_inspect  # noqa: F401
-except ImportError:  # run from a checkout that is not installed: use it
-    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+CHECKOUT = Path(__file__).resolve().parent.parent
 
-from mitmproxy import contentviews
+# this checkout's package, installed or not: mitmproxy puts the script's folder first on sys.path, where
+# `import mrtr_inspect` would find this very file
+sys.path.insert(0, str(CHECKOUT))
 
-from mrtr_inspect.adapters.contentview import McpJsonRpc
-from mrtr_inspect.adapters.mitm_addon import MrtrInspect
-
-contentviews.add(McpJsonRpc)
-addons = [MrtrInspect()]
+# run afresh each time mitmproxy (re)loads this script, as it runs a script: a new addon each time
+addons = runpy.run_path(str(CHECKOUT / "mrtr_inspect" / "addon.py"))["addons"]

@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = {
     "tee_throughput.py": (["--messages", "100000", "--repeat", "5"], ["--messages", "5000", "--repeat", "1"]),
     "check_speed.py": (["--messages", "1000000", "--repeat", "3"], ["--messages", "10000", "--repeat", "1"]),
+    "startup.py": (["--repeat", "15"], ["--repeat", "2"]),
     "http_latency.py": (["--chains", "600"], ["--chains", "20"]),
     "http_cpu.py": (["--chains", "2000", "--turns", "3"], ["--chains", "200", "--turns", "1"]),
     "http_throughput.py": (["--turns", "9", "--seconds", "3"], ["--turns", "1", "--seconds", "1"]),

@@ -11,7 +11,10 @@ the recording and the report are left in the output folder and named at the end.
 from __future__ import annotations
 
 import logging
+import os
 import re
+import shlex
+import shutil
 import signal
 import socket
 import subprocess
@@ -52,6 +55,25 @@ def sample_server() -> Iterator[str]:
         sock.close()
 
 
+def invocation() -> str:
+    """How to run this mrtr-inspect from the shell the demo was started in: `mrtr-inspect` when that
+    name on PATH is this one, else the path of the script beside this Python (`.venv/bin/mrtr-inspect`
+    after `make demo`, relative to the current directory when inside it), else `PYTHON -m mrtr_inspect`."""
+    script = Path(sys.executable).with_name("mrtr-inspect")
+    found = shutil.which("mrtr-inspect")
+    if found is not None and (not script.exists() or Path(found).resolve() == script.resolve()):
+        return "mrtr-inspect"
+    if not script.exists():
+        return f"{shlex.quote(_near(Path(sys.executable)))} -m mrtr_inspect"
+    return shlex.quote(_near(script))
+
+
+def _near(path: Path) -> str:
+    """`path` relative to the current directory when it is inside it, else absolute."""
+    rel = os.path.relpath(path.absolute())
+    return path.absolute().as_posix() if rel.startswith("..") else rel
+
+
 def _relay(src: IO[bytes], dst: IO[str]) -> None:
     for line in src:
         dst.write(line.decode("utf-8", "replace"))
@@ -70,10 +92,10 @@ def run_demo(out_dir: str, stream: IO[str] | None = None) -> int:
     record, report = out / "demo-http.jsonl", out / "demo-http-report.json"
     for p in (record, report):
         p.unlink(missing_ok=True)
-    py = sys.executable
+    py, me = sys.executable, invocation()
     with sample_server() as upstream:
         stream.write(f"sample MRTR server (official SDK): {upstream}\n"
-                     f"$ mrtr-inspect --upstream {upstream} --listen 127.0.0.1:0 --record {record} --report {report}\n")
+                     f"$ {me} --upstream {upstream} --listen 127.0.0.1:0 --record {record} --report {report}\n")
         stream.flush()
         proxy = subprocess.Popen([py, "-m", "mrtr_inspect", "--upstream", upstream, "--listen", "127.0.0.1:0",
                                   "--record", str(record), "--report", str(report)],
@@ -105,6 +127,7 @@ def run_demo(out_dir: str, stream: IO[str] | None = None) -> int:
     if client.returncode != 0 or code != 0:
         stream.write(f"the demo failed (client exit {client.returncode}, proxy exit {code})\n")
         return 1
+    shown = shlex.quote(str(record))
     stream.write(f"\nrecording: {record}\nreport:    {report}\n"
-                 f"try:       mrtr-inspect show {record}\n           mrtr-inspect check {record}\n")
+                 f"try:       {me} show {shown}\n           {me} check {shown}\n")
     return 0

@@ -306,3 +306,27 @@ def test_redacting_one_side_of_the_state_pair_is_noted(tmp_path, paths, noted):
     _, found = load(REGISTRY, f)
     said = [n for n in found.notes if "requestState" in n]
     assert bool(said) == noted and all("redact both or neither" in n for n in said)
+
+
+# --- encodings (issue 25 item 11) --------------------------------------------------------------------------
+
+
+def test_a_utf8_byte_order_mark_is_read_as_utf8(recording):
+    Path(".mrtr-inspect.toml").write_bytes(b"\xef\xbb\xbf" + 'disable = ["retry-reused-id"]\n'.encode())
+    r, report = check()
+    assert r.exit_code == 0, r.output
+    assert "retry-reused-id" not in severities(report)
+
+
+@pytest.mark.parametrize("data, said", [
+    ('disable = ["retry-reused-id"]\n'.encode("utf-16"), "not UTF-8 but UTF-16 (it starts with a UTF-16 byte order mark)"),
+    ('disable = ["retry-reused-id"]\n'.encode("utf-32"), "not UTF-8 but UTF-32 (it starts with a UTF-32 byte order mark)"),
+    ('disable = ["retry-reused-id"]\n'.encode("utf-16-le"), "holds NUL bytes (UTF-16 without a byte order mark?)"),
+    ('# déploiement\ndisable = []\n'.encode("latin-1"), "not UTF-8 (byte 0xe9 at offset 3)"),
+], ids=["utf-16", "utf-32", "utf-16-without-bom", "latin-1"])
+def test_another_encoding_is_one_line_naming_the_file_and_the_encoding_exit_2(recording, data, said):
+    Path(".mrtr-inspect.toml").write_bytes(data)
+    r = CliRunner().invoke(main, ["check", "rec.jsonl"])
+    assert r.exit_code == 2, (r.output, r.exception)
+    assert r.stdout == ""
+    assert r.stderr == f"mrtr-inspect: {Path.cwd() / '.mrtr-inspect.toml'}: {said}: save it as UTF-8, as TOML files are\n"

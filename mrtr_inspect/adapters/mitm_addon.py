@@ -251,6 +251,14 @@ def _apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> http.HTTPFlow:
     return flow
 
 
+def show_comment_column(options) -> None:
+    """mitmweb's flow list shows the comment column, where each flow says what it is, added to the
+    default columns: only while `web_columns` is mitmweb's default, never over columns the user set
+    (`--set web_columns=…`, config.yaml). mitmdump has no such option."""
+    if "web_columns" in options and not options.has_changed("web_columns") and "comment" not in options.web_columns:
+        options.update(web_columns=[*options.web_columns, "comment"])
+
+
 def flow_comment(notes: dict) -> str:
     """A flow in one line, for mitmweb's list: the request (its chain and step, else its label),
     what answered it, and the rules of its error and warning findings."""
@@ -402,6 +410,7 @@ class MrtrInspect:
             logger.error("mrtr-inspect: %s", e)
             return
         self._hold_saves()
+        show_comment_column(ctx.options)
 
     def done(self) -> None:
         self._end()

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import re
 import sys
-from typing import IO, Any
-
-from rich.console import Console
-from rich.text import Text
+from typing import IO, TYPE_CHECKING, Any
 
 from ..core.findings import RANK, Finding, spec_url
 
@@ -60,7 +57,13 @@ def plain_finding(f: Finding | dict) -> str:
     return line
 
 
+if TYPE_CHECKING:
+    from rich.text import Text
+
+
 def rich_finding(f: Finding | dict) -> Text:
+    from rich.text import Text  # rich only on a terminal: its import is a fifth of a short check
+
     sev = _get(f, "severity")
     t = Text()
     t.append(f"{sev:<7}", style=SEV_STYLE.get(sev, ""))
@@ -82,7 +85,11 @@ class FindingPrinter:
         self.min_rank = RANK.get(min_severity, 0)
         self.color = self.stream.isatty() if color is None else color
         self.prefix = prefix
-        self.console = Console(file=self.stream, force_terminal=self.color, highlight=False, soft_wrap=True) if self.color else None
+        self.console = None
+        if self.color:
+            from rich.console import Console
+
+            self.console = Console(file=self.stream, force_terminal=self.color, highlight=False, soft_wrap=True)
 
     def finding(self, f: Finding | dict) -> None:
         if RANK.get(_get(f, "severity"), 0) < self.min_rank:
@@ -96,6 +103,8 @@ class FindingPrinter:
     def line(self, text: str, style: str = "") -> None:
         text = printable(text)
         if self.console is not None:
+            from rich.text import Text
+
             self.console.print(Text(text, style=style))
         else:
             self.stream.write(self.prefix + text + "\n")

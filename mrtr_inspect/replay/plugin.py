@@ -181,6 +181,10 @@ def mrtr_recording_path(request: pytest.FixtureRequest) -> Path:
     return path
 
 
+class WrongTransport(AttributeError):
+    """`mrtr_replay.command` of a test served over HTTP, or `.url` of one over stdio."""
+
+
 class MrtrReplay:
     """What the test gets: where to reach the (replayed or real) server, and what happened."""
 
@@ -190,14 +194,57 @@ class MrtrReplay:
         self.record_mode = "once"  # --mrtr-record-mode (how a recording replaces the fixture)
         self.transport = transport
         self.options = options
-        self.command: list[str] | None = None  # stdio: the server command line to start
-        self.url: str | None = None  # HTTP: the server's URL
+        self._command: list[str] | None = None  # stdio: the server command line to start
+        self._url: str | None = None  # HTTP: the server's URL
         self._summary_dir: Path | None = None  # stdio: where each replay process keeps its summary
         self._http: Any = None  # BackgroundHttpServer
         self._procs: list[subprocess.Popen] = []
         self._raw: Path | None = None
         self._stderr: Path | None = None  # record: what the server to record wrote on stderr
         self.cwd: Path | None = None  # record: where the server to record runs (the rootdir)
+
+    @property
+    def command(self) -> list[str]:
+        """Over stdio, the server command line for the code under test to start."""
+        if self._command is None:
+            raise WrongTransport(self._wrong_transport("command"))
+        return self._command
+
+    @command.setter
+    def command(self, value: list[str]) -> None:
+        self._command = value
+
+    @property
+    def url(self) -> str:
+        """Over HTTP, the URL of the (replayed or recorded) server."""
+        if self._url is None:
+            raise WrongTransport(self._wrong_transport("url"))
+        return self._url
+
+    @url.setter
+    def url(self, value: str | None) -> None:
+        self._url = value
+
+    def _wrong_transport(self, asked: str) -> str:
+        """Why `asked` has no value (the fixture runs over the other transport), and how to get it."""
+        http = self.transport == "http"
+        name = "HTTP" if http else "stdio"
+        other = "url" if asked == "command" else "command"
+        if self.options.get("transport"):
+            why = f"the marker gives transport={self.transport!r}"
+        elif self.mode == "replay":
+            why = f"the recording {self.path} was recorded over {name}"
+        else:
+            why = "the marker names upstream=URL" if http else "the marker names a server command"
+        wanted = "stdio" if http else "http"
+        how = f"give the marker transport={wanted!r}"
+        if self.mode == "record":
+            how += (" with server=[...] a stdio server command" if http
+                    else " with server=[...] an HTTP server command (its {port} filled in) or upstream=URL")
+        else:
+            how += " (a recording replays over either transport)"
+        return (f"mrtr_replay.{asked}: this test's server runs over {name} ({why}), so it has no {asked}: "
+                f"use mrtr_replay.{other} (mrtr_replay.transport says which one is set), or {how}")
 
     def summary(self) -> dict | None:
         """The replay so far: served, misses, unused, findings (None before the code under test
@@ -471,7 +518,7 @@ def _start_http_recording(obj: MrtrReplay, server: list | None, upstream: str | 
                               "--record", str(obj._raw), "--quiet"], stderr=subprocess.PIPE, text=True)
     obj._procs.append(proxy)
     obj.url = _listening(proxy, timeout)
-    if obj.url is None:
+    if obj._url is None:
         _stop(obj)
         pytest.fail(f"mrtr-inspect: the recording proxy did not start (exit status {proxy.wait()})", pytrace=False)
 

@@ -14,19 +14,22 @@ result row, and its input responses from the params of the tools/call request ro
 no form property schema (`requestedSchema.properties` is typed as any object) and no error
 (-32021's data): those few names are taken from the version's package.
 
+The models load on first need (`_models`): importing them costs about a second, several times a
+short `check`, and the common valid shapes are judged without them (`_QUICK`). Whether those quick
+checks hold is a question about the models' fields (`_verdict_of_models`); for the version of
+mcp-types they were verified against (`_VERIFIED`, held to the models by tests/rules/test_shapes.py)
+the answer is known without loading them, for any other version the models are asked.
+
 A problem is a short text, `path: what is wrong`, for a person to read.
 """
 
 from __future__ import annotations
 
+import os
 import re
 from functools import cache
+from importlib.util import find_spec
 from typing import Any, get_args
-
-import mcp_types._v2025_11_25 as v2025  # only what mcp_types.methods has no row for (see _Models)
-import mcp_types._v2026_07_28 as v2026
-from mcp_types import methods
-from pydantic import BaseModel, TypeAdapter, ValidationError
 
 from ..core.jsontext import dumps_with
 
@@ -41,6 +44,8 @@ ROOTS = "roots/list"
 
 def _models_under(roots: list) -> dict[str, type]:
     """The model classes the annotations of `roots` reach, by name (a name two classes share is left out)."""
+    from pydantic import BaseModel
+
     found: dict[str, set] = {}
     seen: set = set()
     todo = list(roots)
@@ -78,26 +83,38 @@ class _Models:
 
 
 def _legacy() -> _Models:
+    import mcp_types._v2025_11_25 as v2025  # only what mcp_types.methods has no row for (see _Models)
+    from mcp_types import methods
+
     rows = [methods.SERVER_REQUESTS[(m, LEGACY)] for m in (ELICIT, SAMPLE, ROOTS)]
     rows += [methods.CLIENT_RESULTS[(m, LEGACY)] for m in (ELICIT, SAMPLE, ROOTS)]
     return _Models(v2025, _models_under(rows))
 
 
 def _modern() -> _Models:
+    import mcp_types._v2026_07_28 as v2026
+    from mcp_types import methods
+
     call, result = methods.CLIENT_REQUESTS[("tools/call", MODERN)], methods.SERVER_RESULTS[("tools/call", MODERN)]
     public: dict[str, Any] = _models_under([call, result])
     public["InputResponses"] = _field_type(public["CallToolRequestParams"], "input_responses")
     return _Models(v2026, public)
 
 
-_MODULES = {MODERN: _modern(), LEGACY: _legacy()}
+@cache
+def _models(version: str) -> _Models:
+    """The wire models of `version`, imported on first need."""
+    return _modern() if version == MODERN else _legacy()
 
 
 @cache
-def _adapter(version: str, name: str) -> TypeAdapter:
-    """A validator for a type of the version's wire models: a class, an alias, or `Class.field`."""
+def _adapter(version: str, name: str) -> Any:
+    """A validator (pydantic's TypeAdapter) for a type of the version's wire models: a class, an
+    alias, or `Class.field`."""
+    from pydantic import TypeAdapter
+
     cls_name, _, field_name = name.partition(".")
-    target: Any = getattr(_MODULES[version], cls_name)
+    target: Any = getattr(_models(version), cls_name)
     if field_name:
         target = target.model_fields[field_name].annotation
     return TypeAdapter(target)
@@ -110,9 +127,11 @@ def _validator(version: str, name: str) -> Any:
 
 
 def _errors(version: str, name: str, value: Any) -> list[dict] | None:
-    quick = _QUICK.get(name) if version == MODERN else None
+    quick = (_QUICK or _register()).get(name) if version == MODERN else None
     if quick is not None and quick(value):
         return None  # valid by the model, seen without it
+    from pydantic_core import ValidationError
+
     try:
         _validator(version, name).validate_python(value, strict=True)
     except ValidationError as e:
@@ -261,13 +280,43 @@ def _q_number_schema(s: Any) -> bool:
         and _q_schema_common(s)
 
 
-_QUICK: dict[str, Any] = {}
+_QUICK: dict[str, Any] = {}  # filled on first use (_register)
+
+# What `_verdict_of_models` finds in the models of this mcp-types version: the quick checks that hold
+# and the other parameter names of a sampling request. With this version installed the models need
+# not be loaded to know it (tests/rules/test_shapes.py holds it to them); with another, they are asked.
+_VERIFIED = ("2.3.0", frozenset({
+    "BooleanSchema", "CreateMessageRequest.params", "CreateMessageResult", "ElicitRequestFormParams", "ElicitResult",
+    "ListRootsResult", "NumberSchema", "StringSchema"}), frozenset({
+    "includeContext", "include_context", "max_tokens", "metadata", "modelPreferences", "model_preferences",
+    "stopSequences", "stop_sequences", "systemPrompt", "system_prompt", "temperature", "toolChoice", "tool_choice",
+    "tools"}))
+
+_CHECKS = {"ElicitResult": _q_elicit_result, "ListRootsResult": _q_list_roots_result,
+           "CreateMessageResult": _q_create_message_result, "ElicitRequestFormParams": _q_elicit_form_params,
+           "CreateMessageRequest.params": _q_sampling_params, "BooleanSchema": _q_boolean_schema,
+           "StringSchema": _q_string_schema, "NumberSchema": _q_number_schema}
 
 
-def _register() -> None:
-    """The checks above, for the models whose fields are still those they were written for."""
-    global _sampling_other
-    m = _MODULES[MODERN]
+def installed_mcp_types() -> str | None:
+    """The version of the mcp-types installed, from its one `.dist-info` folder beside the package
+    (without importing it, nor importlib.metadata, which costs a tenth of a second); None when that
+    cannot be told."""
+    spec = find_spec("mcp_types")
+    where = list(spec.submodule_search_locations or ()) if spec is not None else []
+    if len(where) != 1:
+        return None
+    try:
+        infos = [n for n in os.listdir(os.path.dirname(where[0])) if n.startswith("mcp_types-") and n.endswith(".dist-info")]
+    except OSError:
+        return None
+    return infos[0][len("mcp_types-"):-len(".dist-info")] if len(infos) == 1 else None
+
+
+def _verdict_of_models() -> tuple[frozenset, frozenset]:
+    """The checks above whose models still have the fields they were written for, and the other field
+    names and aliases of CreateMessageRequestParams (`_sampling_other`), asked of the models."""
+    m = _models(MODERN)
 
     def fields(cls) -> set:
         return {k for name, f in cls.model_fields.items() for k in (name, f.alias) if k}
@@ -275,33 +324,41 @@ def _register() -> None:
     root_fields, text_fields = {"meta", "_meta", "name", "uri"}, {"meta", "_meta", "annotations", "text", "type"}
     schema_fields = {"default", "description", "title", "type"}
     expected = {
-        "ElicitResult": (_q_elicit_result, {m.ElicitResult: {"action", "content"}}),
-        "ListRootsResult": (_q_list_roots_result, {m.ListRootsResult: {"roots"}, m.Root: root_fields}),
-        "CreateMessageResult": (_q_create_message_result, {
+        "ElicitResult": {m.ElicitResult: {"action", "content"}},
+        "ListRootsResult": {m.ListRootsResult: {"roots"}, m.Root: root_fields},
+        "CreateMessageResult": {
             m.CreateMessageResult: {"meta", "_meta", "content", "model", "role", "stop_reason", "stopReason"},
-            m.TextContent: text_fields}),
-        "ElicitRequestFormParams": (_q_elicit_form_params, {
+            m.TextContent: text_fields},
+        "ElicitRequestFormParams": {
             m.ElicitRequestFormParams: {"message", "mode", "requested_schema", "requestedSchema"},
-            m.RequestedSchema: {"schema_", "$schema", "properties", "required", "type"}}),
-        "CreateMessageRequest.params": (_q_sampling_params, {
-            m.SamplingMessage: {"meta", "_meta", "content", "role"}, m.TextContent: text_fields}),
-        "BooleanSchema": (_q_boolean_schema, {m.BooleanSchema: schema_fields}),
-        "StringSchema": (_q_string_schema, {m.StringSchema: schema_fields | {
-            "format", "max_length", "maxLength", "min_length", "minLength"}}),
-        "NumberSchema": (_q_number_schema, {m.NumberSchema: schema_fields | {"maximum", "minimum"}}),
+            m.RequestedSchema: {"schema_", "$schema", "properties", "required", "type"}},
+        "CreateMessageRequest.params": {m.SamplingMessage: {"meta", "_meta", "content", "role"}, m.TextContent: text_fields},
+        "BooleanSchema": {m.BooleanSchema: schema_fields},
+        "StringSchema": {m.StringSchema: schema_fields | {"format", "max_length", "maxLength", "min_length", "minLength"}},
+        "NumberSchema": {m.NumberSchema: schema_fields | {"maximum", "minimum"}},
     }
-    for name, (check, models) in expected.items():
-        if all(fields(cls) == want and cls.model_config.get("extra") != "forbid" for cls, want in models.items()):
-            _QUICK[name] = check
+    holds = {name for name, models in expected.items()
+             if all(fields(cls) == want and cls.model_config.get("extra") != "forbid" for cls, want in models.items())}
     params = m.CreateMessageRequest.model_fields["params"].annotation
+    other: frozenset = frozenset()
     if {n for n, f in params.model_fields.items() if f.is_required()} != {"max_tokens", "messages"}:
-        _QUICK.pop("CreateMessageRequest.params", None)
-    if "CreateMessageRequest.params" in _QUICK:
-        _sampling_other = frozenset(fields(params) - {"max_tokens"} - _SAMPLING_KEYS)
-        _sampling_other |= {"max_tokens"}  # the Python name of maxTokens: the model decides which one counts
+        holds.discard("CreateMessageRequest.params")
+    if "CreateMessageRequest.params" in holds:
+        other = frozenset(fields(params) - {"max_tokens"} - _SAMPLING_KEYS)
+        other |= {"max_tokens"}  # the Python name of maxTokens: the model decides which one counts
+    return frozenset(holds), other
 
 
-_register()
+def _register() -> dict[str, Any]:
+    """The quick checks that hold for the installed models: known for the version verified, else asked of them."""
+    global _sampling_other
+    if not _QUICK:
+        version, holds, other = _VERIFIED
+        if installed_mcp_types() != version:
+            holds, other = _verdict_of_models()
+        _sampling_other = other
+        _QUICK.update((name, _CHECKS[name]) for name in holds)
+    return _QUICK
 
 
 # -- formatting pydantic errors for people -------------------------------------------------------
@@ -312,7 +369,7 @@ def _is_tag(part: Any, version: str) -> bool:
     if type(part) is not str:
         return False
     return "[" in part or part in ("str", "int", "float", "bool") or (
-        part[:1].isupper() and part.isidentifier() and hasattr(_MODULES[version], part))
+        part[:1].isupper() and part.isidentifier() and hasattr(_models(version), part))
 
 
 def _path(parts: tuple) -> str:

@@ -166,3 +166,26 @@ def test_a_recording_path_that_cannot_be_written_is_one_line_and_exit_status_1(p
     assert "Traceback" not in text
     [line] = [ln for ln in text.splitlines() if "mrtr-inspect" in ln]
     assert line.endswith(f"mrtr-inspect: cannot write recording {tmp_path / 'nonexistent' / 'x'}: No such file or directory")
+
+
+MITMWEB_DEFAULT = ["tls", "icon", "path", "method", "status", "size", "time"]
+
+
+@pytest.mark.parametrize("given, shown", [
+    ([], MITMWEB_DEFAULT + ["comment"]),  # issue 25 item 15: the comment column without a --set
+    (["path", "status"], ["path", "status"]),  # columns the user chose stay as they are
+])
+def test_mitmweb_shows_the_comment_column_unless_the_user_chose_the_columns(procs, tmp_path, given, shown):
+    web_port = _free_port()
+    columns = [a for c in given for a in ("--set", f"web_columns={c}")]
+    after = tmp_path / "after.py"  # a script loaded after the addon: its running hook comes after the addon's
+    after.write_text("import logging\n\n\nclass After:\n    def running(self):\n"
+                     "        logging.getLogger('after').warning('after: running')\n\n\naddons = [After()]\n")
+    web, out, _ = _mitm(procs, tmp_path, "mitmweb", 9, "-s", str(after), "--set", "web_open_browser=false",
+                        "--set", f"web_port={web_port}", "--set", "web_password=test", *columns)
+    assert out.wait(r"after: running") is not None, out.rest()  # the addon's running hook is done
+    api = httpx2.Client(base_url=f"http://127.0.0.1:{web_port}", headers={"Authorization": "Bearer test"}, timeout=WAIT)
+    options = api.get("/options.json").json()
+    assert options["web_columns"]["default"] == MITMWEB_DEFAULT  # mitmweb's own default is left as it is
+    assert options["web_columns"]["value"] == shown
+    _stop(web)

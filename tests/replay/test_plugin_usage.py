@@ -300,3 +300,74 @@ def test_re_recording_keeps_an_unchanged_fixture_and_new_episodes_adds_what_is_n
     # all: what changed replaces the fixture
     assert "MODE record" in run("summarize", "--mrtr-record-mode=all")
     assert _calls(fixture) == ["summarize"]
+
+
+# ---- issue 25 item 10: the other transport's attribute says which transport the test has
+
+TRANSPORTS = '''
+    import subprocess
+
+
+    @pytest.mark.mrtr_replay("fixtures/http.jsonl")
+    def test_command_of_http(mrtr_replay):
+        subprocess.run(mrtr_replay.command)
+
+
+    @pytest.mark.mrtr_replay("fixtures/stdio.jsonl")
+    def test_url_of_stdio(mrtr_replay):
+        mrtr_replay.url.startswith("http")
+
+
+    @pytest.mark.mrtr_replay("fixtures/http.jsonl", transport="stdio")
+    def test_http_recording_served_over_stdio(mrtr_replay):
+        assert mrtr_replay.command[-1].endswith("http.jsonl")
+        assert getattr(mrtr_replay, "url", None) is None
+'''
+
+
+def test_the_attribute_of_the_other_transport_names_the_transport_and_how_to_pick_the_other(tmp_path):
+    import shutil
+
+    from . import test_sdk_http, test_sdk_stdio
+
+    user = project(tmp_path, TRANSPORTS)
+    (user / "fixtures").mkdir()
+    shutil.copy(test_sdk_stdio.RECORDING, user / "fixtures" / "stdio.jsonl")
+    shutil.copy(test_sdk_http.RECORDING, user / "fixtures" / "http.jsonl")
+    r = pytest_run(user, "-rf", "--mrtr-record-mode=none")
+    assert "2 failed, 1 passed" in r.stdout, r.stdout + r.stderr
+    http = section(r.stdout, "test_command_of_http")
+    assert "NoneType" not in http
+    assert (f"WrongTransport: mrtr_replay.command: this test's server runs over HTTP (the recording "
+            f"{user / 'fixtures' / 'http.jsonl'} was recorded over HTTP), so it has no command: use mrtr_replay.url "
+            "(mrtr_replay.transport says which one is set), or give the marker transport='stdio' (a recording "
+            "replays over either transport)") in http, http
+    stdio = section(r.stdout, "test_url_of_stdio")
+    assert ("WrongTransport: mrtr_replay.url: this test's server runs over stdio (the recording "
+            f"{user / 'fixtures' / 'stdio.jsonl'} was recorded over stdio), so it has no url: use "
+            "mrtr_replay.command (mrtr_replay.transport says which one is set), or give the marker "
+            "transport='http' (a recording replays over either transport)") in stdio, stdio
+
+
+def test_while_recording_the_other_transport_says_how_to_record_over_it(tmp_path):
+    from mrtr_inspect.replay.plugin import MrtrReplay, WrongTransport
+
+    upstream = MrtrReplay(tmp_path / "x.jsonl", "record", "http", {"upstream": "http://127.0.0.1:1/mcp"})
+    upstream.url = "http://127.0.0.1:2/mcp"
+    assert upstream.url == "http://127.0.0.1:2/mcp"
+    try:
+        upstream.command
+    except WrongTransport as e:
+        assert str(e) == ("mrtr_replay.command: this test's server runs over HTTP (the marker names upstream=URL), "
+                          "so it has no command: use mrtr_replay.url (mrtr_replay.transport says which one is set), "
+                          "or give the marker transport='stdio' with server=[...] a stdio server command")
+    else:
+        raise AssertionError("no error")
+    stdio = MrtrReplay(tmp_path / "x.jsonl", "record", "stdio", {"server": ["srv"], "transport": "stdio"})
+    assert getattr(stdio, "url", None) is None  # an AttributeError: hasattr and getattr's default still work
+    try:
+        stdio.url
+    except WrongTransport as e:
+        assert "(the marker gives transport='stdio')" in str(e)
+        assert str(e).endswith("give the marker transport='http' with server=[...] an HTTP server command "
+                               "(its {port} filled in) or upstream=URL")

@@ -166,7 +166,7 @@ def _valid(name: str, value) -> bool:
 
 @pytest.mark.parametrize("name", sorted(_TEMPLATES))
 def test_each_quick_check_is_registered_and_passes_the_common_shape(name):
-    assert name in shapes._QUICK
+    assert name in shapes._register()
     assert shapes._QUICK[name](_TEMPLATES[name]) and _valid(name, _TEMPLATES[name])
 
 
@@ -174,7 +174,7 @@ def test_each_quick_check_is_registered_and_passes_the_common_shape(name):
 @given(st.sampled_from(sorted(_TEMPLATES)).flatmap(lambda n: st.tuples(st.just(n), _mutated(_TEMPLATES[n]))))
 def test_a_quick_check_accepts_only_what_the_model_accepts(case):
     name, value = case
-    if shapes._QUICK[name](value):
+    if shapes._register()[name](value):
         assert _valid(name, value), (name, value)
 
 
@@ -186,7 +186,7 @@ _INPUT_MODELS = ("ElicitRequestFormParams", "ElicitRequestURLParams", "CreateMes
 
 @pytest.mark.parametrize("version", [MODERN, LEGACY])
 def test_the_input_request_and_response_models_are_reached_through_the_public_method_maps(version):
-    models = shapes._MODULES[version]
+    models = shapes._models(version)
     for name in _INPUT_MODELS + (("InputResponses",) if version == MODERN else ()):
         assert name in models.public, name
         # the very model of the version's package: the same validation, the same findings
@@ -204,3 +204,71 @@ def test_a_name_two_models_share_is_not_taken_from_the_maps():
     root = create_model("Root", a=(one, ...), b=(list[two] | None, None))
     found = shapes._models_under([root])
     assert found["Root"] is root and "Same" not in found
+
+
+# --- the models load on first need (issue 25 item 14) ------------------------------------------------
+
+
+def test_the_quick_checks_kept_for_the_verified_mcp_types_are_what_its_models_say():
+    """`_VERIFIED` spares loading the models to learn which quick checks hold: it must be what the
+    models of that version say. With another version installed, the models are asked instead."""
+    import importlib.metadata
+
+    version, holds, other = shapes._VERIFIED
+    assert shapes.installed_mcp_types() == importlib.metadata.version("mcp-types")
+    if shapes.installed_mcp_types() == version:
+        assert shapes._verdict_of_models() == (holds, other)
+        assert holds == frozenset(shapes._CHECKS)  # every check holds for the version it was written for
+    else:  # the models decide; update _VERIFIED to that version's verdict to spare loading them
+        assert shapes._register().keys() == shapes._verdict_of_models()[0]
+
+
+_NO_MODELS = """
+import sys
+from mrtr_inspect.cli import main
+sys.argv = ["mrtr-inspect", "check", sys.argv[1], "--format", "json"]
+try:
+    main()
+except SystemExit:
+    pass
+print(sorted(m for m in ("mcp_types", "pydantic") if m in sys.modules), file=sys.stderr)
+"""
+
+
+def _check_in_a_fresh_process(tmp_path, answer: dict) -> tuple[dict, str]:
+    """`check` of a 10-message MRTR recording (discover, tools/list, a chain of 3 rounds) in a new
+    process; its report, and which of mcp_types and pydantic it imported."""
+    import json
+    import subprocess
+    import sys
+
+    from mrtr_inspect.recording.format import encode
+    from tests.traffic import ELICIT as ASK
+    from tests.traffic import Traffic
+
+    t = Traffic()
+    t.result(t.call("server/discover"), {"supportedVersions": ["2026-07-28"], "capabilities": {}})
+    t.result(t.call("tools/list"), {"tools": []})
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, {"confirm": ASK}, state="s1")
+    b = t.tool("deploy", {"env": "prod"}, inputResponses={"confirm": answer}, requestState="s1")
+    t.irr(b, {"again": ASK}, state="s2")
+    c = t.tool("deploy", {"env": "prod"}, inputResponses={"again": ACCEPT}, requestState="s2")
+    t.result(c, {"content": []})
+    t.end()
+    path = tmp_path / "ten.jsonl"
+    path.write_bytes(b"".join(encode(f) for f in t.frames))
+    done = subprocess.run([sys.executable, "-c", _NO_MODELS, str(path)], capture_output=True, text=True, timeout=120)
+    return json.loads(done.stdout), done.stderr.strip().splitlines()[-1]
+
+
+def test_check_of_common_mrtr_traffic_does_not_load_the_models(tmp_path):
+    report, imported = _check_in_a_fresh_process(tmp_path, ACCEPT)
+    assert report["summary"]["messages"] == 10
+    assert imported == "[]"  # mcp_types and pydantic: a second of a short check's startup
+
+
+def test_an_answer_the_quick_checks_cannot_judge_loads_them_and_is_judged(tmp_path):
+    report, imported = _check_in_a_fresh_process(tmp_path, {"action": "accept", "content": {"confirm": {"x": 1}}})
+    assert imported == "['mcp_types', 'pydantic']"
+    assert "elicit-result-content-type" in {f["rule"] for f in report["findings"]}
