@@ -222,7 +222,7 @@ class HttpAnalysis(LiveAnalysis):
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
                  notes: Sink | None = None, forwarder_records: bool = False, exports: Exports | None = None) -> None:
-        self.http = FlowFramer(start.session)
+        self.http = FlowFramer(start.session, config.max_message_bytes)
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
                          sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records,

@@ -23,6 +23,7 @@ import json
 from typing import Callable
 
 from ..core.events import StdioClose, StdioLine
+from ..core.framing import MAX_MESSAGE_BYTES
 from ..recording import format as fmt
 from ..recording.redaction import Redactor
 from ..recording.writer import RecordingWriter
@@ -153,8 +154,8 @@ class HttpRecorder(_Recorder):
     """
 
     def __init__(self, session: str, redactor: Redactor, writer: RecordingWriter | None = None,
-                 failed: Callable[[str], None] | None = None) -> None:
-        self.framer = FlowFramer(session)
+                 failed: Callable[[str], None] | None = None, limit: int | None = MAX_MESSAGE_BYTES) -> None:
+        self.framer = FlowFramer(session, limit)  # a body decodes to `limit` bytes at most (max_message_bytes)
         self.redact = redactor.frame
         self.writer = writer
         self.failed = failed  # told once when the recording cannot be written (then it stops)

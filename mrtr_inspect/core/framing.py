@@ -227,16 +227,46 @@ def _optional_module(*names: str):
 
 _IDENTITY = ("identity", "none", "")
 
+#: bytes of one message past which it is forwarded and recorded but not analysed; a body's decoding
+#: stops there too (`Config.max_message_bytes`, docs/configuration.md)
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+#: how a body note begins when the body was kept as it crossed the wire because its decoding went
+#: past the limit (`over_limit`)
+OVER_LIMIT = "not decoded: "
+
+
+def mib(n: int) -> str:
+    """A byte count for a person: `64 MiB`, `1.5 GiB`, `700 bytes`."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def over_limit(note: str | None) -> bool:
+    """Whether a body note says the body is its wire bytes because it decodes past the limit."""
+    return note is not None and note.startswith(OVER_LIMIT)
+
 
 class BodyDecoder:
-    """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`."""
+    """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`.
 
-    __slots__ = ("encoding", "_chain", "error")
+    `limit`: the most bytes the decoding may give (every coding of a stack, counted apart): past
+    it `over` is set and nothing more is decoded, however the input was compressed (a gzip or zstd
+    body of a few KiB may decode to GiBs). With `per_feed` the limit holds for each `feed` (an
+    event stream decoded as it comes), else for the whole body."""
 
-    def __init__(self, encoding: str | None) -> None:
+    __slots__ = ("encoding", "_chain", "error", "limit", "over", "per_feed", "_made")
+
+    def __init__(self, encoding: str | None, limit: int | None = None, per_feed: bool = False) -> None:
         enc = (encoding or "identity").strip().lower()
         self.encoding = enc
         self.error: str | None = None
+        self.limit = limit
+        self.over = False
+        self.per_feed = per_feed
         self._chain: list = []  # the decoders, the last coding applied first
         codings = [c.strip() for c in enc.split(",")]
         try:
@@ -252,30 +282,42 @@ class BodyDecoder:
         except Exception as e:  # pragma: no cover
             self.error = f"content-encoding {enc!r}: {e}"
             self._chain = []
+        self._made = [0] * len(self._chain)  # bytes each decoder gave so far
 
     @property
     def identity(self) -> bool:
         return not self._chain and self.error is None
 
+    def _pass(self, data: bytes, final: bool) -> bytes:
+        """`data` through every decoder, each giving at most what is left of the limit."""
+        limit = self.limit
+        made = self._made
+        for i, dec in enumerate(self._chain):
+            data = dec.decompress(data, -1 if limit is None else limit + 1 - made[i]) if data else b""
+            if final:
+                data += dec.flush()
+            made[i] += len(data)
+            if limit is not None and made[i] > limit:
+                self.over = True
+                return b""
+        if self.per_feed:
+            self._made = [0] * len(made)
+        return data
+
     def feed(self, data: bytes) -> bytes:
-        if not self._chain or self.error is not None:
-            return data if self.error is None else b""
+        if not self._chain or self.error is not None or self.over:
+            return data if self.error is None and not self.over else b""
         try:
-            for dec in self._chain:
-                data = dec.decompress(data)
-            return data
+            return self._pass(data, False)
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
 
     def flush(self) -> bytes:
-        if not self._chain or self.error is not None:
+        if not self._chain or self.error is not None or self.over:
             return b""
         try:
-            out = b""
-            for dec in self._chain:
-                out = dec.decompress(out) + dec.flush() if out else dec.flush()
-            return out
+            return self._pass(b"", True)
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
@@ -283,12 +325,19 @@ class BodyDecoder:
     @property
     def cut_short(self) -> bool:
         """After flush: the compressed stream ended before its end marker."""
-        return bool(self._chain) and self.error is None and not all(d.eof for d in self._chain)
+        return bool(self._chain) and self.error is None and not self.over and not all(d.eof for d in self._chain)
+
+    def over_note(self, wire: int) -> str:
+        """The note of a body kept as its wire bytes, its decoding past the limit (`over_limit`)."""
+        return (f"{OVER_LIMIT}content-encoding {self.encoding} decodes to more than {mib(self.limit or 0)} "
+                f"(max_message_bytes) from {mib(wire)} on the wire; the bytes as they crossed")
 
 
 def _decoder(coding: str):
     """A fresh incremental decoder of one content coding, or None when it is not known (or its
-    library is missing)."""
+    library is missing). Each one's `decompress(data, max_length)` gives at most `max_length`
+    bytes (-1: no bound) and keeps what is left of its input for the next call, so a few bytes
+    that decode to GiBs make no more than `max_length` of them."""
     if coding in ("gzip", "x-gzip"):
         return _Zlib(zlib.decompressobj(32 + zlib.MAX_WBITS))  # gzip, or a zlib header (as mitmproxy)
     if coding in ("deflate", "deflateraw"):
@@ -308,27 +357,30 @@ class _Zlib:
     def __init__(self, obj) -> None:
         self._obj = obj
 
-    def decompress(self, data: bytes) -> bytes:
-        return self._obj.decompress(data)
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        obj = self._obj
+        if obj.unconsumed_tail:  # input left over by a bounded call: only past the limit, never read again
+            data = obj.unconsumed_tail + data
+        return obj.decompress(data, max(max_length, 0))  # zlib: 0 means no bound
 
     def flush(self) -> bytes:
-        return self._obj.flush()
+        return b"" if self._obj.unconsumed_tail else self._obj.flush()
 
     @property
     def eof(self) -> bool:
         return self._obj.eof
 
 
-class _Deflate:
+class _Deflate(_Zlib):
     """`deflate` is zlib-wrapped by the RFC, raw deflate in practice: accept both."""
 
-    __slots__ = ("_obj", "_first")
+    __slots__ = ("_first",)
 
     def __init__(self) -> None:
-        self._obj = None
+        super().__init__(None)
         self._first = b""
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if self._obj is None:
             self._first += data
             if len(self._first) < 2:
@@ -336,10 +388,10 @@ class _Deflate:
             data, self._first = self._first, b""
             zlib_header = (data[0] & 0x0F) == 8 and ((data[0] << 8) | data[1]) % 31 == 0
             self._obj = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
-        return self._obj.decompress(data)
+        return super().decompress(data, max_length)
 
     def flush(self) -> bytes:
-        return self._obj.flush() if self._obj is not None else b""
+        return super().flush() if self._obj is not None else b""
 
     @property
     def eof(self) -> bool:
@@ -352,11 +404,24 @@ class _Brotli:
     def __init__(self, obj) -> None:
         self._obj = obj
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if not data:
             return b""
         f = getattr(self._obj, "process", None)  # google's brotli; brotlicffi names it decompress
-        return f(data) if f is not None else self._obj.decompress(data)
+        if f is None:
+            return self._obj.decompress(data)
+        if max_length < 0:
+            return f(data)
+        try:  # brotli >= 1.2: the output stops growing at the limit
+            return f(data, output_buffer_limit=max(max_length, 1))
+        except TypeError:  # an older brotli: small pieces of input, the output counted after each
+            out, n = [], 0
+            for i in range(0, len(data), 256):
+                out.append(f(data[i:i + 256]))
+                n += len(out[-1])
+                if n >= max_length:
+                    break
+            return b"".join(out)
 
     def flush(self) -> bytes:
         return b""
@@ -377,13 +442,19 @@ class _Zstd:
         self._obj = None
         self.eof = False  # at the end of a frame, with nothing of the next one yet
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         out = []
+        left = max_length
         while data:
             if self._obj is None:
                 self._obj = self._module.ZstdDecompressor()
                 self.eof = False
-            out.append(self._obj.decompress(data))
+            piece = self._obj.decompress(data, left)
+            out.append(piece)
+            if left >= 0:
+                left -= len(piece)
+                if left <= 0:  # at the limit: what is left of the input is never read
+                    break
             if self._obj.eof:
                 data, self._obj, self.eof = self._obj.unused_data, None, True
             else:
@@ -415,12 +486,16 @@ def is_event_stream(headers: Headers) -> bool:
     return media_type(header(headers, "content-type")) == "text/event-stream"
 
 
-def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
-    """Decode a whole body. Returns (bytes, note); on failure the wire bytes and why."""
-    dec = BodyDecoder(encoding)
+def decode_body(data: bytes, encoding: str | None, limit: int | None = MAX_MESSAGE_BYTES) -> tuple[bytes, str | None]:
+    """Decode a whole body, to at most `limit` bytes. Returns (bytes, note); on failure, or past the
+    limit, the wire bytes and why."""
+    dec = BodyDecoder(encoding, limit)
     if dec.identity or (not data and dec.error is None):  # no body is no compressed body (as mitmproxy)
         return data, None
-    out = dec.feed(data) + dec.flush()
+    out = dec.feed(data)
+    out += dec.flush()
+    if dec.over:
+        return data, dec.over_note(len(data))
     if dec.error is not None:
         return data, dec.error
     note = f"decoded from content-encoding {dec.encoding}"
@@ -457,7 +532,7 @@ class StdioFramer:
 
 class _Exchange:
     __slots__ = (
-        "method", "path", "headers", "client", "req_chunks", "req_decoder",
+        "method", "path", "headers", "client", "req_chunks",
         "resp_sse", "resp_decoder", "resp_chunks", "resp_head_seen", "req_time",
     )
 
@@ -467,7 +542,6 @@ class _Exchange:
         self.headers: Headers = ()
         self.client = ""
         self.req_chunks: list[bytes] = []
-        self.req_decoder: BodyDecoder | None = None
         self.resp_sse: SseDecoder | None = None
         self.resp_decoder: BodyDecoder | None = None
         self.resp_chunks: list[bytes] = []
@@ -482,8 +556,9 @@ class HttpFramer:
     responses are split into events as bytes arrive; other bodies are collected whole.
     """
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.session = session
+        self.limit = limit  # the most bytes a body decodes to (an event stream: each chunk of it)
         self._x: dict[int, _Exchange] = {}
 
     def _get(self, exchange: int) -> _Exchange:
@@ -495,7 +570,6 @@ class HttpFramer:
     def request_head(self, time: float, exchange: int, method: str, path: str, headers: Headers, client: str = "") -> list:
         x = self._get(exchange)
         x.method, x.path, x.headers, x.client, x.req_time = method, path, headers, client, time
-        x.req_decoder = BodyDecoder(header(headers, "content-encoding"))
         return []
 
     def request_data(self, time: float, exchange: int, data: bytes) -> list:
@@ -507,14 +581,15 @@ class HttpFramer:
         x = self._get(exchange)
         wire = b"".join(x.req_chunks)
         x.req_chunks = []
-        body, note = decode_body(wire, header(x.headers, "content-encoding"))
+        body, note = decode_body(wire, header(x.headers, "content-encoding"), self.limit)
         return [HttpRequest(time, self.session, exchange, x.method, x.path, x.headers, body, x.client, complete, note)]
 
     def response_head(self, time: float, exchange: int, status: int, headers: Headers) -> list[HttpResponse]:
         x = self._get(exchange)
         x.resp_head_seen = True
-        x.resp_decoder = BodyDecoder(header(headers, "content-encoding"))
-        if is_event_stream(headers):
+        sse = is_event_stream(headers)
+        x.resp_decoder = BodyDecoder(header(headers, "content-encoding"), self.limit, per_feed=sse)
+        if sse:
             x.resp_sse = SseDecoder()
         return [HttpResponse(time, self.session, exchange, status, headers)]
 
@@ -528,11 +603,12 @@ class HttpFramer:
         dec = x.resp_decoder
         if dec is None or dec.identity:
             return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(data)]
-        if dec.error is None:
+        if dec.error is None and not dec.over:
             plain = dec.feed(data)
-            if dec.error is None:
+            if dec.error is None and not dec.over:
                 return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(plain)]
-        # the stream cannot be decoded: keep its wire bytes, they end up in one body frame
+        # the stream cannot be decoded (or a chunk of it decodes past the limit): keep its wire
+        # bytes, they end up in one body frame
         x.resp_chunks.append(data)
         return []
 
@@ -543,7 +619,7 @@ class HttpFramer:
             return [HttpEnd(time, self.session, exchange, error)]
         if x.resp_sse is not None:
             dec = x.resp_decoder
-            if dec is not None and not dec.identity and dec.error is None:
+            if dec is not None and not dec.identity and dec.error is None and not dec.over:
                 tail = dec.flush()
                 if tail:
                     out.extend(SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(tail))
@@ -551,12 +627,14 @@ class HttpFramer:
             if rest is not None:
                 out.append(SseEvent(time, self.session, exchange, rest))
             if x.resp_chunks and dec is not None:
-                out.append(HttpBody(time, self.session, exchange, b"".join(x.resp_chunks), False,
-                                    f"{dec.error}; the rest of the event stream as it arrived"))
+                wire = b"".join(x.resp_chunks)
+                why = dec.over_note(len(wire)) if dec.over else dec.error
+                out.append(HttpBody(time, self.session, exchange, wire, False,
+                                    f"{why}; the rest of the event stream as it arrived"))
         elif x.resp_head_seen:
             wire = b"".join(x.resp_chunks)
             enc = x.resp_decoder.encoding if x.resp_decoder is not None else None
-            body, note = decode_body(wire, enc)
+            body, note = decode_body(wire, enc, self.limit)
             if body or note:
                 out.append(HttpBody(time, self.session, exchange, body, error is None, note))
         out.append(HttpEnd(time, self.session, exchange, error))
