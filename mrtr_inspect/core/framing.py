@@ -36,17 +36,30 @@ from .events import (
 
 
 class LineSplitter:
-    """Split a byte stream on LF. Keeps the pieces of an unfinished line, never rescans them."""
+    """Split a byte stream on LF. Keeps the pieces of an unfinished line, never rescans them.
 
-    __slots__ = ("_pending", "_pending_len")
+    A line longer than `limit` is not kept: in place of its bytes `feed` (or `close`) gives its
+    length, an int, and no more than `limit` bytes of it are ever held."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_pending", "_pending_len", "limit", "_cut")
+
+    def __init__(self, limit: int | None = None) -> None:
         self._pending: list[bytes] = []
         self._pending_len = 0
+        self.limit = limit
+        self._cut = 0  # bytes of the unfinished line, past the limit (none of them kept)
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes) -> list:
         if not data:
             return []
+        cut = self._cut
+        if cut:
+            i = data.find(b"\n")
+            if i < 0:
+                self._cut = cut + len(data)
+                return []
+            self._cut = 0
+            return [cut + i, *self.feed(data[i + 1:])]
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts and self._pending:
@@ -54,18 +67,29 @@ class LineSplitter:
             parts[0] = b"".join(self._pending)
             self._pending = []
             self._pending_len = 0
+        limit = self.limit
+        if limit is not None and parts and (len(data) > limit or len(parts[0]) > limit):
+            parts = [p if len(p) <= limit else len(p) for p in parts]
         if tail:
             self._pending.append(tail)
             self._pending_len += len(tail)
+            if limit is not None and self._pending_len > limit:
+                self._cut = self._pending_len
+                self._pending = []
+                self._pending_len = 0
         return parts
 
     @property
     def pending(self) -> int:
         """How many bytes wait for their LF."""
-        return self._pending_len
+        return self._pending_len + self._cut
 
-    def close(self) -> bytes | None:
-        """The bytes after the last LF, if any (the stream ended without a newline)."""
+    def close(self) -> bytes | int | None:
+        """The bytes after the last LF, if any (the stream ended without a newline); their length
+        when they were past the limit."""
+        if self._cut:
+            cut, self._cut = self._cut, 0
+            return cut
         if not self._pending:
             return None
         rest = b"".join(self._pending)
@@ -235,6 +259,8 @@ MAX_MESSAGE_BYTES = 64 * 1024 * 1024
 #: past the limit (`over_limit`)
 OVER_LIMIT = "not decoded: "
 
+STEP = 1 << 20  # bytes a decoder gives per call
+
 
 def mib(n: int) -> str:
     """A byte count for a person: `64 MiB`, `1.5 GiB`, `700 bytes`."""
@@ -258,7 +284,7 @@ class BodyDecoder:
     body of a few KiB may decode to GiBs). With `per_feed` the limit holds for each `feed` (an
     event stream decoded as it comes), else for the whole body."""
 
-    __slots__ = ("encoding", "_chain", "error", "limit", "over", "per_feed", "_made")
+    __slots__ = ("encoding", "_chain", "error", "limit", "over", "per_feed", "_made", "count_only")
 
     def __init__(self, encoding: str | None, limit: int | None = None, per_feed: bool = False) -> None:
         enc = (encoding or "identity").strip().lower()
@@ -267,6 +293,7 @@ class BodyDecoder:
         self.limit = limit
         self.over = False
         self.per_feed = per_feed
+        self.count_only = False  # the decoded bytes are counted, not kept (`decode_body`'s first pass)
         self._chain: list = []  # the decoders, the last coding applied first
         codings = [c.strip() for c in enc.split(",")]
         try:
@@ -289,11 +316,30 @@ class BodyDecoder:
         return not self._chain and self.error is None
 
     def _pass(self, data: bytes, final: bool) -> bytes:
-        """`data` through every decoder, each giving at most what is left of the limit."""
+        """`data` through every decoder, each giving at most what is left of the limit, a step at
+        a time (one large output buffer costs several times more than steps of it)."""
         limit = self.limit
         made = self._made
+        last = len(self._chain) - 1 if self.count_only else -1
         for i, dec in enumerate(self._chain):
-            data = dec.decompress(data, -1 if limit is None else limit + 1 - made[i]) if data else b""
+            if limit is None:
+                data = dec.decompress(data, -1) if data else b""
+            else:
+                budget = limit + 1 - made[i]
+                step = min(STEP, budget)
+                piece = dec.decompress(data, step) if data or final else b""
+                pieces, n = [piece], len(piece)
+                while n < budget and dec.more():  # output waits in the decoder
+                    step = min(STEP, budget - n)
+                    piece = dec.decompress(b"", step)
+                    if i == last:
+                        pieces[0] = piece  # counted, not kept: no memory to map for a bomb's output
+                    else:
+                        pieces.append(piece)
+                    n += len(piece)
+                data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                if i == last:
+                    made[i] += n - len(data)
             if final:
                 data += dec.flush()
             made[i] += len(data)
@@ -352,16 +398,22 @@ def _decoder(coding: str):
 
 
 class _Zlib:
-    __slots__ = ("_obj",)
+    __slots__ = ("_obj", "_full")
 
     def __init__(self, obj) -> None:
         self._obj = obj
+        self._full = False  # the last call gave all it was allowed to: more may wait
 
     def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         obj = self._obj
-        if obj.unconsumed_tail:  # input left over by a bounded call: only past the limit, never read again
+        if obj.unconsumed_tail:  # input a bounded call left
             data = obj.unconsumed_tail + data
-        return obj.decompress(data, max(max_length, 0))  # zlib: 0 means no bound
+        out = obj.decompress(data, max(max_length, 0))  # zlib: 0 means no bound
+        self._full = 0 < max_length <= len(out)
+        return out
+
+    def more(self) -> bool:
+        return self._full
 
     def flush(self) -> bytes:
         return b"" if self._obj.unconsumed_tail else self._obj.flush()
@@ -382,6 +434,8 @@ class _Deflate(_Zlib):
 
     def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if self._obj is None:
+            if not data:
+                return b""
             self._first += data
             if len(self._first) < 2:
                 return b""
@@ -405,14 +459,15 @@ class _Brotli:
         self._obj = obj
 
     def decompress(self, data: bytes, max_length: int = -1) -> bytes:
-        if not data:
-            return b""
         f = getattr(self._obj, "process", None)  # google's brotli; brotlicffi names it decompress
+        more = getattr(self._obj, "can_accept_more_data", None)
+        if not data and (more is None or more()):
+            return b""
         if f is None:
             return self._obj.decompress(data)
         if max_length < 0:
             return f(data)
-        try:  # brotli >= 1.2: the output stops growing at the limit
+        try:  # brotli >= 1.2: the output stops growing at the limit, the rest comes with b""
             return f(data, output_buffer_limit=max(max_length, 1))
         except TypeError:  # an older brotli: small pieces of input, the output counted after each
             out, n = [], 0
@@ -426,6 +481,10 @@ class _Brotli:
     def flush(self) -> bytes:
         return b""
 
+    def more(self) -> bool:
+        more = getattr(self._obj, "can_accept_more_data", None)
+        return more is not None and not more()
+
     @property
     def eof(self) -> bool:
         done = getattr(self._obj, "is_finished", None)
@@ -435,34 +494,47 @@ class _Brotli:
 class _Zstd:
     """zstd frames one after the other (as `zstd.decompress` reads them): a decoder per frame."""
 
-    __slots__ = ("_module", "_obj", "eof")
+    __slots__ = ("_module", "_obj", "eof", "_rest")
 
     def __init__(self, module) -> None:
         self._module = module
         self._obj = None
         self.eof = False  # at the end of a frame, with nothing of the next one yet
+        self._rest = b""  # input of the next frame, not read yet (a call ended at its max_length)
 
     def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         out = []
         left = max_length
-        while data:
-            if self._obj is None:
-                self._obj = self._module.ZstdDecompressor()
+        if self._rest:
+            data, self._rest = self._rest + data, b""
+        while True:
+            obj = self._obj
+            if obj is None:
+                if not data:
+                    break
+                obj = self._obj = self._module.ZstdDecompressor()
                 self.eof = False
-            piece = self._obj.decompress(data, left)
+            elif not data and obj.needs_input:
+                break
+            piece = obj.decompress(data, left)
+            data = b""
             out.append(piece)
+            if obj.eof:
+                data, self._obj, self.eof = obj.unused_data, None, True
             if left >= 0:
                 left -= len(piece)
-                if left <= 0:  # at the limit: what is left of the input is never read
+                if left <= 0:  # at the limit: the rest waits for the next call
+                    self._rest = data
                     break
-            if self._obj.eof:
-                data, self._obj, self.eof = self._obj.unused_data, None, True
-            else:
-                data = b""
+            if self._obj is not None and self._obj.needs_input:
+                break
         return b"".join(out)
 
     def flush(self) -> bytes:
         return b""
+
+    def more(self) -> bool:
+        return bool(self._rest) or (self._obj is not None and not self._obj.needs_input)
 
 
 def media_type(content_type: str | None) -> str:
@@ -492,6 +564,13 @@ def decode_body(data: bytes, encoding: str | None, limit: int | None = MAX_MESSA
     dec = BodyDecoder(encoding, limit)
     if dec.identity or (not data and dec.error is None):  # no body is no compressed body (as mitmproxy)
         return data, None
+    if limit is not None and dec.error is None:  # first counted, nothing kept: a bomb costs no memory
+        size = BodyDecoder(encoding, limit)
+        size.count_only = True
+        size.feed(data)
+        size.flush()
+        if size.over:
+            return data, size.over_note(len(data))
     out = dec.feed(data)
     out += dec.flush()
     if dec.over:
@@ -509,22 +588,26 @@ def decode_body(data: bytes, encoding: str | None, limit: int | None = MAX_MESSA
 
 
 class StdioFramer:
-    """Frames both directions of one stdio session."""
+    """Frames both directions of one stdio session. A line past `limit` bytes comes as a
+    `StdioLine` without its bytes (`cut`: its length), none of them held."""
 
     __slots__ = ("session", "_split")
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.session = session
-        self._split = {"c2s": LineSplitter(), "s2c": LineSplitter()}
+        self._split = {"c2s": LineSplitter(limit), "s2c": LineSplitter(limit)}
 
     def data(self, time: float, direction: Direction, chunk: bytes) -> list[StdioLine]:
         s = self.session
-        return [StdioLine(time, s, direction, line) for line in self._split[direction].feed(chunk)]
+        return [StdioLine(time, s, direction, line) if type(line) is bytes else StdioLine(time, s, direction, b"", cut=line)
+                for line in self._split[direction].feed(chunk)]
 
     def close(self, time: float, direction: Direction) -> list[StdioLine | StdioClose]:
         out: list[StdioLine | StdioClose] = []
         rest = self._split[direction].close()
-        if rest is not None:
+        if type(rest) is int:
+            out.append(StdioLine(time, self.session, direction, b"", eol=False, cut=rest))
+        elif rest is not None:
             out.append(StdioLine(time, self.session, direction, rest, eol=False))
         out.append(StdioClose(time, self.session, direction))
         return out
