@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from .core.framing import MAX_MESSAGE_BYTES
+
 
 @dataclass
 class Config:
@@ -21,6 +23,10 @@ class Config:
     chain_long_rounds: int = 10
     #: deepest JSON nesting accepted
     max_depth: int = 200
+    #: bytes of one message (a stdio line, an HTTP body once decoded, an SSE event) past which it is
+    #: forwarded and recorded unchanged but not analysed (`message-too-large`); a body's decoding
+    #: stops there too
+    max_message_bytes: int = MAX_MESSAGE_BYTES
     #: JSON paths (core/jsonpath.py: dotted, `*` any one member, `**` any depth) whose string values recordings redact
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact

@@ -187,7 +187,7 @@ class StdioAnalysis(LiveAnalysis):
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
                  forwarder_records: bool = False, exports: Exports | None = None) -> None:
-        self.framer = StdioFramer(start.session)
+        self.framer = StdioFramer(start.session, config.max_message_bytes)  # a longer line: not held (cut)
         super().__init__(start, config, writer, printer, report, report_path, forwarder_records=forwarder_records,
                          exports=exports)
 
@@ -222,7 +222,7 @@ class HttpAnalysis(LiveAnalysis):
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
                  notes: Sink | None = None, forwarder_records: bool = False, exports: Exports | None = None) -> None:
-        self.http = FlowFramer(start.session)
+        self.http = FlowFramer(start.session, config.max_message_bytes)
         self.view = view
         super().__init__(start, config, writer, None, report, report_path,
                          sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records,

@@ -457,7 +457,8 @@ class MrtrInspect:
         view = LiveView(write=_log_line(self.outbox), color=False)
         start = session_start(writer, self._upstream(), live, hop)
         redactor = writer.redactor if writer is not None else redactor_for(self.config)
-        recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text))
+        recorder = HttpRecorder(start.session, redactor, writer, failed=lambda text: logger.warning("mrtr-inspect: %s", text),
+                                limit=self.config.max_message_bytes)
         analysis = new_analysis(self.config, writer, opts.mrtr_report, self._upstream(), view, self.notes, start,
                                 forwarder_records=True, exports=exports)
         analysis.say = lambda text: self.outbox.post(self.outbox.log, logging.ERROR, f"mrtr-inspect: {text}")

@@ -15,11 +15,12 @@ from typing import Callable, Iterable, Iterator
 
 from ..analysis import Analysis
 from ..config import Config
+from ..core.framing import MAX_MESSAGE_BYTES
 from ..recording.reader import ReadNotes, read_frames
 
 
 def frames_of(paths: Iterable[str], notes: dict[str, ReadNotes] | None = None,
-              lines_as_tuples: bool = False) -> Iterator:
+              lines_as_tuples: bool = False, limit: int | None = MAX_MESSAGE_BYTES) -> Iterator:
     """The frames (or line tuples, see `read_frames`) of the recordings in order, a session id that
     an earlier input used renamed in each later one."""
     paths = list(paths)
@@ -28,7 +29,7 @@ def frames_of(paths: Iterable[str], notes: dict[str, ReadNotes] | None = None,
         n = ReadNotes()
         if notes is not None:
             notes[str(path)] = n
-        items = read_frames(path, n, lines_as_tuples)
+        items = read_frames(path, n, lines_as_tuples, limit)
         if number == len(paths) and not earlier:  # one input: nothing to rename, nothing to remember
             yield from items
             return
@@ -58,7 +59,7 @@ def replay_outputs(paths: Iterable[str], config: Config | None = None,
     (`observe`: see `Analysis`)."""
     insp = Analysis(config, observe)
     feed = insp.feed
-    for frame in frames_of(paths, notes):
+    for frame in frames_of(paths, notes, limit=insp.config.max_message_bytes):
         yield from feed(frame)
     yield from insp.close()
 
@@ -75,7 +76,7 @@ def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: 
     records are fed without frame objects)."""
     insp = Analysis(config, observe)
     feed, feed_line = insp.feed, insp.feed_line
-    for item in frames_of(paths, notes, lines_as_tuples=True):
+    for item in frames_of(paths, notes, lines_as_tuples=True, limit=insp.config.max_message_bytes):
         outs = feed_line(*item) if type(item) is tuple else feed(item)
         if outs:
             sink_all(outs)

@@ -225,7 +225,8 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err), start=start,
                             forwarder_records=True, exports=exports)
 
-    analysis = _ForkedAnalysis(make, HttpRecorder(start.session, redactor, writer, failed=say))
+    analysis = _ForkedAnalysis(make, HttpRecorder(start.session, redactor, writer, failed=say,
+                                                    limit=config.max_message_bytes))
     if exports is not None:
         exports.forked()
     addon = MrtrInspect(config, analysis=analysis)

@@ -19,10 +19,13 @@ the recording gives the live report. The tee's lines are encoded a chunk at a ti
 
 from __future__ import annotations
 
+import codecs
 import json
-from typing import Callable
+import tempfile
+from typing import Callable, Iterator
 
 from ..core.events import StdioClose, StdioLine
+from ..core.framing import MAX_MESSAGE_BYTES
 from ..recording import format as fmt
 from ..recording.redaction import Redactor
 from ..recording.writer import RecordingWriter
@@ -84,10 +87,55 @@ class _Recorder:
             self.failed(f"cannot write recording {writer.path}: {e.strerror or e}{more}")
 
 
+#: bytes of an unfinished stdio line the tee holds in memory; a longer one waits in a temporary file
+SPILL_ABOVE = 1 << 20
+
+
+class LongLine:
+    """An unfinished stdio line past SPILL_ABOVE bytes, in an unnamed temporary file (0600, removed
+    when closed) until its LF comes: the tee's memory does not grow with a line's length. Whether it
+    is UTF-8 without CR is followed as it comes (the record then keeps it verbatim, as `encode`
+    would; else in base64)."""
+
+    def __init__(self, first: bytes) -> None:
+        self.file = tempfile.TemporaryFile()
+        self.utf8 = codecs.getincrementaldecoder("utf-8")()
+        self.plain = True
+        self.size = 0
+        self.add(first)
+
+    def add(self, data: bytes) -> None:
+        if self.plain:
+            if b"\r" in data:
+                self.plain = False
+            else:
+                try:
+                    self.utf8.decode(data)
+                except UnicodeDecodeError:
+                    self.plain = False
+        self.file.write(data)
+        self.size += len(data)
+
+    def records(self, t: float, session: str, direction: str, eol: bool) -> Iterator[bytes]:
+        """Its record, in pieces; the file is closed at the end."""
+        plain = self.plain
+        try:
+            if plain:
+                try:
+                    self.utf8.decode(b"", final=True)
+                except UnicodeDecodeError:
+                    plain = False
+            self.file.seek(0)
+            yield from fmt.long_line(t, session, direction, eol, plain, self.file.read)
+        finally:
+            self.file.close()
+
+
 class StdioRecorder(_Recorder):
     """The tee's recording, fed on its forwarding threads (`chunk`, `close`, `finish`; the caller
     holds one lock around each call and the matching hand-off to the analysis, so the file and the
-    analysis see the chunks in one order)."""
+    analysis see the chunks in one order). A line longer than SPILL_ABOVE waits in a `LongLine`
+    and is recorded byte for byte (never redacted: its JSON is not parsed) when its LF comes."""
 
     def __init__(self, writer: RecordingWriter, failed: Callable[[str], None] | None = None) -> None:
         self.writer = writer
@@ -97,14 +145,33 @@ class StdioRecorder(_Recorder):
         self._needles = _needles(writer.redactor)
         self._enc = {d: fmt.LineEncoder(self.session, d) for d in ("c2s", "s2c")}
         self._pending: dict[str, list[bytes]] = {"c2s": [], "s2c": []}
+        self._held = {"c2s": 0, "s2c": 0}  # bytes in _pending
+        self._long: dict[str, LongLine | None] = {"c2s": None, "s2c": None}
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
-        """Append the lines `data` completes (one write)."""
+        """Append the lines `data` completes (one write; a long line's record in pieces)."""
+        if self.writer is None:  # the recording stopped
+            return
+        long = self._long[direction]
+        if long is not None:
+            j = data.find(b"\n")
+            if j < 0:
+                long.add(data)
+                return
+            long.add(data[:j])
+            self._long[direction] = None
+            self._write_long(long, t, direction, True)
+            data = data[j + 1:]
         i = data.rfind(b"\n")
         pending = self._pending[direction]
         if i < 0:
             if data:
                 pending.append(data)
+                self._held[direction] += len(data)
+                if self._held[direction] > SPILL_ABOVE:
+                    self._long[direction] = LongLine(b"".join(pending))
+                    pending.clear()
+                    self._held[direction] = 0
             return
         if pending:
             pending.append(data[:i])
@@ -112,10 +179,14 @@ class StdioRecorder(_Recorder):
             pending.clear()
         else:
             body = data[:i]
+        self._held[direction] = len(data) - i - 1
         if i + 1 < len(data):
             pending.append(data[i + 1:])
-        if self.writer is not None:
-            self._append(self._lines(t, direction, body))
+        self._append(self._lines(t, direction, body))
+
+    def _write_long(self, long: LongLine, t: float, direction: str, eol: bool) -> None:
+        for piece in long.records(t, self.session, direction, eol):
+            self._append(piece)
 
     def _lines(self, t: float, direction: str, body: bytes) -> bytes:
         needles = self._needles
@@ -126,11 +197,17 @@ class StdioRecorder(_Recorder):
         return b"".join(encode(redact(StdioLine(t, s, direction, line))) for line in body.split(b"\n"))  # type: ignore[arg-type]
 
     def _rest(self, t: float, direction: str) -> bytes:
+        long = self._long[direction]
+        if long is not None:  # written here, in pieces
+            self._long[direction] = None
+            self._write_long(long, t, direction, False)
+            return b""
         pending = self._pending[direction]
         if not pending:
             return b""
         rest = b"".join(pending)
         pending.clear()
+        self._held[direction] = 0
         return fmt.encode(self.redact(StdioLine(t, self.session, direction, rest, eol=False)))  # type: ignore[arg-type]
 
     def close(self, t: float, direction: str) -> None:
@@ -153,8 +230,8 @@ class HttpRecorder(_Recorder):
     """
 
     def __init__(self, session: str, redactor: Redactor, writer: RecordingWriter | None = None,
-                 failed: Callable[[str], None] | None = None) -> None:
-        self.framer = FlowFramer(session)
+                 failed: Callable[[str], None] | None = None, limit: int | None = MAX_MESSAGE_BYTES) -> None:
+        self.framer = FlowFramer(session, limit)  # a body decodes to `limit` bytes at most (max_message_bytes)
         self.redact = redactor.frame
         self.writer = writer
         self.failed = failed  # told once when the recording cannot be written (then it stops)

@@ -66,7 +66,9 @@ class StdioLine:
     """One line of a stdio stream, without its terminating LF.
 
     `eol` is False for bytes the stream ended with and no LF after them (a last line without a
-    newline, or a message torn by the process dying).
+    newline, or a message torn by the process dying). `cut`: bytes of a line past the size limit
+    that `data` does not carry (the line is `len(data) + cut` bytes; the recording holds all of it,
+    the analysis kept no more than its limit: `framing.LineSplitter`, the recording reader).
     """
 
     time: float
@@ -74,6 +76,7 @@ class StdioLine:
     direction: Direction
     data: bytes
     eol: bool = True
+    cut: int = 0
 
 
 @dataclass(frozen=True, slots=True)

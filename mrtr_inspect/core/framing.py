@@ -36,17 +36,30 @@ from .events import (
 
 
 class LineSplitter:
-    """Split a byte stream on LF. Keeps the pieces of an unfinished line, never rescans them."""
+    """Split a byte stream on LF. Keeps the pieces of an unfinished line, never rescans them.
 
-    __slots__ = ("_pending", "_pending_len")
+    A line longer than `limit` is not kept: in place of its bytes `feed` (or `close`) gives its
+    length, an int, and no more than `limit` bytes of it are ever held."""
 
-    def __init__(self) -> None:
+    __slots__ = ("_pending", "_pending_len", "limit", "_cut")
+
+    def __init__(self, limit: int | None = None) -> None:
         self._pending: list[bytes] = []
         self._pending_len = 0
+        self.limit = limit
+        self._cut = 0  # bytes of the unfinished line, past the limit (none of them kept)
 
-    def feed(self, data: bytes) -> list[bytes]:
+    def feed(self, data: bytes) -> list:
         if not data:
             return []
+        cut = self._cut
+        if cut:
+            i = data.find(b"\n")
+            if i < 0:
+                self._cut = cut + len(data)
+                return []
+            self._cut = 0
+            return [cut + i, *self.feed(data[i + 1:])]
         parts = data.split(b"\n")
         tail = parts.pop()
         if parts and self._pending:
@@ -54,18 +67,29 @@ class LineSplitter:
             parts[0] = b"".join(self._pending)
             self._pending = []
             self._pending_len = 0
+        limit = self.limit
+        if limit is not None and parts and (len(data) > limit or len(parts[0]) > limit):
+            parts = [p if len(p) <= limit else len(p) for p in parts]
         if tail:
             self._pending.append(tail)
             self._pending_len += len(tail)
+            if limit is not None and self._pending_len > limit:
+                self._cut = self._pending_len
+                self._pending = []
+                self._pending_len = 0
         return parts
 
     @property
     def pending(self) -> int:
         """How many bytes wait for their LF."""
-        return self._pending_len
+        return self._pending_len + self._cut
 
-    def close(self) -> bytes | None:
-        """The bytes after the last LF, if any (the stream ended without a newline)."""
+    def close(self) -> bytes | int | None:
+        """The bytes after the last LF, if any (the stream ended without a newline); their length
+        when they were past the limit."""
+        if self._cut:
+            cut, self._cut = self._cut, 0
+            return cut
         if not self._pending:
             return None
         rest = b"".join(self._pending)
@@ -227,16 +251,49 @@ def _optional_module(*names: str):
 
 _IDENTITY = ("identity", "none", "")
 
+#: bytes of one message past which it is forwarded and recorded but not analysed; a body's decoding
+#: stops there too (`Config.max_message_bytes`, docs/configuration.md)
+MAX_MESSAGE_BYTES = 64 * 1024 * 1024
+
+#: how a body note begins when the body was kept as it crossed the wire because its decoding went
+#: past the limit (`over_limit`)
+OVER_LIMIT = "not decoded: "
+
+STEP = 1 << 20  # bytes a decoder gives per call
+
+
+def mib(n: int) -> str:
+    """A byte count for a person: `64 MiB`, `1.5 GiB`, `700 bytes`."""
+    for unit, size in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if n >= size:
+            v = n / size
+            return f"{v:.0f} {unit}" if v == int(v) else f"{v:.1f} {unit}"
+    return f"{n} bytes"
+
+
+def over_limit(note: str | None) -> bool:
+    """Whether a body note says the body is its wire bytes because it decodes past the limit."""
+    return note is not None and note.startswith(OVER_LIMIT)
+
 
 class BodyDecoder:
-    """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`."""
+    """Removes a content-encoding incrementally. Never raises: a failure is kept in `error`.
 
-    __slots__ = ("encoding", "_chain", "error")
+    `limit`: the most bytes the decoding may give (every coding of a stack, counted apart): past
+    it `over` is set and nothing more is decoded, however the input was compressed (a gzip or zstd
+    body of a few KiB may decode to GiBs). With `per_feed` the limit holds for each `feed` (an
+    event stream decoded as it comes), else for the whole body."""
 
-    def __init__(self, encoding: str | None) -> None:
+    __slots__ = ("encoding", "_chain", "error", "limit", "over", "per_feed", "_made", "count_only")
+
+    def __init__(self, encoding: str | None, limit: int | None = None, per_feed: bool = False) -> None:
         enc = (encoding or "identity").strip().lower()
         self.encoding = enc
         self.error: str | None = None
+        self.limit = limit
+        self.over = False
+        self.per_feed = per_feed
+        self.count_only = False  # the decoded bytes are counted, not kept (`decode_body`'s first pass)
         self._chain: list = []  # the decoders, the last coding applied first
         codings = [c.strip() for c in enc.split(",")]
         try:
@@ -252,30 +309,61 @@ class BodyDecoder:
         except Exception as e:  # pragma: no cover
             self.error = f"content-encoding {enc!r}: {e}"
             self._chain = []
+        self._made = [0] * len(self._chain)  # bytes each decoder gave so far
 
     @property
     def identity(self) -> bool:
         return not self._chain and self.error is None
 
+    def _pass(self, data: bytes, final: bool) -> bytes:
+        """`data` through every decoder, each giving at most what is left of the limit, a step at
+        a time (one large output buffer costs several times more than steps of it)."""
+        limit = self.limit
+        made = self._made
+        last = len(self._chain) - 1 if self.count_only else -1
+        for i, dec in enumerate(self._chain):
+            if limit is None:
+                data = dec.decompress(data, -1) if data else b""
+            else:
+                budget = limit + 1 - made[i]
+                step = min(STEP, budget)
+                piece = dec.decompress(data, step) if data or final else b""
+                pieces, n = [piece], len(piece)
+                while n < budget and dec.more():  # output waits in the decoder
+                    step = min(STEP, budget - n)
+                    piece = dec.decompress(b"", step)
+                    if i == last:
+                        pieces[0] = piece  # counted, not kept: no memory to map for a bomb's output
+                    else:
+                        pieces.append(piece)
+                    n += len(piece)
+                data = pieces[0] if len(pieces) == 1 else b"".join(pieces)
+                if i == last:
+                    made[i] += n - len(data)
+            if final:
+                data += dec.flush()
+            made[i] += len(data)
+            if limit is not None and made[i] > limit:
+                self.over = True
+                return b""
+        if self.per_feed:
+            self._made = [0] * len(made)
+        return data
+
     def feed(self, data: bytes) -> bytes:
-        if not self._chain or self.error is not None:
-            return data if self.error is None else b""
+        if not self._chain or self.error is not None or self.over:
+            return data if self.error is None and not self.over else b""
         try:
-            for dec in self._chain:
-                data = dec.decompress(data)
-            return data
+            return self._pass(data, False)
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
 
     def flush(self) -> bytes:
-        if not self._chain or self.error is not None:
+        if not self._chain or self.error is not None or self.over:
             return b""
         try:
-            out = b""
-            for dec in self._chain:
-                out = dec.decompress(out) + dec.flush() if out else dec.flush()
-            return out
+            return self._pass(b"", True)
         except Exception as e:
             self.error = f"content-encoding {self.encoding!r} could not be decoded: {e}"
             return b""
@@ -283,12 +371,19 @@ class BodyDecoder:
     @property
     def cut_short(self) -> bool:
         """After flush: the compressed stream ended before its end marker."""
-        return bool(self._chain) and self.error is None and not all(d.eof for d in self._chain)
+        return bool(self._chain) and self.error is None and not self.over and not all(d.eof for d in self._chain)
+
+    def over_note(self, wire: int) -> str:
+        """The note of a body kept as its wire bytes, its decoding past the limit (`over_limit`)."""
+        return (f"{OVER_LIMIT}content-encoding {self.encoding} decodes to more than {mib(self.limit or 0)} "
+                f"(max_message_bytes) from {mib(wire)} on the wire; the bytes as they crossed")
 
 
 def _decoder(coding: str):
     """A fresh incremental decoder of one content coding, or None when it is not known (or its
-    library is missing)."""
+    library is missing). Each one's `decompress(data, max_length)` gives at most `max_length`
+    bytes (-1: no bound) and keeps what is left of its input for the next call, so a few bytes
+    that decode to GiBs make no more than `max_length` of them."""
     if coding in ("gzip", "x-gzip"):
         return _Zlib(zlib.decompressobj(32 + zlib.MAX_WBITS))  # gzip, or a zlib header (as mitmproxy)
     if coding in ("deflate", "deflateraw"):
@@ -303,43 +398,54 @@ def _decoder(coding: str):
 
 
 class _Zlib:
-    __slots__ = ("_obj",)
+    __slots__ = ("_obj", "_full")
 
     def __init__(self, obj) -> None:
         self._obj = obj
+        self._full = False  # the last call gave all it was allowed to: more may wait
 
-    def decompress(self, data: bytes) -> bytes:
-        return self._obj.decompress(data)
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
+        obj = self._obj
+        if obj.unconsumed_tail:  # input a bounded call left
+            data = obj.unconsumed_tail + data
+        out = obj.decompress(data, max(max_length, 0))  # zlib: 0 means no bound
+        self._full = 0 < max_length <= len(out)
+        return out
+
+    def more(self) -> bool:
+        return self._full
 
     def flush(self) -> bytes:
-        return self._obj.flush()
+        return b"" if self._obj.unconsumed_tail else self._obj.flush()
 
     @property
     def eof(self) -> bool:
         return self._obj.eof
 
 
-class _Deflate:
+class _Deflate(_Zlib):
     """`deflate` is zlib-wrapped by the RFC, raw deflate in practice: accept both."""
 
-    __slots__ = ("_obj", "_first")
+    __slots__ = ("_first",)
 
     def __init__(self) -> None:
-        self._obj = None
+        super().__init__(None)
         self._first = b""
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         if self._obj is None:
+            if not data:
+                return b""
             self._first += data
             if len(self._first) < 2:
                 return b""
             data, self._first = self._first, b""
             zlib_header = (data[0] & 0x0F) == 8 and ((data[0] << 8) | data[1]) % 31 == 0
             self._obj = zlib.decompressobj(zlib.MAX_WBITS if zlib_header else -zlib.MAX_WBITS)
-        return self._obj.decompress(data)
+        return super().decompress(data, max_length)
 
     def flush(self) -> bytes:
-        return self._obj.flush() if self._obj is not None else b""
+        return super().flush() if self._obj is not None else b""
 
     @property
     def eof(self) -> bool:
@@ -352,14 +458,32 @@ class _Brotli:
     def __init__(self, obj) -> None:
         self._obj = obj
 
-    def decompress(self, data: bytes) -> bytes:
-        if not data:
-            return b""
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         f = getattr(self._obj, "process", None)  # google's brotli; brotlicffi names it decompress
-        return f(data) if f is not None else self._obj.decompress(data)
+        more = getattr(self._obj, "can_accept_more_data", None)
+        if not data and (more is None or more()):
+            return b""
+        if f is None:
+            return self._obj.decompress(data)
+        if max_length < 0:
+            return f(data)
+        try:  # brotli >= 1.2: the output stops growing at the limit, the rest comes with b""
+            return f(data, output_buffer_limit=max(max_length, 1))
+        except TypeError:  # an older brotli: small pieces of input, the output counted after each
+            out, n = [], 0
+            for i in range(0, len(data), 256):
+                out.append(f(data[i:i + 256]))
+                n += len(out[-1])
+                if n >= max_length:
+                    break
+            return b"".join(out)
 
     def flush(self) -> bytes:
         return b""
+
+    def more(self) -> bool:
+        more = getattr(self._obj, "can_accept_more_data", None)
+        return more is not None and not more()
 
     @property
     def eof(self) -> bool:
@@ -370,28 +494,47 @@ class _Brotli:
 class _Zstd:
     """zstd frames one after the other (as `zstd.decompress` reads them): a decoder per frame."""
 
-    __slots__ = ("_module", "_obj", "eof")
+    __slots__ = ("_module", "_obj", "eof", "_rest")
 
     def __init__(self, module) -> None:
         self._module = module
         self._obj = None
         self.eof = False  # at the end of a frame, with nothing of the next one yet
+        self._rest = b""  # input of the next frame, not read yet (a call ended at its max_length)
 
-    def decompress(self, data: bytes) -> bytes:
+    def decompress(self, data: bytes, max_length: int = -1) -> bytes:
         out = []
-        while data:
-            if self._obj is None:
-                self._obj = self._module.ZstdDecompressor()
+        left = max_length
+        if self._rest:
+            data, self._rest = self._rest + data, b""
+        while True:
+            obj = self._obj
+            if obj is None:
+                if not data:
+                    break
+                obj = self._obj = self._module.ZstdDecompressor()
                 self.eof = False
-            out.append(self._obj.decompress(data))
-            if self._obj.eof:
-                data, self._obj, self.eof = self._obj.unused_data, None, True
-            else:
-                data = b""
+            elif not data and obj.needs_input:
+                break
+            piece = obj.decompress(data, left)
+            data = b""
+            out.append(piece)
+            if obj.eof:
+                data, self._obj, self.eof = obj.unused_data, None, True
+            if left >= 0:
+                left -= len(piece)
+                if left <= 0:  # at the limit: the rest waits for the next call
+                    self._rest = data
+                    break
+            if self._obj is not None and self._obj.needs_input:
+                break
         return b"".join(out)
 
     def flush(self) -> bytes:
         return b""
+
+    def more(self) -> bool:
+        return bool(self._rest) or (self._obj is not None and not self._obj.needs_input)
 
 
 def media_type(content_type: str | None) -> str:
@@ -415,12 +558,23 @@ def is_event_stream(headers: Headers) -> bool:
     return media_type(header(headers, "content-type")) == "text/event-stream"
 
 
-def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
-    """Decode a whole body. Returns (bytes, note); on failure the wire bytes and why."""
-    dec = BodyDecoder(encoding)
+def decode_body(data: bytes, encoding: str | None, limit: int | None = MAX_MESSAGE_BYTES) -> tuple[bytes, str | None]:
+    """Decode a whole body, to at most `limit` bytes. Returns (bytes, note); on failure, or past the
+    limit, the wire bytes and why."""
+    dec = BodyDecoder(encoding, limit)
     if dec.identity or (not data and dec.error is None):  # no body is no compressed body (as mitmproxy)
         return data, None
-    out = dec.feed(data) + dec.flush()
+    if limit is not None and dec.error is None:  # first counted, nothing kept: a bomb costs no memory
+        size = BodyDecoder(encoding, limit)
+        size.count_only = True
+        size.feed(data)
+        size.flush()
+        if size.over:
+            return data, size.over_note(len(data))
+    out = dec.feed(data)
+    out += dec.flush()
+    if dec.over:
+        return data, dec.over_note(len(data))
     if dec.error is not None:
         return data, dec.error
     note = f"decoded from content-encoding {dec.encoding}"
@@ -434,22 +588,26 @@ def decode_body(data: bytes, encoding: str | None) -> tuple[bytes, str | None]:
 
 
 class StdioFramer:
-    """Frames both directions of one stdio session."""
+    """Frames both directions of one stdio session. A line past `limit` bytes comes as a
+    `StdioLine` without its bytes (`cut`: its length), none of them held."""
 
     __slots__ = ("session", "_split")
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.session = session
-        self._split = {"c2s": LineSplitter(), "s2c": LineSplitter()}
+        self._split = {"c2s": LineSplitter(limit), "s2c": LineSplitter(limit)}
 
     def data(self, time: float, direction: Direction, chunk: bytes) -> list[StdioLine]:
         s = self.session
-        return [StdioLine(time, s, direction, line) for line in self._split[direction].feed(chunk)]
+        return [StdioLine(time, s, direction, line) if type(line) is bytes else StdioLine(time, s, direction, b"", cut=line)
+                for line in self._split[direction].feed(chunk)]
 
     def close(self, time: float, direction: Direction) -> list[StdioLine | StdioClose]:
         out: list[StdioLine | StdioClose] = []
         rest = self._split[direction].close()
-        if rest is not None:
+        if type(rest) is int:
+            out.append(StdioLine(time, self.session, direction, b"", eol=False, cut=rest))
+        elif rest is not None:
             out.append(StdioLine(time, self.session, direction, rest, eol=False))
         out.append(StdioClose(time, self.session, direction))
         return out
@@ -457,7 +615,7 @@ class StdioFramer:
 
 class _Exchange:
     __slots__ = (
-        "method", "path", "headers", "client", "req_chunks", "req_decoder",
+        "method", "path", "headers", "client", "req_chunks",
         "resp_sse", "resp_decoder", "resp_chunks", "resp_head_seen", "req_time",
     )
 
@@ -467,7 +625,6 @@ class _Exchange:
         self.headers: Headers = ()
         self.client = ""
         self.req_chunks: list[bytes] = []
-        self.req_decoder: BodyDecoder | None = None
         self.resp_sse: SseDecoder | None = None
         self.resp_decoder: BodyDecoder | None = None
         self.resp_chunks: list[bytes] = []
@@ -482,8 +639,9 @@ class HttpFramer:
     responses are split into events as bytes arrive; other bodies are collected whole.
     """
 
-    def __init__(self, session: str) -> None:
+    def __init__(self, session: str, limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.session = session
+        self.limit = limit  # the most bytes a body decodes to (an event stream: each chunk of it)
         self._x: dict[int, _Exchange] = {}
 
     def _get(self, exchange: int) -> _Exchange:
@@ -495,7 +653,6 @@ class HttpFramer:
     def request_head(self, time: float, exchange: int, method: str, path: str, headers: Headers, client: str = "") -> list:
         x = self._get(exchange)
         x.method, x.path, x.headers, x.client, x.req_time = method, path, headers, client, time
-        x.req_decoder = BodyDecoder(header(headers, "content-encoding"))
         return []
 
     def request_data(self, time: float, exchange: int, data: bytes) -> list:
@@ -507,14 +664,15 @@ class HttpFramer:
         x = self._get(exchange)
         wire = b"".join(x.req_chunks)
         x.req_chunks = []
-        body, note = decode_body(wire, header(x.headers, "content-encoding"))
+        body, note = decode_body(wire, header(x.headers, "content-encoding"), self.limit)
         return [HttpRequest(time, self.session, exchange, x.method, x.path, x.headers, body, x.client, complete, note)]
 
     def response_head(self, time: float, exchange: int, status: int, headers: Headers) -> list[HttpResponse]:
         x = self._get(exchange)
         x.resp_head_seen = True
-        x.resp_decoder = BodyDecoder(header(headers, "content-encoding"))
-        if is_event_stream(headers):
+        sse = is_event_stream(headers)
+        x.resp_decoder = BodyDecoder(header(headers, "content-encoding"), self.limit, per_feed=sse)
+        if sse:
             x.resp_sse = SseDecoder()
         return [HttpResponse(time, self.session, exchange, status, headers)]
 
@@ -528,11 +686,12 @@ class HttpFramer:
         dec = x.resp_decoder
         if dec is None or dec.identity:
             return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(data)]
-        if dec.error is None:
+        if dec.error is None and not dec.over:
             plain = dec.feed(data)
-            if dec.error is None:
+            if dec.error is None and not dec.over:
                 return [SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(plain)]
-        # the stream cannot be decoded: keep its wire bytes, they end up in one body frame
+        # the stream cannot be decoded (or a chunk of it decodes past the limit): keep its wire
+        # bytes, they end up in one body frame
         x.resp_chunks.append(data)
         return []
 
@@ -543,7 +702,7 @@ class HttpFramer:
             return [HttpEnd(time, self.session, exchange, error)]
         if x.resp_sse is not None:
             dec = x.resp_decoder
-            if dec is not None and not dec.identity and dec.error is None:
+            if dec is not None and not dec.identity and dec.error is None and not dec.over:
                 tail = dec.flush()
                 if tail:
                     out.extend(SseEvent(time, self.session, exchange, ev) for ev in x.resp_sse.feed(tail))
@@ -551,12 +710,14 @@ class HttpFramer:
             if rest is not None:
                 out.append(SseEvent(time, self.session, exchange, rest))
             if x.resp_chunks and dec is not None:
-                out.append(HttpBody(time, self.session, exchange, b"".join(x.resp_chunks), False,
-                                    f"{dec.error}; the rest of the event stream as it arrived"))
+                wire = b"".join(x.resp_chunks)
+                why = dec.over_note(len(wire)) if dec.over else dec.error
+                out.append(HttpBody(time, self.session, exchange, wire, False,
+                                    f"{why}; the rest of the event stream as it arrived"))
         elif x.resp_head_seen:
             wire = b"".join(x.resp_chunks)
             enc = x.resp_decoder.encoding if x.resp_decoder is not None else None
-            body, note = decode_body(wire, enc)
+            body, note = decode_body(wire, enc, self.limit)
             if body or note:
                 out.append(HttpBody(time, self.session, exchange, body, error is None, note))
         out.append(HttpEnd(time, self.session, exchange, error))

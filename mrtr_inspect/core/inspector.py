@@ -40,7 +40,7 @@ from .events import (
     header,
 )
 from .exchanges import ExchangeTracker, HttpExchange, InFlight
-from .framing import media_type, parse_sse_event
+from .framing import media_type, over_limit, parse_sse_event
 from .hops import HopWatcher
 from .messages import (
     BATCH,
@@ -55,6 +55,7 @@ from .messages import (
     id_key,
     split_batch,
     target_of,
+    too_large,
 )
 from .observations import (
     Answered,
@@ -327,7 +328,7 @@ class Inspector:
     def _feed(self, f: Frame) -> None:
         tf = type(f)
         if tf is StdioLine:
-            self._stdio_line(f.time, f.session, f.direction, f.data, f.eol)  # type: ignore[union-attr]
+            self._stdio_line(f.time, f.session, f.direction, f.data, f.eol, f.cut)  # type: ignore[union-attr]
         elif tf is SseEvent:
             self._sse_event(f)  # type: ignore[arg-type]
         elif tf is HttpRequest:
@@ -412,8 +413,12 @@ class Inspector:
             self._obs(o)
 
     def _new_message(self, raw: bytes, time: float, session: str, direction: str, transport: str,
-                     exchange: int | None = None) -> Message:
-        msg = decode_message(raw, self.config.max_depth)
+                     exchange: int | None = None, cut: int = 0, note: str | None = None) -> Message:
+        limit = self.config.max_message_bytes
+        if cut or len(raw) > limit or over_limit(note):
+            msg = too_large(len(raw) + cut, limit, note)  # forwarded and recorded; not parsed
+        else:
+            msg = decode_message(raw, self.config.max_depth)
         msg.time = time
         msg.session = session
         msg.direction = direction  # type: ignore[assignment]
@@ -422,10 +427,10 @@ class Inspector:
         return msg
 
     # -- stdio ------------------------------------------------------------------------------------
-    def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool) -> None:
+    def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool, cut: int = 0) -> None:
         if session not in self._sessions:
             self._session(session, "stdio")
-        msg = self._new_message(data, time, session, direction, "stdio")
+        msg = self._new_message(data, time, session, direction, "stdio", cut=cut)
         if not eol:
             msg.note = "the stream ended without a newline after this message"
         self._message(msg, session, "stdio:" + session, session, None, None)
@@ -443,7 +448,7 @@ class Inspector:
         self._http[(f.session, f.exchange)] = x
         context = f"{f.session}|{f.path}"
         if f.body or (f.method == "POST"):
-            msg = self._new_message(f.body, f.time, f.session, "c2s", "http", f.exchange)
+            msg = self._new_message(f.body, f.time, f.session, "c2s", "http", f.exchange, note=f.body_note)
             if f.body_note:
                 msg.note = f.body_note
             if not f.complete:
@@ -486,7 +491,7 @@ class Inspector:
             return
         if not f.data.strip():
             return
-        msg = self._new_message(f.data, f.time, f.session, "s2c", "http", f.exchange)
+        msg = self._new_message(f.data, f.time, f.session, "s2c", "http", f.exchange, note=f.body_note)
         if f.body_note:
             msg.note = f.body_note
         if not f.complete:

@@ -11,6 +11,7 @@ from typing import Any
 
 from . import rawjson
 from .events import Direction, Transport
+from .framing import mib, over_limit
 
 # kinds
 REQUEST = "request"
@@ -192,6 +193,20 @@ def decode_message(raw: bytes, max_depth: int = rawjson.MAX_DEPTH) -> Message:
         return msg
     msg.duplicates = duplicates
     classify(msg, value)
+    return msg
+
+
+def too_large(size: int, limit: int, note: str | None = None) -> Message:
+    """A message past the size limit, not parsed (`problem_reason` "size"): it crossed and was
+    recorded unchanged; the analysis keeps none of its bytes. `note`: the body note of a body whose
+    decoding went past the limit (its size then is its size on the wire)."""
+    msg = Message()
+    msg.kind = INVALID
+    msg.problem_reason = "size"
+    if over_limit(note):
+        msg.problem = f"decodes to more than {mib(limit)} (content-encoding; {mib(size)} on the wire)"
+    else:
+        msg.problem = f"is {mib(size)} ({size} bytes), more than {mib(limit)}"
     return msg
 
 

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import base64
 import json
-from typing import Any
+from typing import Any, Iterator
 
 from ..core.events import (
     Frame,
@@ -71,6 +71,8 @@ def encode(frame: Frame) -> bytes:
     """One frame as one line of the recording (with its trailing LF)."""
     t = type(frame)
     if t is StdioLine:
+        if frame.cut:  # the analysis kept none of it: the forwarding side recorded it (`LongLine`)
+            raise ValueError(f"a line of {len(frame.data) + frame.cut} bytes past the size limit, not held")
         rec: dict[str, Any] = {"t": frame.time, "s": frame.session, "k": "line", "d": frame.direction}
         if not frame.eol:
             rec["eol"] = False
@@ -133,6 +135,27 @@ class LineEncoder:
             return prefix + body.replace(b"\n", b"\n" + prefix) + b"\n"
         s, d = self.session, self.direction
         return b"".join(encode(StdioLine(t, s, d, line)) for line in body.split(b"\n"))  # type: ignore[arg-type]
+
+
+def long_line(t: float, session: str, direction: str, eol: bool, plain: bool, read) -> Iterator[bytes]:
+    """The record of a stdio line too long to hold, in pieces, its bytes read in pieces (`read(n)`,
+    b"" at their end): with `plain` (the line is UTF-8 without CR) exactly what `encode` gives for
+    it, the payload after a TAB; else the bytes in base64 inside the record, which `decode` reads
+    as it reads `encode`'s."""
+    rec: dict[str, Any] = {"t": t, "s": session, "k": "line", "d": direction}
+    if not eol:
+        rec["eol"] = False
+    head = _dumps(rec).encode("utf-8")
+    if plain:
+        yield head + b"\t"
+        while piece := read(1 << 20):
+            yield piece
+        yield b"\n"
+    else:
+        yield head[:-1] + b',"b64":"'
+        while piece := read(3 << 18):  # whole groups of 3 bytes: the pieces' base64 joins into one
+            yield base64.b64encode(piece)
+        yield b'"}\n'
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import Iterator
 
 from ..core.events import Frame, SessionStart, StdioLine
+from ..core.framing import MAX_MESSAGE_BYTES
 from ..errors import UserError
 from . import format as fmt
 
@@ -50,12 +51,50 @@ class ReadNotes:
         return out
 
 
-def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_as_tuples: bool = False) -> Iterator:
+#: bytes of a record beyond its payload's that a long record is read with (its JSON head)
+HEAD_ROOM = 64 * 1024
+
+
+def _long_record(head: bytes, rest: int) -> Frame | None:
+    """The frame of a record too long to hold, from its first bytes (`head`) and the count of the
+    others (`rest`, its LF included): a stdio line without its bytes (`cut`: their count, about
+    for a line kept in base64 or as text); None for another kind (the reader skips it, said)."""
+    tab = head.find(b"\t")
+    if tab >= 0:
+        rec, size = head[:tab], len(head) - tab - 1 + rest - 1
+    else:
+        for member, ratio in ((b',"b64":"', 0.75), (b',"text":"', 1.0)):
+            i = head.find(member)
+            if i >= 0:
+                rec, size = head[:i] + b"}", int((len(head) - i - len(member) + rest - 3) * ratio)
+                break
+        else:
+            return None
+    frame = fmt.decode(rec)
+    if type(frame) is not StdioLine:
+        return None
+    return StdioLine(frame.time, frame.session, frame.direction, b"", frame.eol, cut=max(size, 1))
+
+
+def _rest(f) -> tuple[int, bool]:
+    """Read the rest of a line a piece at a time, keeping nothing: (its length, whether an LF ends it)."""
+    rest = 0
+    while piece := f.readline(1 << 20):
+        rest += len(piece)
+        if piece.endswith(b"\n"):
+            return rest, True
+    return rest, False
+
+
+def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_as_tuples: bool = False,
+                limit: int | None = MAX_MESSAGE_BYTES) -> Iterator:
     """Yield the frames of a recording in file order.
 
     With `lines_as_tuples`, a stdio line record of the common form (a complete line, no `eol`
     member) comes as the tuple (time, session, direction, data) of its StdioLine, without the frame
-    object (`Inspector.feed_line` takes it)."""
+    object (`Inspector.feed_line` takes it). A record longer than `limit` (and its head) is not
+    held: a stdio line comes without its bytes (`StdioLine.cut`, which the analysis reports as
+    `message-too-large`), another record is skipped, said in `notes`."""
     notes = notes if notes is not None else ReadNotes()
     match = _LINE_RECORD.match
     directions = _DIRECTIONS
@@ -87,10 +126,25 @@ def read_frames(path: str | os.PathLike, notes: ReadNotes | None = None, lines_a
         notes.sessions += 1
         notes.frames += 1
         yield frame
-        for line in f:
+        readline, cap = f.readline, limit + HEAD_ROOM if limit is not None else -1
+        while line := readline(cap):
             n += 1
-            if not line.endswith(b"\n"):  # the writer was stopped mid-line: even if it decodes, it is cut
-                notes.torn_tail = True
+            if not line.endswith(b"\n"):
+                rest, ended = _rest(f) if len(line) == cap else (0, False)
+                if not ended:  # the writer was stopped mid-line: even if it decodes, it is cut
+                    notes.torn_tail = True
+                    continue
+                try:
+                    frame = _long_record(line, rest)
+                except fmt.FormatError as e:
+                    frame, why = None, str(e)
+                else:
+                    why = f"a record of {len(line) + rest} bytes, past max_message_bytes, not read"
+                if frame is None:
+                    notes.skipped.append((n, why))
+                    continue
+                notes.frames += 1
+                yield frame
                 continue
             m = match(line)
             if m is not None and not line.endswith(b"\xff\n"):  # (a torn line ends with 0xFF: format.decode says so)

@@ -1,13 +1,16 @@
 """Rules of the tool itself, not of the specification: what happened around the traffic.
 
 `inspector-error` judges the pipeline's own failures (`InspectorFailed`); the rule engine reports
-the same id for a check that raised (`registry.RuleEngine._internal_error`).
+the same id for a check that raised (`registry.RuleEngine._internal_error`). `message-too-large`
+says which messages were past the size limit, and so not analysed.
 """
 
 from __future__ import annotations
 
 from ..core.events import UPSTREAM_ERROR
-from ..core.observations import ExchangeDone, InspectorFailed
+from ..core.messages import INVALID
+from ..core.observations import Decoded, ExchangeDone, InspectorFailed
+from .common import side
 from .registry import WARNING, rule
 
 
@@ -27,6 +30,33 @@ def inspector_error(obs: InspectorFailed, ctx) -> None:
     else:
         ctx.emit(f"could not analyse a {obs.frame} frame: {type(e).__name__}: {e}; the traffic was not affected, "
                  "analysis goes on", time=obs.time)
+
+
+def _too_large(obs: Decoded) -> bool:
+    return obs.msg.problem_reason == "size"
+
+
+@rule(
+    "message-too-large", WARNING, on=Decoded, kinds=[INVALID], section="tool", gate=_too_large,
+    summary="A message past max_message_bytes (or a body that decodes past it): forwarded and recorded unchanged, "
+            "not analysed.",
+    why="Holding, decoding and parsing any size a peer sends would let one message (a long line, a compressed "
+        "body of a few KiB that decodes to GiBs) exhaust the tool's memory and stall the traffic; what was not "
+        "analysed must be said, since its findings (and an answer it carried) are missing.",
+    example="message #7 from the server (stdout) is 500 MiB (524288000 bytes), more than 64 MiB: forwarded and "
+            "recorded unchanged, not analysed (max_message_bytes)",
+)
+def message_too_large(obs: Decoded, ctx) -> None:
+    """A stdio line, an HTTP body or an SSE event longer than `max_message_bytes`, or a body whose
+    content-encoding decodes to more (decoding stops at the limit: the body is kept as its wire bytes).
+    The traffic passed unchanged and the recording holds every byte; the analysis kept none of the
+    message, so a response it was goes unpaired and its content is not checked."""
+    msg = obs.msg
+    where = "stdout" if msg.direction == "s2c" else "stdin"
+    if msg.transport == "http":
+        where = f"HTTP exchange {msg.exchange}" if msg.exchange is not None else "HTTP"
+    ctx.emit(f"message #{msg.index} from the {side(msg)} ({where}) {msg.problem}: forwarded and recorded unchanged, "
+             "not analysed (max_message_bytes)", messages=[msg.index], time=msg.time)
 
 
 @rule(

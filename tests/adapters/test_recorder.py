@@ -31,6 +31,26 @@ def _expected(frames, redactor: Redactor) -> bytes:
     return b"".join(fmt.encode(redactor.frame(f)) for f in frames)
 
 
+def _feed(rec: StdioRecorder, framer: StdioFramer, wire: bytes, cuts: list[int], between: bytes = b"",
+          held: int | None = None) -> list:
+    """`wire` to the recorder and the framer in chunks of the sizes `cuts` (in turn), `between` on
+    stdin after each; the frames. With `held`: the recorder never holds more than that and a chunk."""
+    frames, pos = [], 0
+    for n, size in enumerate(itertools.cycle(cuts)):
+        if pos >= len(wire):
+            return frames
+        t = 1.0 + n / 8
+        rec.chunk(t, "s2c", wire[pos:pos + size])
+        frames += framer.data(t, "s2c", wire[pos:pos + size])
+        if between:
+            rec.chunk(t, "c2s", between)
+            frames += framer.data(t, "c2s", between)
+        if held is not None:
+            assert sum(map(len, rec._pending["s2c"])) <= held + size
+        pos += size
+    return frames
+
+
 @settings(max_examples=60, deadline=None)
 @given(order=st.lists(st.integers(0, len(LINES) - 1), min_size=1, max_size=20),
        cuts=st.lists(st.integers(1, 90), min_size=1, max_size=10), tail=st.booleans(),
@@ -46,14 +66,7 @@ def test_the_tees_lines_are_recorded_as_the_frames_would_be(tmp_path_factory, or
     w = RecordingWriter(tmp / "r.jsonl", "stdio", {}, redactor, session="s1", start_time=0.0)
     header = (tmp / "r.jsonl").read_bytes()
     rec, framer = StdioRecorder(w), StdioFramer("s1")
-    frames, pos, sizes = [], 0, itertools.cycle(cuts)
-    for n, size in enumerate(sizes):
-        if pos >= len(wire):
-            break
-        t = 1.0 + n / 8
-        rec.chunk(t, "s2c", wire[pos:pos + size])
-        frames += framer.data(t, "s2c", wire[pos:pos + size])
-        pos += size
+    frames = _feed(rec, framer, wire, cuts)
     rec.close(9.0, "s2c")
     frames += framer.close(9.0, "s2c")
     rec.finish({"exit": 0}, 10.0)
@@ -62,6 +75,36 @@ def test_the_tees_lines_are_recorded_as_the_frames_would_be(tmp_path_factory, or
     assert b'"k":"session-end"' in body.split(b"\n")[-2]
     if paths:
         assert b"hunter2" not in body and b'"s3"' not in body
+
+
+@settings(max_examples=40, deadline=None)
+@given(order=st.lists(st.integers(0, len(LINES) - 1), min_size=1, max_size=12),
+       cuts=st.lists(st.integers(1, 90), min_size=1, max_size=10), tail=st.booleans())
+def test_a_line_longer_than_the_tee_holds_waits_in_a_file_and_is_recorded_byte_for_byte(tmp_path_factory, order, cuts,
+                                                                                         tail):
+    """With SPILL_ABOVE at 40 bytes most lines here wait in a temporary file (the other direction's
+    lines between their chunks): the recording still reads back as the very lines, verbatim ones
+    byte for byte as `encode` writes them, the others in base64; the tee never held more than the
+    limit and a chunk."""
+    from mrtr_inspect.adapters import recorder
+
+    tmp = tmp_path_factory.mktemp("rec")
+    wire = b"".join(LINES[i] + b"\n" for i in order) + (b'{"partial":' + b"x" * 50 if tail else b"")
+    w = RecordingWriter(tmp / "r.jsonl", "stdio", {}, Redactor(b"k"), session="s1", start_time=0.0)
+    old, recorder.SPILL_ABOVE = recorder.SPILL_ABOVE, 40
+    try:
+        rec, framer = StdioRecorder(w), StdioFramer("s1", limit=None)
+        frames = _feed(rec, framer, wire, cuts, between=b"{}\n", held=40)
+        rec.finish({"exit": 0}, 10.0)
+        frames += [f for f in framer.close(10.0, "s2c") if type(f) is StdioLine]
+    finally:
+        recorder.SPILL_ABOVE = old
+    got = [f for f in read_frames(tmp / "r.jsonl") if type(f) is StdioLine]
+    assert sorted(got, key=lambda f: (f.direction, f.time)) == sorted(frames, key=lambda f: (f.direction, f.time))
+    raw = (tmp / "r.jsonl").read_bytes()
+    for f in frames:
+        if b"\r" not in f.data and f.data.isascii():
+            assert fmt.encode(f) in raw  # verbatim, as encode writes it
 
 
 def test_a_line_waiting_for_its_end_is_recorded_at_the_end_of_the_session(tmp_path):

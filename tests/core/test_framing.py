@@ -19,6 +19,8 @@ from mrtr_inspect.core.framing import (
     SseDecoder,
     StdioFramer,
     decode_body,
+    mib,
+    over_limit,
     parse_sse_event,
 )
 from tests.core.strategies import FUZZ, chunked
@@ -371,3 +373,52 @@ def test_http_framer_any_split_gives_the_same_frames(data, xs):
 def test_http_framer_end_without_head_still_ends_the_exchange():
     framer = HttpFramer("h")
     assert framer.response_end(1.0, 9, "upstream-error: refused") == [HttpEnd(1.0, "h", 9, "upstream-error: refused")]
+
+
+# ---------------------------------------------------------------------------------------------
+# decompression bombs: the decoding stops at the limit
+
+
+def _bomb(coding: str, size: int = 8 << 20) -> bytes:
+    """A few KiB that decode to `size` bytes (every stacked coding applied in turn)."""
+    from mitmproxy.net import encoding
+
+    data = b"\0" * size
+    for c in [c.strip() for c in coding.split(",")]:
+        data = encoding.encode(data, c)
+    return data
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "zstd", "br", "gzip, gzip", "zstd, br"])
+def test_a_body_that_decodes_past_the_limit_is_kept_as_its_wire_bytes(coding):
+    wire = _bomb(coding)
+    assert len(wire) < 64 * 1024
+    body, note = decode_body(wire, coding, limit=64 * 1024)
+    assert body == wire and over_limit(note)
+    assert note == (f"not decoded: content-encoding {coding} decodes to more than 64 KiB (max_message_bytes) "
+                    f"from {mib(len(wire))} on the wire; the bytes as they crossed")
+    assert decode_body(wire, coding, limit=8 << 20) == (b"\0" * (8 << 20), f"decoded from content-encoding {coding}")
+
+
+@pytest.mark.parametrize("coding", ["gzip", "deflate", "zstd", "br", "gzip, gzip"])
+def test_the_decoder_never_gives_more_than_its_limit_whatever_the_pieces(coding):
+    wire = _bomb(coding)
+    dec = BodyDecoder(coding, limit=4096)
+    made = [dec.feed(wire[i:i + 100]) for i in range(0, len(wire), 100)]
+    made.append(dec.flush())
+    assert dec.over and sum(map(len, made)) <= 4096
+    assert dec.feed(b"more") == b"" and dec.flush() == b""
+
+
+def test_an_event_stream_is_held_to_the_limit_per_chunk_not_in_all():
+    events = b"".join(b'data: {"n":%d}\n\n' % i for i in range(2000))
+    wire = gzip.compress(events)
+    dec = BodyDecoder("gzip", limit=len(events) // 4, per_feed=True)
+    out = b"".join(dec.feed(wire[i:i + 64]) for i in range(0, len(wire), 64)) + dec.flush()
+    assert out == events and not dec.over
+    framer = HttpFramer("h", limit=64 * 1024)
+    framer.response_head(1.0, 1, 200, (("Content-Type", "text/event-stream"), ("Content-Encoding", "zstd")))
+    bomb = _bomb("zstd")
+    assert framer.response_data(1.0, 1, bomb) == []
+    *_, body, end = framer.response_end(2.0, 1)
+    assert body.data == bomb and over_limit(body.body_note) and body.body_note.endswith("the rest of the event stream as it arrived")

@@ -370,6 +370,33 @@ def test_compressed_bodies_pass_unchanged_and_are_recorded_decoded(proxies, upst
     assert [f.raw for f in fs if type(f) is SseEvent] == [events]
 
 
+def test_decompression_bombs_pass_unchanged_and_are_recorded_as_their_wire_bytes(proxies, upstreams, tmp_path):
+    """A response of a few KiB of zstd that decodes to 64 MiB, a request of gzip over gzip: each passes
+    byte for byte; the recording keeps the wire bytes (its decoding stopped at max_message_bytes),
+    and the report says so."""
+    from mitmproxy.net import encoding
+
+    bomb = encoding.encode(b"\0" * (64 << 20), "zstd")
+    gzip_bomb = gzip.compress(gzip.compress(b"\0" * (64 << 20)))
+    assert len(bomb) < 32 * 1024 and len(gzip_bomb) < 32 * 1024
+    up = upstreams(lambda req, write: write(json_response(bomb, extra="Content-Encoding: zstd\r\n")))
+    conf, rec, rep = tmp_path / "mrtr.toml", tmp_path / "s.jsonl", tmp_path / "r.json"
+    conf.write_text("max_message_bytes = 1048576\n")
+    p = proxies(up.url, "--config", str(conf), "--record", str(rec), "--report", str(rep), "--quiet").ready()
+    assert post(p.url, CALL, MCP_HEADERS)[::2] == (200, bomb)
+    assert post(p.url, gzip_bomb, {**MCP_HEADERS, "Content-Encoding": "gzip, gzip"})[::2] == (200, bomb)
+    assert up.received[1].body == gzip_bomb
+    assert p.stop() == 0
+    assert rec.stat().st_size < 200 * 1024  # the wire bytes, not 64 MiB of each
+    fs = frames(rec)
+    assert [f.data for f in fs if type(f) is HttpBody] == [bomb, bomb]
+    assert [f.body for f in fs if type(f) is HttpRequest] == [CALL, gzip_bomb]
+    assert all(f.body_note.startswith("not decoded: ") for f in fs if type(f) is HttpBody)
+    found = [f for f in report(rep)["findings"] if f["rule"] == "message-too-large"]
+    assert len(found) == 3, found  # two responses, one request
+    assert "decodes to more than 1 MiB" in found[0]["message"]
+
+
 def test_large_and_chunked_request_bodies_are_streamed_unchanged_and_recorded_whole(proxies, upstreams, tmp_path):
     big = CALL.replace(b'"arguments":{}', b'"arguments":{"text":"' + b"x" * (100 * 1024) + b'"}')
     up = upstreams(lambda req, write: write(json_response(DONE)))

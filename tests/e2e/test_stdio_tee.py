@@ -12,6 +12,7 @@ import select
 import signal
 import stat
 import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -193,6 +194,33 @@ def test_a_50_mb_message_and_a_last_line_without_newline_pass_intact(procs, tmp_
         assert recorded_lines(record, d) == [big, last]
     tails = [r for r in records(record) if r.get("k") == "line" and r.get("eol") is False]
     assert sorted(r["d"] for r in tails) == ["c2s", "s2c"]
+
+
+def test_a_line_past_max_message_bytes_passes_and_is_recorded_whole_then_reported_not_analysed(procs, tmp_path):
+    """A 5 MiB line with max_message_bytes at 1 MiB: forwarded and recorded byte for byte (it waits
+    in a temporary file, not in the tee's memory), reported as message-too-large live and by
+    `check`; `export --to html` does not carry it."""
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"blob":"' + \
+          b"x" * (5 << 20) + b'"}}}'
+    after = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}'
+    data = big + b"\n" + after + b"\n"
+    conf, record, rep = tmp_path / "mrtr.toml", tmp_path / "big.jsonl", tmp_path / "r.json"
+    conf.write_text("max_message_bytes = 1048576\n")
+    done = procs.run(tee_cmd("--config", str(conf), "--record", str(record), "--report", str(rep),
+                             cmd=helper("echo")), data, timeout=120)
+    assert done.returncode == 0 and done.stdout == data
+    for d in ("c2s", "s2c"):
+        assert recorded_lines(record, d) == [big, after]
+    live = [f for f in json.loads(rep.read_text())["findings"] if f["rule"] == "message-too-large"]
+    assert len(live) == 2 and {"(stdin)", "(stdout)"} == {f["message"].split(" ")[5] for f in live}  # the line and its echo
+    assert "is 5.0 MiB" in live[0]["message"]
+    run = [sys.executable, "-m", "mrtr_inspect"]
+    out = procs.run(run + ["check", "--config", str(conf), "--format", "json", str(record)])
+    found = [f for f in json.loads(out.stdout)["findings"] if f["rule"] == "message-too-large"]
+    assert [f["message"] for f in found] == [f["message"] for f in live]
+    page = tmp_path / "p.html"
+    assert procs.run(run + ["export", "--config", str(conf), "--to", "html", "--output", str(page), str(record)]).returncode == 0
+    assert page.stat().st_size < 1 << 20 and b"message-too-large" in page.read_bytes()
 
 
 # -- a child that cannot start ------------------------------------------------------------------

@@ -120,7 +120,7 @@ def _walk(paths: Iterable[str], config: Config | None, notes: list[str],
     n = -1
     for n, path in enumerate(paths):
         rn = ReadNotes()
-        for frame in read_frames(path, rn):
+        for frame in read_frames(path, rn, limit=insp.config.max_message_bytes):
             if redact is not None:
                 frame = redact(frame)
             # every line so far is a frame or a skipped record: this frame's line is their count
