@@ -40,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
+from collections import Counter
 from dataclasses import replace
 from typing import Iterable
 from urllib.parse import unquote_plus
@@ -60,6 +62,9 @@ _SECRET_NAME = re.compile(r"(api[-_]?key|secret|token|passw(?:or)?d|credential|s
                           r"(?:^|[-_])(?:key|auth|sig)$)", re.I)
 _PLACEHOLDER = re.compile(r"\[redacted:[0-9a-f]{12}\]")
 PLACEHOLDERS = _PLACEHOLDER  # found in a longer text (a URL, a command line)
+#: headers whose value is an identity the analysis and replay read: redacted only when it looks like a
+#: credential (a JWT, a high-entropy token), consistently, so sessions and resumption still pair up
+IDENTITY_HEADERS = frozenset({"mcp-session-id", "last-event-id"})
 #: headers whose value is a URL: its query is redacted (`link`: each `<URL>` of it)
 URL_HEADERS = frozenset({"location", "content-location", "referer", "link"})
 # query parameters and command-line options: the header rule, a token not being a count (`max_tokens`)
@@ -81,6 +86,41 @@ _OPTION = re.compile(r"(-{1,2})([A-Za-z][\w.-]*)(?:(=)(.*))?\Z", re.S)
 _ENV_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
 _HEADER_ARG = re.compile(r"([A-Za-z][A-Za-z0-9-]*):\s*(.*)\Z", re.S)
 _KEY_ID = b"mrtr-inspect redaction key id"
+
+
+# what looks like a credential (recording/secrets.py describes the heuristic)
+_KNOWN = [
+    ("an OpenAI/Anthropic-style key (sk-…)", re.compile(r"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("a Slack token (xox…)", re.compile(r"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}")),
+    ("a GitLab token", re.compile(r"glpat-[A-Za-z0-9_-]{20,}")),
+    ("a Google API key", re.compile(r"AIza[A-Za-z0-9_-]{35}")),
+    ("an AWS access key id", re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")),
+    ("a JWT", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*", re.S)),
+]
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,512}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+ENTROPY = 4.2  # bits per character
+
+
+def entropy(text: str) -> float:
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+def looks_secret(value: str) -> str | None:
+    """What the value looks like ("a GitHub token", "a high-entropy token"), or None."""
+    if is_placeholder(value):
+        return None
+    v = value.strip()
+    for what, rx in _KNOWN:
+        if rx.fullmatch(v):
+            return what
+    if (_TOKEN.fullmatch(v) and not _UUID.fullmatch(v) and any(c.isdigit() for c in v)
+            and any(c.isalpha() for c in v) and entropy(v) > ENTROPY):
+        return "a high-entropy token"
+    return None
 
 
 def member_key(name: str) -> str:
@@ -148,7 +188,7 @@ class Redactor:
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
         #: how many strings each configured path redacted (`unmatched`: the ones that redacted none)
         self.hits = [0] * len(self.paths)
-        self._sensitive: dict[str, int] = {}  # header name as sent -> 0 kept, 1 secret, 2 a URL, 3 links (names are few)
+        self._sensitive: dict[str, int] = {}  # name as sent -> 0 kept, 1 secret, 2 a URL, 3 links, 4 an id (names are few)
         self.key_id = hmac.new(key, _KEY_ID, hashlib.sha256).hexdigest()[:12]
 
     def unmatched(self) -> list[str]:
@@ -172,6 +212,11 @@ class Redactor:
             return self.placeholder(value)
         return self.placeholder(value)
 
+    def if_secret(self, value: str) -> str:
+        """`value` redacted when it looks like a credential (`looks_secret`), else as is: an identity the
+        analysis and replay read (a session id, an SSE event id), kept unless it is a token."""
+        return self.placeholder(value) if looks_secret(value) is not None else value
+
     def sensitive_header(self, name: str) -> bool:
         return self._header_kind(name) == 1
 
@@ -184,7 +229,7 @@ class Redactor:
             elif n in self.headers or secret_header_name(n):
                 known = 1
             else:
-                known = (3 if n == "link" else 2) if n in URL_HEADERS else 0
+                known = (3 if n == "link" else 2) if n in URL_HEADERS else 4 if n in IDENTITY_HEADERS else 0
             if len(self._sensitive) < 4096:
                 self._sensitive[name] = known
         return known
@@ -193,8 +238,8 @@ class Redactor:
         kinds = [self._header_kind(k) for k, _ in headers]
         if not any(kinds):
             return headers
-        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v) if c == 2 else self.link(v))
-                    for (k, v), c in zip(headers, kinds))
+        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v) if c == 2 else
+                     self.link(v) if c == 3 else self.if_secret(v)) for (k, v), c in zip(headers, kinds))
         return headers if out == headers else out
 
     # -- URLs and command lines -----------------------------------------------------------------
@@ -315,7 +360,10 @@ class Redactor:
 
     def redact_sse(self, raw: bytes) -> bytes:
         """The event's data (its data lines joined, as the event-stream rules join them) redacted as
-        JSON, in place: a secret's token never spans lines, so each line keeps its own bytes."""
+        JSON, in place: a secret's token never spans lines, so each line keeps its own bytes. An `id:`
+        that looks like a credential is redacted too (`if_secret`)."""
+        if b"id:" in raw:
+            raw = _SSE_ID.sub(self._sse_id, raw)
         if not self.paths and not self.may_redact(raw):
             return raw
         spans = []  # where each data line's value lies in raw
@@ -330,6 +378,14 @@ class Redactor:
         for (a, b), piece in reversed(list(zip(spans, pieces))):
             out[a:b] = piece
         return bytes(out)
+
+    def _sse_id(self, m: re.Match) -> bytes:
+        try:
+            value = m.group(2).decode("utf-8")
+        except UnicodeDecodeError:
+            return m.group()
+        red = self.if_secret(value)
+        return m.group() if red is value else m.group(1) + red.encode()
 
     # -- frames ---------------------------------------------------------------------------------
     def frame(self, f: Frame) -> Frame:
@@ -364,6 +420,7 @@ class Redactor:
 
 _SSE_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n|\Z)")
 _LINK_URL = re.compile(r"<([^<>]*)>")
+_SSE_ID = re.compile(rb"(?m)^(id:[ ]?)([^\r\n]+)")
 
 
 def is_placeholder(value: object) -> bool:
