@@ -38,7 +38,9 @@ class Config:
     redact_query: list[str] = field(default_factory=list)
     #: command-line options and NAME=VALUE names, beyond the secret-looking ones, whose values recordings redact
     redact_args: list[str] = field(default_factory=list)
-    #: header, query parameter, option and variable names never redacted, though they look secret
+    #: JSON member names, beyond the secret ones (recording/redaction.py MEMBERS), whose string values recordings redact
+    redact_members: list[str] = field(default_factory=list)
+    #: header, query parameter, option, variable and JSON member names never redacted, though they look secret
     redact_keep: list[str] = field(default_factory=list)
     #: gateways that wrap calls (RULES.md §11): each `{"target": T, "tool": PATH, "arguments": PATH}` says a
     #: front `tools/call T` names the back tool and its arguments at those dotted paths of its arguments

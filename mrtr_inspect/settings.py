@@ -153,6 +153,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "redact_headers": (_strings, "a list of strings"),
     "redact_query": (_strings, "a list of strings"),
     "redact_args": (_strings, "a list of strings"),
+    "redact_members": (_strings, "a list of strings"),
     "redact_keep": (_strings, "a list of strings"),
     "hop_map": (_hop_map, 'tables [[hop_map]] of target = "TOOL", tool = "PATH", arguments = "PATH"'),
 }
@@ -202,7 +203,25 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
     half = _half_of_a_pair(config.redact_paths)
     if half:
         settings.notes.append(f"{where}redact_paths: {half}")
+    narrowed = _narrowed(t.get("redact_keep", ()))
+    if narrowed:
+        settings.notes.append(f"{where}redact_keep: {', '.join(narrowed)} "
+                              f"{'is' if len(narrowed) == 1 else 'are'} redacted by default and will be kept in clear "
+                              "in recordings and exports")
     return config
+
+
+def _narrowed(keep: list[str]) -> list[str]:
+    """The names of `redact_keep` that the default redaction covers (a header, a query parameter or
+    option, a JSON member): keeping them narrows the defaults, which the user is told."""
+    from .recording.redaction import DEFAULT_HEADERS, default_member, secret_header_name, secret_name
+
+    out = []
+    for name in keep:
+        n = name.strip().lower().lstrip("-")
+        if n in DEFAULT_HEADERS or secret_header_name(n) or secret_name(n) or default_member(n):
+            out.append(name)
+    return out
 
 
 def _half_of_a_pair(paths: list[str]) -> str | None:

@@ -74,11 +74,11 @@ class LiveAnalysis:
         self.report = report
         self.report_path = report_path
         self.errors = 0
-        self.exports = exports  # the live OTLP and metrics exports: sinks too (adapters/exports.py)
-        self.sinks = tuple(sinks) + tuple(self._exports(start))
         # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
         self.redactor = writer.redactor if writer is not None else redactor_for(config)
         self.redact = self.redactor.frame
+        self.exports = exports  # the live OTLP and metrics exports: sinks too (adapters/exports.py)
+        self.sinks = tuple(sinks) + tuple(self._exports(self.redact(start)))
         self.secrets = SecretScan()  # what the redaction missed, said at the end
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 

@@ -236,7 +236,8 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     mitm_log.propagate = False
     code = 0
     try:
-        code = asyncio.run(_serve(addon, analysis, origin, path, host, port, say, handler))
+        # the ready line names the path with its secret query values redacted, as the recording does
+        code = asyncio.run(_serve(addon, analysis, origin, redactor.url(path), host, port, say, handler))
     except KeyboardInterrupt:  # a SIGINT before our handler was in place: nothing was served yet
         pass
     finally:

@@ -14,7 +14,8 @@ forwarding process died before it could (`RecordingWriter.close(after_kill=True)
 
 Both write exactly the frames the analysis judges (redacted by the same `Redactor`), so `check` of
 the recording gives the live report. The tee's lines are encoded a chunk at a time
-(`format.LineEncoder`), with per-line work only for a line the configured `redact_paths` may touch.
+(`format.LineEncoder`), with per-line work only for a line the configured `redact_paths` may touch,
+or that holds a secret member's name (`Redactor.may_redact`: one bytes search of the chunk).
 """
 
 from __future__ import annotations
@@ -143,6 +144,7 @@ class StdioRecorder(_Recorder):
         self.session = writer.session
         self.redact = writer.redactor.frame
         self._needles = _needles(writer.redactor)
+        self._members = getattr(writer.redactor, "may_redact", None)  # a secret member's name: one bytes search
         self._enc = {d: fmt.LineEncoder(self.session, d) for d in ("c2s", "s2c")}
         self._pending: dict[str, list[bytes]] = {"c2s": [], "s2c": []}
         self._held = {"c2s": 0, "s2c": 0}  # bytes in _pending
@@ -189,9 +191,9 @@ class StdioRecorder(_Recorder):
             self._append(piece)
 
     def _lines(self, t: float, direction: str, body: bytes) -> bytes:
-        needles = self._needles
-        if needles is not None and (not needles or not (b"\\u" in body or b"\\/" in body
-                                                          or any(n in body for n in needles))):
+        needles, members = self._needles, self._members
+        if (needles is not None and (not needles or not (b"\\u" in body or b"\\/" in body or any(n in body for n in needles)))
+                and (members is None or not members(body))):
             return self._enc[direction].lines(t, body)
         s, redact, encode = self.session, self.redact, fmt.encode
         return b"".join(encode(redact(StdioLine(t, s, direction, line))) for line in body.split(b"\n"))  # type: ignore[arg-type]

@@ -11,12 +11,24 @@ secret's bytes are replaced; everything else stays byte-exact.
 * a recorded command line: the value after a secret-looking option (`--api-key V`, `--token=V`),
   of a `NAME=VALUE` pair with a secret-looking name, of a `Header: value` argument for a redacted
   header, and the query of a URL argument;
+* JSON members with a secret's name (`MEMBERS`: `password`, `api_token`, `access_token`, `apiKey`,
+  `client-secret`…; the name's case and its `-`/`_` separators do not matter), anywhere in a message:
+  a string value, or the string items of an array value; the same members inside a string that
+  holds JSON (a tool result's text mirror of its `structuredContent`: `"{\\"token\\": \\"…\\"}"`);
 * JSON paths (core.jsonpath: `params.arguments.password`, `params.inputResponses.*.content.token`,
   `**.token`); string values there are replaced in place.
 
 A placeholder stands for the secret's text as the peer meant it: a query value percent-decoded, so
 a token sent in a header and in a URL has one placeholder. Names the settings add
-(`redact_query`, `redact_args`) are redacted too, names in `redact_keep` never (docs/configuration.md).
+(`redact_query`, `redact_args`, `redact_members`) are redacted too, names in `redact_keep` never
+(docs/configuration.md).
+
+Member names are matched whole (normalised: lower case, `-`, `_`, `.` and spaces dropped), never as
+substrings: `tokens`, `max_tokens`, `maxTokens`, `tokenCount`, `progressToken`, `requestState`,
+`cursor`, `nextCursor` are not secrets. Only string values are replaced, so a schema that describes a
+`password` property (`{"password": {"type": "string"}}`) keeps its shape. A message is walked only
+when a bytes search finds a secret's name followed by `":` (or an escaped ASCII letter, which a name
+could hide behind): the rest pass with one regular-expression scan.
 
 Pure: the key is given by the caller (writer.py loads or creates it). A recording's header names the
 key's id (`redaction.keys`, an HMAC of a constant: nothing of the key), so replay knows whether its
@@ -28,7 +40,9 @@ from __future__ import annotations
 import hashlib
 import hmac
 import json
+import math
 import re
+from collections import Counter
 from dataclasses import replace
 from typing import Iterable
 from urllib.parse import unquote_plus
@@ -40,21 +54,131 @@ from ..core.rawjson import scalar_tokens
 DEFAULT_HEADERS = frozenset({
     "authorization", "proxy-authorization", "cookie", "set-cookie", "x-api-key", "api-key", "apikey",
     "x-auth-token", "x-access-token", "x-goog-api-key", "anthropic-api-key", "openai-api-key",
+    "ocp-apim-subscription-key", "x-functions-key", "x-amz-security-token",
 })
-_SECRET_NAME = re.compile(r"(api[-_]?key|secret|token|password|credential)", re.I)
+# any other header whose name says api-key, secret, token, password, credential, signature or
+# authorization, or ends in `-key`, `-auth`, `-sig` (`X-Functions-Key`, `Ocp-Apim-Subscription-Key`)
+_SECRET_NAME = re.compile(r"(api[-_]?key|secret|token|passw(?:or)?d|credential|signature|authorization|"
+                          r"(?:^|[-_])(?:key|auth|sig)$)", re.I)
 _PLACEHOLDER = re.compile(r"\[redacted:[0-9a-f]{12}\]")
 PLACEHOLDERS = _PLACEHOLDER  # found in a longer text (a URL, a command line)
-#: headers whose value is a URL: its query is redacted
-URL_HEADERS = frozenset({"location", "content-location", "referer"})
+#: headers whose value is an identity the analysis and replay read: redacted only when it looks like a
+#: credential (a JWT, a high-entropy token), consistently, so sessions and resumption still pair up
+IDENTITY_HEADERS = frozenset({"mcp-session-id", "last-event-id"})
+#: headers whose value is a URL: its query is redacted (`link`: each `<URL>` of it)
+URL_HEADERS = frozenset({"location", "content-location", "referer", "link"})
 # query parameters and command-line options: the header rule, a token not being a count (`max_tokens`)
 # nor a tokenizer, and a few short names
 _SECRET_ARG = re.compile(r"api[-_]?key|secret|token(?!s|iz|is)|passw(?:or)?d|credential|private[-_]?key|"
-                         r"access[-_]?key|session[-_]?id|client[-_]?assertion|(?:^|[-_.])(?:pat|key)$", re.I)
+                         r"access[-_]?key|session[-_]?id|client[-_]?assertion|code[-_]?verifier|signature|"
+                         r"(?:^|[-_.])(?:pat|key|sig|auth)$", re.I)
 _SECRET_WORDS = frozenset({"key", "auth", "sig", "signature", "pwd", "pass", "jwt", "bearer", "apikey", "sid"})
+#: query parameters only: an OAuth authorization code (`?code=…&state=…` in a redirect's Location)
+_QUERY_WORDS = frozenset({"code"})
+#: JSON member names whose string values are secrets, normalised (`member_key`): docs/recording-format.md
+MEMBERS = (
+    "password", "passwd", "pwd", "passphrase", "secret", "client_secret", "api_secret", "secret_key",
+    "secret_access_key", "token", "access_token", "refresh_token", "id_token", "api_token", "auth_token",
+    "bearer_token", "session_token", "security_token", "api_key", "x_api_key", "private_key", "auth",
+    "authorization", "credential", "credentials", "cookie", "client_assertion", "code_verifier",
+)
 _OPTION = re.compile(r"(-{1,2})([A-Za-z][\w.-]*)(?:(=)(.*))?\Z", re.S)
 _ENV_PAIR = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)=(.*)\Z", re.S)
 _HEADER_ARG = re.compile(r"([A-Za-z][A-Za-z0-9-]*):\s*(.*)\Z", re.S)
 _KEY_ID = b"mrtr-inspect redaction key id"
+
+
+# what looks like a credential (recording/secrets.py describes the heuristic)
+_KNOWN = [
+    ("an OpenAI/Anthropic-style key (sk-…)", re.compile(r"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
+    ("a GitHub token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
+    ("a Slack token (xox…)", re.compile(r"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}")),
+    ("a GitLab token", re.compile(r"glpat-[A-Za-z0-9_-]{20,}")),
+    ("a Google API key", re.compile(r"AIza[A-Za-z0-9_-]{35}")),
+    ("an AWS access key id", re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")),
+    ("a JWT", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
+    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*", re.S)),
+]
+_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,512}")
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+ENTROPY = 4.2  # bits per character
+
+
+def entropy(text: str) -> float:
+    n = len(text)
+    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
+
+
+def looks_secret(value: str) -> str | None:
+    """What the value looks like ("a GitHub token", "a high-entropy token"), or None."""
+    if is_placeholder(value):
+        return None
+    v = value.strip()
+    for what, rx in _KNOWN:
+        if rx.fullmatch(v):
+            return what
+    if (_TOKEN.fullmatch(v) and not _UUID.fullmatch(v) and any(c.isdigit() for c in v)
+            and any(c.isalpha() for c in v) and entropy(v) > ENTROPY):
+        return "a high-entropy token"
+    return None
+
+
+def member_key(name: str) -> str:
+    """A member name as the member list compares it: `API-Key`, `api_key`, `apiKey` → `apikey`."""
+    return _SEPARATORS.sub("", name).lower()
+
+
+_SEPARATORS = re.compile(r"[-_. ]")
+
+
+def default_member(name: str) -> bool:
+    """Whether the defaults redact a JSON member of this name."""
+    return member_key(name) in _DEFAULT_MEMBER_KEYS
+
+
+_DEFAULT_MEMBER_KEYS = frozenset(member_key(n) for n in MEMBERS)
+
+
+def _member_search(keys: Iterable[str]):
+    """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
+    names `keys` (normalised), in a lower-cased text: a `-`, `_`, `.` or space between any two characters. The
+    names are one trie (`"(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`), so a quote that starts no secret's name
+    costs one test of its next character (bench/redaction_members.py)."""
+    root: dict = {}
+    for k in keys:
+        if k:
+            node = root
+            for c in k:
+                node = node.setdefault(c, {})
+            node[""] = {}
+    if not root:
+        return None
+
+    def emit(node: dict, first: bool) -> bytes:
+        alts = [re.escape(c.encode()) + emit(child, False) for c, child in sorted(node.items()) if c]
+        if not alts:
+            return b""
+        body = (b"" if first else rb"[-_. ]?") + (alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")")
+        return b"(?:" + body + b")?" if "" in node else body
+
+    # the lookahead: a quote not followed by a name's first letter is passed over in one step; the
+    # text is searched lower-cased (`may_redact`), which is cheaper than a case-blind pattern
+    head = rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'])'
+    return re.compile(head + emit(root, True) + rb'\\?"\s*:').search
+
+
+# an escaped ASCII letter, digit, `-` or `_` (`\u0070assword`): no encoder writes one, but a name could
+# hide behind it, so a message that has one is walked
+_ESCAPED_NAME_CHAR = re.compile(rb"\\u00(?:[46][1-9a-fA-F]|[57][0-9aA]|3[0-9]|2[dD]|5[fF])").search
+# a secret member inside a string that holds JSON, as the outer string spells it: `\"token\": \"VALUE\"`
+# (VALUE: the outer escapes of the inner string's characters; the inner escapes as `\\` + one more)
+_NESTED = r'\\"([^"\\]{1,64})\\"(?:\s|\\[nrt])*:(?:\s|\\[nrt])*\\"((?:[^"\\]|\\[^"\\]|\\\\(?:[^"\\]|\\.))*)\\"'
+_NESTED_MEMBER = re.compile(_NESTED, re.S)
+
+
+def secret_header_name(name: str) -> bool:
+    """Whether the defaults redact a header of this name (beyond `DEFAULT_HEADERS`)."""
+    return _SECRET_NAME.search(name) is not None
 
 
 def secret_name(name: str) -> bool:
@@ -67,16 +191,22 @@ def secret_name(name: str) -> bool:
 
 class Redactor:
     def __init__(self, key: bytes, headers: Iterable[str] = (), paths: Iterable[str] = (),
-                 query: Iterable[str] = (), args: Iterable[str] = (), keep: Iterable[str] = ()) -> None:
+                 query: Iterable[str] = (), args: Iterable[str] = (), keep: Iterable[str] = (),
+                 members: Iterable[str] = ()) -> None:
         self.key = key
+        keep = list(keep)
         self.keep = frozenset(k.strip().lower().lstrip("-") for k in keep)
         self.headers = (DEFAULT_HEADERS | {h.lower() for h in headers}) - self.keep
         self.names = frozenset(n.strip().lower().lstrip("-") for n in (*query, *args)) - self.keep
+        #: JSON member names (normalised: `member_key`) whose string values are redacted
+        self.members = (_DEFAULT_MEMBER_KEYS | {member_key(m) for m in members}) - {member_key(k) for k in keep}
+        self._members_at = _member_search(self.members)
+        self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
         #: how many strings each configured path redacted (`unmatched`: the ones that redacted none)
         self.hits = [0] * len(self.paths)
-        self._sensitive: dict[str, int] = {}  # header name as sent -> 0 kept, 1 secret, 2 a URL (names are few)
+        self._sensitive: dict[str, int] = {}  # name as sent -> 0 kept, 1 secret, 2 a URL, 3 links, 4 an id (names are few)
         self.key_id = hmac.new(key, _KEY_ID, hashlib.sha256).hexdigest()[:12]
 
     def unmatched(self) -> list[str]:
@@ -100,6 +230,11 @@ class Redactor:
             return self.placeholder(value)
         return self.placeholder(value)
 
+    def if_secret(self, value: str) -> str:
+        """`value` redacted when it looks like a credential (`looks_secret`), else as is: an identity the
+        analysis and replay read (a session id, an SSE event id), kept unless it is a token."""
+        return self.placeholder(value) if looks_secret(value) is not None else value
+
     def sensitive_header(self, name: str) -> bool:
         return self._header_kind(name) == 1
 
@@ -109,10 +244,10 @@ class Redactor:
             n = name.lower()
             if n in self.keep:
                 known = 0
-            elif n in self.headers or _SECRET_NAME.search(n):
+            elif n in self.headers or secret_header_name(n):
                 known = 1
             else:
-                known = 2 if n in URL_HEADERS else 0
+                known = (3 if n == "link" else 2) if n in URL_HEADERS else 4 if n in IDENTITY_HEADERS else 0
             if len(self._sensitive) < 4096:
                 self._sensitive[name] = known
         return known
@@ -121,14 +256,21 @@ class Redactor:
         kinds = [self._header_kind(k) for k, _ in headers]
         if not any(kinds):
             return headers
-        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v))
-                    for (k, v), c in zip(headers, kinds))
+        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v) if c == 2 else
+                     self.link(v) if c == 3 else self.if_secret(v)) for (k, v), c in zip(headers, kinds))
         return headers if out == headers else out
 
     # -- URLs and command lines -----------------------------------------------------------------
     def secret_arg(self, name: str) -> bool:
         n = name.strip().lower()
         return n not in self.keep and (n in self.names or secret_name(n))
+
+    def _secret_query(self, name: str) -> bool:
+        return self.secret_arg(name) or (name.strip().lower() in _QUERY_WORDS and name.strip().lower() not in self.keep)
+
+    def link(self, value: str) -> str:
+        """A `Link` header's value with the query of each `<URL>` in it redacted."""
+        return _LINK_URL.sub(lambda m: f"<{self.url(m.group(1))}>", value) if "?" in value else value
 
     def url(self, value: str) -> str:
         """`value` (a URL, or a request target `/mcp?…`) with its secret-looking query values redacted."""
@@ -141,7 +283,7 @@ class Redactor:
         changed = False
         for i, part in enumerate(parts):
             name, eq, v = part.partition("=")
-            if eq and v and self.secret_arg(unquote_plus(name)):
+            if eq and v and self._secret_query(unquote_plus(name)):
                 red = self.placeholder(unquote_plus(v))
                 if red != v:
                     parts[i], changed = f"{name}={red}", True
@@ -196,25 +338,51 @@ class Redactor:
         return out
 
     # -- bodies ---------------------------------------------------------------------------------
+    def secret_member(self, name: str) -> bool:
+        """Whether a JSON member of this name has its string values redacted (`MEMBERS`, the
+        settings' `redact_members`, less `redact_keep`)."""
+        known = self._member_cache.get(name)
+        if known is None:
+            known = member_key(name) in self.members
+            if len(self._member_cache) < 4096:
+                self._member_cache[name] = known
+        return known
+
+    def may_redact(self, raw: bytes) -> bool:
+        """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
+        paths are the caller's: `paths`)."""
+        at = self._members_at
+        return at is not None and (at(raw.lower()) is not None or (b"\\u00" in raw and _ESCAPED_NAME_CHAR(raw) is not None))
+
     def redact_json(self, raw: bytes) -> bytes:
-        if not self.paths:
+        if not self.paths and not self.may_redact(raw):
             return raw
         try:
             text = raw.decode("utf-8")
         except UnicodeDecodeError:
             return raw
-        spans = list(_string_spans(text, self.paths, self.hits))
+        spans = _string_spans(text, self.paths, self.hits, self.secret_member if self._members_at else None)
         if not spans:
             return raw
-        out = text
-        for start, end, value in sorted(spans, reverse=True):
-            out = out[:start] + json.dumps(self.placeholder(value), ensure_ascii=False) + out[end:]
-        return out.encode("utf-8")
+        pieces, at = [], 0
+        for start, end, value in spans:  # in order, not overlapping: one pass (a long message with many secrets is linear)
+            pieces += [text[at:start], self._replacement(text, start, end, value)]
+            at = end
+        pieces.append(text[at:])
+        return "".join(pieces).encode("utf-8")
+
+    def _replacement(self, text: str, start: int, end: int, value) -> str:
+        if type(value) is str:
+            return json.dumps(self.placeholder(value), ensure_ascii=False)
+        return self.placeholder(value[0])  # inside a string: the placeholder needs no escape
 
     def redact_sse(self, raw: bytes) -> bytes:
         """The event's data (its data lines joined, as the event-stream rules join them) redacted as
-        JSON, in place: a secret's token never spans lines, so each line keeps its own bytes."""
-        if not self.paths:
+        JSON, in place: a secret's token never spans lines, so each line keeps its own bytes. An `id:`
+        that looks like a credential is redacted too (`if_secret`)."""
+        if b"id:" in raw:
+            raw = _SSE_ID.sub(self._sse_id, raw)
+        if not self.paths and not self.may_redact(raw):
             return raw
         spans = []  # where each data line's value lies in raw
         for m in _SSE_LINE.finditer(raw):
@@ -229,11 +397,20 @@ class Redactor:
             out[a:b] = piece
         return bytes(out)
 
+    def _sse_id(self, m: re.Match) -> bytes:
+        try:
+            value = m.group(2).decode("utf-8")
+        except UnicodeDecodeError:
+            return m.group()
+        red = self.if_secret(value)
+        return m.group() if red is value else m.group(1) + red.encode()
+
     # -- frames ---------------------------------------------------------------------------------
     def frame(self, f: Frame) -> Frame:
         t = type(f)
         if t is StdioLine:
-            return replace(f, data=self.redact_json(f.data)) if self.paths else f
+            d = self.redact_json(f.data)
+            return f if d is f.data else replace(f, data=d)
         if t is HttpRequest:
             h, b, p = self.redact_headers(f.headers), self.redact_json(f.body), self.url(f.path)
             return f if h is f.headers and b is f.body and p is f.path else replace(f, headers=h, body=b, path=p)
@@ -251,13 +428,17 @@ class Redactor:
             h = self.redact_headers(f.headers)
             return f if h is f.headers else replace(f, headers=h)
         if t is HttpBody:
-            return replace(f, data=self.redact_json(f.data)) if self.paths else f
+            d = self.redact_json(f.data)
+            return f if d is f.data else replace(f, data=d)
         if t is SseEvent:
-            return replace(f, raw=self.redact_sse(f.raw)) if self.paths else f
+            r = self.redact_sse(f.raw)
+            return f if r is f.raw else replace(f, raw=r)
         return f
 
 
 _SSE_LINE = re.compile(rb"([^\r\n]*)(?:\r\n|\r|\n|\Z)")
+_LINK_URL = re.compile(r"<([^<>]*)>")
+_SSE_ID = re.compile(rb"(?m)^(id:[ ]?)([^\r\n]+)")
 
 
 def is_placeholder(value: object) -> bool:
@@ -277,24 +458,55 @@ def _which(patterns: list[tuple], path: tuple) -> int:
     return -1
 
 
-def _string_spans(text: str, patterns: list[tuple], hits: list[int] | None = None):
-    """(start, end, value) of each string scalar whose path matches a pattern (`hits` counts them
-    per pattern). In a batch (an array at the top) each member's paths count from the member."""
+def _string_spans(text: str, patterns: list[tuple], hits: list[int] | None = None,
+                  secret_member=None) -> list:
+    """(start, end, value) of each string to redact, in order and not overlapping: each string scalar
+    whose path matches a pattern (`hits` counts them per pattern), or whose member name (the name of
+    the array holding it) is a secret's (`secret_member(name)`); value is the string, or a 1-tuple of
+    it for a secret member inside a string that holds JSON (only that member's value is replaced).
+    In a batch (an array at the top) each member's paths count from the member."""
     batch = text.lstrip()[:1] == "["
+    out: list = []
     for stack, slot, m in scalar_tokens(text):
         tok = m.group()
         if tok[0] != '"':
             continue
-        path = (*stack, slot)
-        i = _which(patterns, path)
-        if i < 0 and batch:
-            i = _which(patterns, path[1:])
-        if i < 0:
+        i = -1
+        if patterns:
+            path = (*stack, slot)
+            i = _which(patterns, path)
+            if i < 0 and batch:
+                i = _which(patterns, path[1:])
+        name = slot if type(slot) is str else stack[-1] if stack and type(stack[-1]) is str else None
+        if i < 0 and not (secret_member is not None and name is not None and secret_member(name)):
+            if secret_member is not None and '\\"' in tok:
+                out += _nested(tok, m.start(), secret_member)
             continue
         try:
             value = json.loads(tok)
         except ValueError:
             continue
-        if hits is not None:
+        if i >= 0 and hits is not None:
             hits[i] += 1
-        yield m.start(), m.end(), value
+        out.append((m.start(), m.end(), value))
+    return out
+
+
+def _nested(tok: str, at: int, secret_member) -> list:
+    """The secret members of the JSON a string token holds (`tok`, as sent, at `at`): where their
+    values lie in the outer text, with the inner value."""
+    out = []
+    for m in _NESTED_MEMBER.finditer(tok):
+        if not secret_member(m.group(1)):
+            continue
+        raw = m.group(2)
+        try:
+            value = json.loads('"' + json.loads('"' + raw + '"') + '"')
+        except ValueError:  # not an inner string after all: the text as the outer string says it
+            try:
+                value = json.loads('"' + raw + '"')
+            except ValueError:
+                value = raw
+        if type(value) is str:
+            out.append((at + m.start(2), at + m.end(2), (value,)))
+    return out

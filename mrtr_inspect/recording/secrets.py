@@ -24,49 +24,14 @@ The heuristic (`looks_secret`), chosen to be quiet on ordinary values:
 from __future__ import annotations
 
 import difflib
-import math
-import re
-from collections import Counter
 from typing import Any
 
 from ..core import jsonpath
-from .redaction import Redactor, is_placeholder
+from .redaction import ENTROPY, Redactor, entropy, looks_secret  # noqa: F401 (the heuristic lives with redaction, which uses it too)
 
-_KNOWN = [
-    ("an OpenAI/Anthropic-style key (sk-…)", re.compile(r"sk-(?:ant-|proj-|live-|test-)?[A-Za-z0-9_-]{20,}")),
-    ("a GitHub token", re.compile(r"(?:gh[pousr]_[A-Za-z0-9]{30,}|github_pat_[A-Za-z0-9_]{30,})")),
-    ("a Slack token (xox…)", re.compile(r"(?:xox[abposr]|xapp)-[A-Za-z0-9-]{10,}")),
-    ("a GitLab token", re.compile(r"glpat-[A-Za-z0-9_-]{20,}")),
-    ("a Google API key", re.compile(r"AIza[A-Za-z0-9_-]{35}")),
-    ("an AWS access key id", re.compile(r"(?:AKIA|ASIA)[A-Z0-9]{16}")),
-    ("a JWT", re.compile(r"eyJ[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}\.[A-Za-z0-9_-]{8,}")),
-    ("a private key", re.compile(r"-----BEGIN [A-Z ]*PRIVATE KEY-----.*", re.S)),
-]
-_TOKEN = re.compile(r"[A-Za-z0-9+/=_-]{20,512}")
-_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
-ENTROPY = 4.2  # bits per character
 _SCANNED = ("tools/call", "prompts/get", "resources/read", "completion/complete")
 _MAX_PATHS = 2000
 _MAX_NOTES = 20
-
-
-def entropy(text: str) -> float:
-    n = len(text)
-    return -sum(c / n * math.log2(c / n) for c in Counter(text).values()) if n else 0.0
-
-
-def looks_secret(value: str) -> str | None:
-    """What the value looks like ("a GitHub token", "a high-entropy token"), or None."""
-    if is_placeholder(value):
-        return None
-    v = value.strip()
-    for what, rx in _KNOWN:
-        if rx.fullmatch(v):
-            return what
-    if (_TOKEN.fullmatch(v) and not _UUID.fullmatch(v) and any(c.isdigit() for c in v)
-            and any(c.isalpha() for c in v) and entropy(v) > ENTROPY):
-        return "a high-entropy token"
-    return None
 
 
 def _general(path: tuple) -> tuple:

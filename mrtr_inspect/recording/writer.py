@@ -65,9 +65,11 @@ def redaction_key() -> bytes:
 
 def redactor_for(config: Config | None) -> Redactor:
     """The redaction of live recordings: the defaults, plus the configuration's `redact_headers`,
-    `redact_paths`, `redact_query`, `redact_args`, less its `redact_keep` (docs/configuration.md)."""
+    `redact_paths`, `redact_query`, `redact_args`, `redact_members`, less its `redact_keep`
+    (docs/configuration.md)."""
     c = config if config is not None else Config()
-    return Redactor(redaction_key(), c.redact_headers, c.redact_paths, c.redact_query, c.redact_args, c.redact_keep)
+    return Redactor(redaction_key(), c.redact_headers, c.redact_paths, c.redact_query, c.redact_args, c.redact_keep,
+                    c.redact_members)
 
 
 def new_session_id() -> str:

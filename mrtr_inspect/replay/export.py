@@ -27,9 +27,8 @@ from ..core.events import HttpRequest, SessionStart, StdioLine
 from ..core.messages import decode_message, split_batch
 from ..recording import format as fmt
 from ..recording.files import named, write_private
-from ..recording.redaction import Redactor
 from ..recording.secrets import SecretScan
-from ..recording.writer import redaction_key
+from ..recording.writer import redactor_for
 from .script import ReplayError, load_script
 
 _MACHINE = re.compile(r"(?<![\w.-])/(?:home|root|tmp|Users|work|var/folders|private/var)/[^\s\"'\\]*")
@@ -88,9 +87,9 @@ def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chai
     keep = [ex for ex in script.exchanges if ex.chain in wanted or (ex.chain is None and not only_chains)]
     drop = {i for ex in script.exchanges if ex not in keep for i in ex.frames}
     sessions = {ex.session for ex in keep}
-    c = config or Config()
-    redactor = Redactor(redaction_key(), [*c.redact_headers, *redact_headers], [*c.redact_paths, *redact_paths],
-                        c.redact_query, c.redact_args, c.redact_keep)
+    c = replace(config) if config is not None else Config()
+    c.redact_headers, c.redact_paths = [*c.redact_headers, *redact_headers], [*c.redact_paths, *redact_paths]
+    redactor = redactor_for(c)
     scan = SecretScan()
     lines: list[bytes] = []
     for i, frame in enumerate(script.frames):

@@ -110,7 +110,7 @@ class Replayer:
             return self._error(None, -32600, OWN_REPLY + why, None, 400)
         probe = live
         red = self.options.redactor
-        redact = self.options.redact or (red.redact_json if red is not None and red.paths else None)
+        redact = self.options.redact or (red.redact_json if red is not None else None)
         if redact is not None:
             redacted = redact(raw)
             if redacted is not raw:

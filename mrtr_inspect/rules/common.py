@@ -35,6 +35,20 @@ def at(msg: Message) -> str:
     return f"{msg.label()} (message #{msg.index})"
 
 
+def quoted(value: Any) -> str:
+    """A header value or an SSE id as a finding quotes it: `repr(value)`, unless it looks like a
+    credential (recording.redaction.looks_secret: a known token shape, a high-entropy token), which
+    a finding never quotes: `<a JWT, not shown>`. Redaction covers the headers it knows by name;
+    this covers the rest, which the recording keeps in clear (an SSE id, an Mcp-Session-Id)."""
+    if type(value) is str:
+        from ..recording.redaction import looks_secret
+
+        what = looks_secret(value)
+        if what is not None:
+            return f"<{what}, not shown>"
+    return repr(value)
+
+
 def side(msg: Message) -> str:
     return "client" if msg.direction == "c2s" else "server"
 

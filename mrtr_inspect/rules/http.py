@@ -41,6 +41,7 @@ from .common import (
     integer_code,
     legacy_session,
     on_stream_of,
+    quoted,
 )
 from .registry import ERROR, INFO, WARNING, Pass, declare, rule
 
@@ -366,11 +367,11 @@ def http_response_content_type(obs: ExchangeDone, ctx) -> None:
     if x.body_messages:
         if ct == JSON or media_type(ct) == JSON:
             return
-        what = f"Content-Type {ct!r}" if ct is not None else "no Content-Type"
+        what = f"Content-Type {quoted(ct)}" if ct is not None else "no Content-Type"
     elif x.error is not None:
         return  # cut short: the body may never have been seen
     else:
-        what = f"status {x.status}" + (f", Content-Type {ct!r}" if ct is not None else "") + " and no body"
+        what = f"status {x.status}" + (f", Content-Type {quoted(ct)}" if ct is not None else "") + " and no body"
     req = x.request
     ctx.emit(f"{_where(req)} was answered with {what}; a request gets application/json (one JSON object) or "
              "text/event-stream", messages=[req.index])
@@ -498,7 +499,7 @@ class _Mirrored:
         raw, value, where = self.raw, self.value, _where(self.post.msg)
         if self.source is None:  # an Mcp-Param-* header no valid annotation names: its encoding still counts
             _, problem = decode_header_value(raw)
-            return ("encoding", f"{where}: header {self.name} {raw!r} {problem}") if problem is not None else (None, None)
+            return ("encoding", f"{where}: header {self.name} {quoted(raw)} {problem}") if problem is not None else (None, None)
         if raw == value and _plain(raw):
             return None, None  # the common case: a header-safe value sent as is
         if type(value) is str and raw == value and _looks_like_sentinel(value):
@@ -506,9 +507,9 @@ class _Mirrored:
                                 "looks like the Base64 sentinel must itself be Base64-encoded")
         decoded, problem = decode_header_value(raw)
         if problem is not None:
-            return "encoding", f"{where}: {self.name} {raw!r} {problem}"
+            return "encoding", f"{where}: {self.name} {quoted(raw)} {problem}"
         if not _matches(decoded, value):
-            shown = f"{raw!r}" + (f" (decoded {decoded!r})" if decoded != raw else "")
+            shown = quoted(raw) + (f" (decoded {quoted(decoded)})" if decoded != raw else "")
             return "mismatch", f"{where}: {self.name} {shown} does not match {self.source} {_shown(value)}"
         return None, None
 
@@ -577,7 +578,7 @@ def http_protocol_version_header_mismatch(obs: Decoded, ctx, post: _Post) -> Non
     ignored)."""
     hv, msg = post.h.get("mcp-protocol-version"), post.msg
     if hv is not None and hv.strip(OWS) != msg.version:
-        post.reject(ctx, f"{_where(msg)}: MCP-Protocol-Version {hv!r} does not match the body's _meta protocolVersion "
+        post.reject(ctx, f"{_where(msg)}: MCP-Protocol-Version {quoted(hv)} does not match the body's _meta protocolVersion "
                          f"{_shown(msg.version)}")
 
 
@@ -610,7 +611,7 @@ def http_mcp_method_mismatch(obs: Decoded, ctx, post: _Post) -> None:
     case-sensitive)."""
     hm, msg = post.h.get("mcp-method"), post.msg
     if hm is not None and hm.strip(OWS) != msg.method:
-        post.reject(ctx, f"{_where(msg)}: Mcp-Method {hm!r} does not match the body's method {_shown(msg.method)}")
+        post.reject(ctx, f"{_where(msg)}: Mcp-Method {quoted(hm)} does not match the body's method {_shown(msg.method)}")
 
 
 @HEADERS.check(
@@ -725,7 +726,7 @@ def http_mcp_param_null_present(obs: Decoded, ctx, header: _Mirrored) -> None:
     """A `tools/call` POST carries `Mcp-Param-{Name}` although the annotated argument is null or
     absent."""
     if header.annotated and not header.set and header.raw is not None:
-        ctx.emit(f"{_where(header.post.msg)} sends {header.name} {header.raw!r} although {header.source} is "
+        ctx.emit(f"{_where(header.post.msg)} sends {header.name} {quoted(header.raw)} although {header.source} is "
                  f"{'null' if header.present else 'absent'}; the header must be omitted", messages=[header.post.msg.index])
 
 
@@ -759,7 +760,7 @@ def http_invalid_x_mcp_header_tool_called(obs: Decoded, ctx, post: _Post) -> Non
 def http_session_id_sent(obs: Decoded, ctx, post: _Post) -> None:
     """A modern request POST carries `Mcp-Session-Id`; 2026-07-28 has no protocol-level sessions."""
     if "mcp-session-id" in post.h:
-        ctx.emit(f"{_where(post.msg)} carries Mcp-Session-Id {post.h['mcp-session-id']!r}; this revision has no "
+        ctx.emit(f"{_where(post.msg)} carries Mcp-Session-Id {quoted(post.h['mcp-session-id'])}; this revision has no "
                  "sessions", messages=[post.msg.index])
 
 
@@ -910,7 +911,7 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
     if sid is not None:
         req = x.request
         ctx.emit(f"the response to {_where(req) if req else 'exchange ' + str(x.number)} carries Mcp-Session-Id "
-                 f"{sid!r}; this revision has no sessions", messages=[req.index] if req else [])
+                 f"{quoted(sid)}; this revision has no sessions", messages=[req.index] if req else [])
 
 
 def _legacy_served(x: HttpExchange, ctx) -> bool:
@@ -987,7 +988,7 @@ def http_last_event_id(obs, ctx) -> None:
         ctx.mem[x] = True
         req = x.request
         ctx.emit(f"the SSE stream answering {_where(req) if req else 'exchange ' + str(x.number)} carries event ids "
-                 f"(id: {obs.fields.id!r}); streams of this revision are not resumable",
+                 f"(id: {quoted(obs.fields.id)}); streams of this revision are not resumable",
                  messages=[obs.msg.index] if obs.msg is not None else [])
         return
     x = _first(obs)
@@ -995,7 +996,7 @@ def http_last_event_id(obs, ctx) -> None:
         return
     last = _header_map(x.headers)[0].get("last-event-id")
     if last is not None:
-        ctx.emit(f"{_where(obs.msg)} carries Last-Event-ID {last!r}; streams of this revision are not resumable",
+        ctx.emit(f"{_where(obs.msg)} carries Last-Event-ID {quoted(last)}; streams of this revision are not resumable",
                  messages=[obs.msg.index])
 
 

@@ -27,6 +27,7 @@ from .common import (
     on_stream_of,
     once,
     params,
+    quoted,
 )
 from .registry import ERROR, INFO, WARNING, Pass, rule
 
@@ -177,7 +178,7 @@ def legacy_session_id_charset(obs: Decoded, ctx, st: _State) -> None:
     sid = header(obs.exchange.response_headers, "mcp-session-id")
     bad = sorted({c for c in sid if not "\x21" <= c <= "\x7e"}) if sid is not None else None
     if bad:
-        ctx.emit(f"the Mcp-Session-Id {sid!r} minted with {at(obs.msg)} holds {', '.join(map(repr, bad))}; the session "
+        ctx.emit(f"the Mcp-Session-Id {quoted(sid)} minted with {at(obs.msg)} holds {', '.join(map(repr, bad))}; the session "
                  "ID MUST only contain visible ASCII characters (0x21 to 0x7E)", messages=[obs.msg.index])
 
 
@@ -222,7 +223,7 @@ def legacy_session_header_missing(obs: Decoded, ctx, st: _State) -> None:
     if session is not None and session[0] is not None and header(obs.exchange.headers, "mcp-session-id") is None:
         msg = obs.msg
         ctx.emit(f"{at(msg)} is POSTed without Mcp-Session-Id, though initialize ({at(session[2])}) assigned "
-                 f"session {session[0]!r} to this client; clients MUST include it on all subsequent requests",
+                 f"session {quoted(session[0])} to this client; clients MUST include it on all subsequent requests",
                  messages=[session[2].index, msg.index])
 
 
@@ -252,7 +253,7 @@ def legacy_protocol_version_header_missing(obs: Decoded, ctx, st: _State) -> Non
                  f"({at(session[2])}); the client MUST include it on all subsequent requests",
                  messages=[session[2].index, msg.index])
     elif sent.strip() != version:
-        ctx.emit(f"{at(msg)} sends MCP-Protocol-Version {sent.strip()!r}, not the negotiated {version!r} "
+        ctx.emit(f"{at(msg)} sends MCP-Protocol-Version {quoted(sent.strip())}, not the negotiated {version!r} "
                  f"({at(session[2])}); it SHOULD be the negotiated version", messages=[session[2].index, msg.index],
                  severity=WARNING)
 

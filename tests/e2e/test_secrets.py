@@ -135,13 +135,13 @@ def test_no_secret_on_a_stdio_command_line_reaches_a_file(tmp_path):
 
 
 def test_the_tee_says_at_the_end_a_redaction_path_that_matched_nothing_and_a_secret_left(tmp_path):
-    """Record time (issue 14, item 3): the typo `apitoken` for `api_token` redacts nothing; the tee
+    """Record time (issue 14, item 3): the typo `deploykey` for `deploy_key` redacts nothing; the tee
     says so on stderr when the session ends, with the path it likely meant, and notes the value that
     looks like a secret. Near miss: with the right path, neither line."""
     line = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {
-        "name": "deploy", "arguments": {"env": "prod", "api_token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"}}})
+        "name": "deploy", "arguments": {"env": "prod", "deploy_key": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"}}})
     said = {}
-    for name, path in (("typo", "params.arguments.apitoken"), ("right", "params.arguments.api_token")):
+    for name, path in (("typo", "params.arguments.deploykey"), ("right", "params.arguments.deploy_key")):
         conf, record = tmp_path / f"{name}.toml", tmp_path / f"{name}.jsonl"
         conf.write_text(f'redact_paths = ["{path}"]\n')
         done = subprocess.run(tee_cmd("--quiet", "--config", str(conf), "--record", str(record), cmd=helper("respond")),
@@ -149,10 +149,10 @@ def test_the_tee_says_at_the_end_a_redaction_path_that_matched_nothing_and_a_sec
         assert done.returncode == 0, done.stderr
         said[name] = (done.stderr.decode(), record.read_bytes())
     err, data = said["typo"]
-    assert ("warning: redaction path params.arguments.apitoken matched no string value: nothing was redacted there "
-            "(did you mean params.arguments.api_token?)") in err
-    assert ("note: params.arguments.api_token of tools/call deploy looks like a GitHub token and is not redacted: "
-            "redact it (redact_paths params.arguments.api_token)") in err
+    assert ("warning: redaction path params.arguments.deploykey matched no string value: nothing was redacted there "
+            "(did you mean params.arguments.deploy_key?)") in err
+    assert ("note: params.arguments.deploy_key of tools/call deploy looks like a GitHub token and is not redacted: "
+            "redact it (redact_paths params.arguments.deploy_key)") in err
     assert b"ghp_16C7" in data
     err, data = said["right"]
     assert "warning" not in err and "note:" not in err and b"ghp_16C7" not in data

@@ -103,8 +103,8 @@ def test_json_path_redaction_leaves_what_it_cannot_read():
     r = Redactor(b"k", paths=PATHS)
     for raw in (b"\xff\xfe", b"not json", b'{"params":{"arguments":{"other":"x"}}}', b""):
         assert r.redact_json(raw) == raw
-    assert Redactor(b"k").redact_json(b'{"params":{"arguments":{"password":"x"}}}') == (
-        b'{"params":{"arguments":{"password":"x"}}}')  # no paths configured
+    assert Redactor(b"k").redact_json(b'{"params":{"arguments":{"other":"x"}}}') == (
+        b'{"params":{"arguments":{"other":"x"}}}')  # no paths configured, no secret's name
 
 
 secret_text = st.text(min_size=1, max_size=12)
@@ -231,8 +231,8 @@ def test_url_headers_and_the_request_path_of_a_frame_are_redacted():
     assert got.path == f"/mcp?key={r.placeholder('K1')}"
     assert got.headers == (("Referer", f"http://a/x?sig={r.placeholder('S1')}&x=1"), ("Accept", "*/*"))
     resp = HttpResponse(2.0, "h", 1, 302, (("Location", "https://b/cb?code=1&client_secret=CS"),))
-    assert r.frame(resp).headers == (("Location", f"https://b/cb?code=1&client_secret={r.placeholder('CS')}"),)
-    plain = HttpResponse(2.0, "h", 1, 302, (("Location", "https://b/cb?code=1"),))
+    assert r.frame(resp).headers == (("Location", f"https://b/cb?code={r.placeholder('1')}&client_secret={r.placeholder('CS')}"),)
+    plain = HttpResponse(2.0, "h", 1, 302, (("Location", "https://b/cb?page=1"),))
     assert r.frame(plain) is plain
 
 
@@ -287,3 +287,56 @@ def test_one_path_syntax_double_star_and_indexes():
     typo = Redactor(b"k", paths=["params.arguments.apitoken"])
     typo.redact_json(b'{"params":{"arguments":{"api_token":"x"}}}')
     assert typo.unmatched() == ["params.arguments.apitoken"]
+
+
+def test_secret_members_are_redacted_by_name_and_look_alikes_are_not():
+    """Issue 25, item 6: members named as secrets, in any case and separator style, anywhere in a
+    message, without a configured path; the rest byte for byte. Near misses: counts and MCP's own
+    opaque values (`max_tokens`, `progressToken`, `requestState`, `cursor`…), and a schema that
+    describes a `password` property (an object, not a string) keep their bytes."""
+    r = Redactor(b"k")
+    names = ["password", "api_token", "access_token", "apiKey", "API-KEY", "Api_Key", "client-secret", "refreshToken",
+             "id_token", "private_key", "token", "auth", "credentials", "secret", "passwd"]
+    body = {n: f"v{i}" for i, n in enumerate(names)}
+    clear = {"max_tokens": "a", "maxTokens": "b", "tokens": "c", "tokenCount": "d", "usage": "e", "progressToken": "f",
+             "requestState": "g", "cursor": "h", "nextCursor": "i", "keyword": "j"}
+    raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call",
+                      "params": {"arguments": {**body, **clear}, "_meta": {"progressToken": "p"}}}).encode()
+    out = r.redact_json(raw)
+    expect = raw
+    for i, n in enumerate(names):
+        expect = expect.replace(f'"{n}": "v{i}"'.encode(), f'"{n}": "{r.placeholder(f"v{i}")}"'.encode())
+    assert out == expect
+    schema = b'{"result":{"tools":[{"inputSchema":{"properties":{"password":{"type":"string"}},"required":["password"]}}]}}'
+    assert r.redact_json(schema) is schema
+
+
+def test_a_secret_member_inside_a_string_that_holds_json_has_the_same_placeholder():
+    r = Redactor(b"k")
+    raw = json.dumps({"result": {"content": [{"type": "text", "text": json.dumps({"access_token": 'ab"c\\d', "n": 1})}],
+                                 "structuredContent": {"access_token": 'ab"c\\d', "n": 1}}}).encode()
+    out = json.loads(r.redact_json(raw))
+    p = r.placeholder('ab"c\\d')
+    assert out["result"]["structuredContent"]["access_token"] == p
+    assert json.loads(out["result"]["content"][0]["text"]) == {"access_token": p, "n": 1}
+
+
+def test_keep_and_redact_members_narrow_and_extend_the_member_list():
+    r = Redactor(b"k", keep=["Password"], members=["pin-code"])
+    raw = b'{"password":"x","pinCode":"1234","PIN_CODE":"5678"}'
+    assert r.redact_json(raw) == (b'{"password":"x","pinCode":"%s","PIN_CODE":"%s"}'
+                                  % (r.placeholder("1234").encode(), r.placeholder("5678").encode()))
+
+
+def test_broadened_header_and_query_names_and_credential_looking_ids():
+    r = Redactor(b"k")
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZXNzaW9uIn0.c2lnbmF0dXJlc2VjcmV0MTIz"
+    got = dict(r.redact_headers((("Ocp-Apim-Subscription-Key", "a"), ("X-Functions-Key", "b"), ("X-Hub-Signature", "c"),
+                                 ("Link", '<https://h/n?token=d&page=2>; rel="next"'), ("Mcp-Session-Id", jwt),
+                                 ("Last-Event-ID", "42"), ("Sec-Fetch-Mode", "cors"))))
+    assert got == {"Ocp-Apim-Subscription-Key": r.placeholder("a"), "X-Functions-Key": r.placeholder("b"),
+                   "X-Hub-Signature": r.placeholder("c"), "Link": f'<https://h/n?token={r.placeholder("d")}&page=2>; rel="next"',
+                   "Mcp-Session-Id": r.placeholder(jwt), "Last-Event-ID": "42", "Sec-Fetch-Mode": "cors"}
+    assert r.url("/cb?code=C&state=s&X-Amz-Signature=S") == f"/cb?code={r.placeholder('C')}&state=s&X-Amz-Signature={r.placeholder('S')}"
+    assert r.redact_sse(f"id: {jwt}\ndata: {{}}\n\n".encode()) == f"id: {r.placeholder(jwt)}\ndata: {{}}\n\n".encode()
+    assert r.redact_sse(b"id: 7\ndata: {}\n\n") == b"id: 7\ndata: {}\n\n"

@@ -54,25 +54,25 @@ def msg(arguments: dict, method: str = "tools/call", **params) -> object:
 
 
 def test_the_scan_names_the_path_to_redact_and_the_typo_with_its_likely_meaning():
-    r = Redactor(b"k", paths=["params.arguments.apitoken"])
+    r = Redactor(b"k", paths=["params.arguments.deploykey"])
     scan = SecretScan()
     raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "deploy", "arguments": {
-        "env": "prod", "api_token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "items": [{"k": "q8Zr4LmX2vB9nK7tP1wD5sF3hJ6gC0yE"}]}}})
+        "env": "prod", "deploy_key": "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "items": [{"k": "q8Zr4LmX2vB9nK7tP1wD5sF3hJ6gC0yE"}]}}})
     scan.message(decode_message(r.redact_json(raw.encode())))
     assert scan.lines(r, "--redact-path") == [
-        "warning: redaction path params.arguments.apitoken matched no string value: nothing was redacted there "
-        "(did you mean params.arguments.api_token?)",
-        "note: params.arguments.api_token of tools/call deploy looks like a GitHub token and is not redacted: "
-        "redact it (--redact-path params.arguments.api_token)",
+        "warning: redaction path params.arguments.deploykey matched no string value: nothing was redacted there "
+        "(did you mean params.arguments.deploy_key?)",
+        "note: params.arguments.deploy_key of tools/call deploy looks like a GitHub token and is not redacted: "
+        "redact it (--redact-path params.arguments.deploy_key)",
         "note: params.arguments.items.*.k of tools/call deploy looks like a high-entropy token and is not redacted: "
         "redact it (--redact-path params.arguments.items.*.k)"]
 
 
 def test_nothing_is_said_when_the_paths_matched_and_nothing_looks_secret():
-    r = Redactor(b"k", paths=["params.arguments.api_token"])
+    r = Redactor(b"k", paths=["params.arguments.deploy_key"])
     scan = SecretScan()
     raw = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "deploy", "arguments": {
-        "env": "prod", "api_token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "id": "0f8fad5b-d9cb-469f-a165-70867728950e"}}})
+        "env": "prod", "deploy_key": "ghp_16C7e42F292c6912E7710c838347Ae178B4a", "id": "0f8fad5b-d9cb-469f-a165-70867728950e"}}})
     scan.message(decode_message(r.redact_json(raw.encode())))
     assert scan.lines(r) == []  # redacted: a placeholder does not look secret; a UUID neither
     scan.message(msg({"token": "ghp_16C7e42F292c6912E7710c838347Ae178B4a"}, method="notifications/x"))
@@ -93,7 +93,7 @@ def _recording(tmp_path: Path) -> Path:
 
     path = tmp_path / "r.jsonl"
     body = {"jsonrpc": "2.0", "id": 1, "method": "tools/call",
-            "params": {"name": "deploy", "arguments": {"env": "prod", "api_token": "sk-proj-4fJ9xQ2mZ7pL1sV8cN3bT6yW0rK5hD"}}}
+            "params": {"name": "deploy", "arguments": {"env": "prod", "deploy_key": "sk-proj-4fJ9xQ2mZ7pL1sV8cN3bT6yW0rK5hD"}}}
     with RecordingWriter(path, "stdio", {"command": ["srv"]}, Redactor(b"k"), start_time=1.0) as w:
         w.write(StdioLine(1.0, w.session, "c2s", json.dumps(body).encode()))
         w.write(StdioLine(1.1, w.session, "s2c", b'{"jsonrpc":"2.0","id":1,"result":{"content":[]}}'))
@@ -108,13 +108,13 @@ def test_export_says_a_path_that_matched_nothing_and_the_secret_left(tmp_path, t
                                      str(out), *a], cwd=tmp_path, capture_output=True, text=True, timeout=120,
                                     env={"PATH": "/usr/bin:/bin", "PYTHONPATH": str(ROOT), "MRTR_INSPECT_REDACTION_KEY": "k",
                                          "HOME": str(tmp_path)})
-    typo = run("--redact-path", "params.arguments.apitoken")
+    typo = run("--redact-path", "params.arguments.deploykey")
     assert typo.returncode == 0, typo.stderr
-    assert ("mrtr-inspect: warning: redaction path params.arguments.apitoken matched no string value: nothing was "
-            "redacted there (did you mean params.arguments.api_token?)") in typo.stderr
-    assert ("note: params.arguments.api_token of tools/call deploy looks like an OpenAI/Anthropic-style key (sk-…) "
-            "and is not redacted: redact it (--redact-path params.arguments.api_token)") in typo.stderr
+    assert ("mrtr-inspect: warning: redaction path params.arguments.deploykey matched no string value: nothing was "
+            "redacted there (did you mean params.arguments.deploy_key?)") in typo.stderr
+    assert ("note: params.arguments.deploy_key of tools/call deploy looks like an OpenAI/Anthropic-style key (sk-…) "
+            "and is not redacted: redact it (--redact-path params.arguments.deploy_key)") in typo.stderr
     assert b"sk-proj-4fJ9" in out.read_bytes()  # what the warning is about
-    right = run("--redact-path", "params.arguments.api_token")
+    right = run("--redact-path", "params.arguments.deploy_key")
     assert right.returncode == 0 and "warning" not in right.stderr and "note:" not in right.stderr, right.stderr
     assert b"sk-proj-4fJ9" not in out.read_bytes() and stat.S_IMODE(out.stat().st_mode) == 0o600

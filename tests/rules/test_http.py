@@ -525,6 +525,19 @@ def test_last_event_id():
     assert len(f) == 2 and "Last-Event-ID '7'" in f[0].message and "id: '1'" in f[1].message
 
 
+def test_an_event_id_that_looks_like_a_credential_is_never_quoted():
+    """A recording made before ids were redacted (or by another tool) keeps a session token as an SSE
+    id and in Last-Event-ID: the findings say what it looks like, not the token (issue 25, item 6).
+    Near miss: a counter id is quoted (test_last_event_id)."""
+    jwt = "eyJhbGciOiJIUzI1NiJ9.eyJzdWIiOiJzZXNzaW9uIn0.c2lnbmF0dXJlc2VjcmV0MTIz"
+    t = Traffic("http")
+    post(t, "tools/list", last_event_id=jwt)
+    x, i = post(t, "tools/list")
+    t.respond_sse(x, [], raw_events=[sse_event({"jsonrpc": "2.0", "id": i, "result": {"resultType": "complete", "tools": []}}, jwt)])
+    f = t.run().of("http-last-event-id")
+    assert len(f) == 2 and all("<a JWT, not shown>" in m.message and jwt not in m.message for m in f)
+
+
 def test_last_event_id_on_a_legacy_stream_is_fine():
     t = Traffic("http")
     msg = t.request("tools/list", with_meta=False)
