@@ -117,6 +117,14 @@ class LongLine:
         self.file.write(data)
         self.size += len(data)
 
+    def take(self) -> bytes:
+        """All its bytes; the file is closed."""
+        try:
+            self.file.seek(0)
+            return self.file.read()
+        finally:
+            self.file.close()
+
     def records(self, t: float, session: str, direction: str, eol: bool) -> Iterator[bytes]:
         """Its record, in pieces; the file is closed at the end."""
         plain = self.plain
@@ -136,10 +144,14 @@ class StdioRecorder(_Recorder):
     """The tee's recording, fed on its forwarding threads (`chunk`, `close`, `finish`; the caller
     holds one lock around each call and the matching hand-off to the analysis, so the file and the
     analysis see the chunks in one order). A line longer than SPILL_ABOVE waits in a `LongLine`
-    and is recorded byte for byte (never redacted: its JSON is not parsed) when its LF comes."""
+    until its LF comes; then one up to `limit` bytes (what the analysis parses: `max_message_bytes`)
+    is read back and recorded as any line is, redacted, and a longer one byte for byte (its JSON is
+    never parsed, so nothing in it can be redacted)."""
 
-    def __init__(self, writer: RecordingWriter, failed: Callable[[str], None] | None = None) -> None:
+    def __init__(self, writer: RecordingWriter, failed: Callable[[str], None] | None = None,
+                 limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.writer = writer
+        self.limit = limit
         self.failed = failed
         self.session = writer.session
         self.redact = writer.redactor.frame
@@ -187,6 +199,11 @@ class StdioRecorder(_Recorder):
         self._append(self._lines(t, direction, body))
 
     def _write_long(self, long: LongLine, t: float, direction: str, eol: bool) -> None:
+        if self.limit is None or long.size <= self.limit:  # parsed by the analysis: redacted as any line
+            line = long.take()
+            self._append(self._lines(t, direction, line) if eol else
+                         fmt.encode(self.redact(StdioLine(t, self.session, direction, line, eol=False))))  # type: ignore[arg-type]
+            return
         for piece in long.records(t, self.session, direction, eol):
             self._append(piece)
 

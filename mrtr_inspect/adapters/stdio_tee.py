@@ -167,7 +167,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True, exports=exports)
 
     analysis_pid, spool = fork_analysis(make)
-    tap = Tap(spool, StdioRecorder(writer, failed=_say) if writer is not None else None)
+    tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None)
     if exports is not None:
         exports.forked()
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import itertools
 import os
 
+import pytest
+
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -83,14 +85,15 @@ def test_the_tees_lines_are_recorded_as_the_frames_would_be(tmp_path_factory, or
 def test_a_line_longer_than_the_tee_holds_waits_in_a_file_and_is_recorded_byte_for_byte(tmp_path_factory, order, cuts,
                                                                                          tail):
     """With SPILL_ABOVE at 40 bytes most lines here wait in a temporary file (the other direction's
-    lines between their chunks): the recording still reads back as the very lines, verbatim ones
-    byte for byte as `encode` writes them, the others in base64; the tee never held more than the
-    limit and a chunk."""
+    lines between their chunks): the recording still reads back as the lines, redacted as any line
+    is (they are within max_message_bytes), verbatim ones byte for byte as `encode` writes them, the
+    others in base64; the tee never held more than the limit and a chunk."""
     from mrtr_inspect.adapters import recorder
 
     tmp = tmp_path_factory.mktemp("rec")
     wire = b"".join(LINES[i] + b"\n" for i in order) + (b'{"partial":' + b"x" * 50 if tail else b"")
-    w = RecordingWriter(tmp / "r.jsonl", "stdio", {}, Redactor(b"k"), session="s1", start_time=0.0)
+    redactor = Redactor(b"k")
+    w = RecordingWriter(tmp / "r.jsonl", "stdio", {}, redactor, session="s1", start_time=0.0)
     old, recorder.SPILL_ABOVE = recorder.SPILL_ABOVE, 40
     try:
         rec, framer = StdioRecorder(w), StdioFramer("s1", limit=None)
@@ -99,12 +102,36 @@ def test_a_line_longer_than_the_tee_holds_waits_in_a_file_and_is_recorded_byte_f
         frames += [f for f in framer.close(10.0, "s2c") if type(f) is StdioLine]
     finally:
         recorder.SPILL_ABOVE = old
+    frames = [redactor.frame(f) for f in frames]
     got = [f for f in read_frames(tmp / "r.jsonl") if type(f) is StdioLine]
     assert sorted(got, key=lambda f: (f.direction, f.time)) == sorted(frames, key=lambda f: (f.direction, f.time))
     raw = (tmp / "r.jsonl").read_bytes()
     for f in frames:
         if b"\r" not in f.data and f.data.isascii():
             assert fmt.encode(f) in raw  # verbatim, as encode writes it
+
+
+@pytest.mark.parametrize("limit, redacted", [(1000, True), (50, False)])
+def test_a_long_line_is_redacted_within_the_analysis_limit_and_kept_byte_for_byte_past_it(tmp_path, limit, redacted):
+    """A line that waited in a file is read back and redacted as any line when the analysis would parse
+    it (at most `limit` bytes); past the limit its JSON is never parsed and it is recorded as it came."""
+    from mrtr_inspect.adapters import recorder
+
+    line = LINES[0] + b" " * 60
+    w = RecordingWriter(tmp_path / "r.jsonl", "stdio", {}, Redactor(b"k"), session="s1", start_time=0.0)
+    old, recorder.SPILL_ABOVE = recorder.SPILL_ABOVE, 40
+    try:
+        rec = StdioRecorder(w, limit=limit)
+        for i in range(0, len(line), 30):
+            rec.chunk(1.0, "c2s", line[i:i + 30])
+        rec.chunk(1.0, "c2s", b"\n")
+        rec.finish({"exit": 0}, 2.0)
+    finally:
+        recorder.SPILL_ABOVE = old
+    raw = (tmp_path / "r.jsonl").read_bytes()
+    assert (b"hunter2" not in raw) is redacted
+    got = [f for f in read_frames(tmp_path / "r.jsonl") if type(f) is StdioLine]
+    assert len(got) == 1 and (got[0].data == line) is not redacted
 
 
 def test_a_line_waiting_for_its_end_is_recorded_at_the_end_of_the_session(tmp_path):
