@@ -117,28 +117,90 @@ def meta_key_problem(key: str) -> str | None:
 
 
 class _State:
-    """What the per-message pass remembers about one capture session (dropped at SessionOver)."""
+    """What the per-message pass remembers about one capture session (dropped at SessionOver): what
+    `_update` keeps, then what the message in hand means for the checks (set by `_update` for the
+    kinds of message whose checks read it), then what single checks keep for themselves."""
 
-    __slots__ = ("unreadable", "cancelled", "retry", "modern_error", "broken", "modern", "pending", "once", "discover",
-                 "situations", "progress", "acked", "listen")
+    __slots__ = ("ctx", "unreadable", "cancelled", "retry", "modern_error", "broken", "modern", "pending", "discover",
+                 "excused", "retry_for", "fallback_for", "reissue_of", "cancel", "released", "listen",
+                 "once", "situations", "progress", "acked")
 
     def __init__(self, ctx) -> None:
+        self.ctx = ctx  # the pass's context: what `_update` reads of the pipeline (the requests in flight)
         self.unreadable = 0  # stdio: client messages whose id could not be read, not yet answered by an id-less error
         self.cancelled: dict[int, tuple] = {}  # request index -> (request, cancel notification), stdio
         self.retry: dict = {}  # client -> (the -32022 error, its supported versions)
         self.modern_error: dict = {}  # client -> (a recognized modern error, whether it allows a legacy fallback)
         self.broken: dict = {}  # (peer, id key) -> request whose HTTP stream ended without a response
         self.modern: set = set()  # endpoints shown to be modern servers
-        self.pending: dict = {}  # endpoint -> findings waiting for evidence that the server is modern
-        self.once: set = set()
+        self.pending: dict = {}  # endpoint -> findings waiting for evidence that the server is modern (`_pend`)
         self.discover = ctx.knowledge.discover  # the inspector's DiscoverResults, per session
+        # the message in hand: a server's id-less error answering an unreadable client message (stdio);
+        # what a client request answers (a -32022's (error, supported versions), a recognized modern
+        # error's (error, whether it allows a legacy fallback), the request whose stream broke); the
+        # cancel of a response's request; the findings a server's answer releases (shown modern); a
+        # server notification's subscription
+        self.excused = False
+        self.retry_for: tuple | None = None
+        self.fallback_for: tuple | None = None
+        self.reissue_of: Message | None = None
+        self.cancel: tuple | None = None
+        self.released: list | tuple = ()
+        self.listen: _OnListen = _NOT_ON_LISTEN
+        # what one check keeps for itself
+        self.once: set = set()
         self.situations: dict = {}  # log rule id -> the situation it last reported
         self.progress: dict = {}  # request index -> (its last progress value, the notification's index)
         self.acked: dict = {}  # listen request index -> the listen, once its subscription is acknowledged
-        self.listen: tuple = (None, None)  # (the message, its subscription) for the subscription checks
 
 
-MESSAGES = Pass("messages", state=_State)
+def _update(obs, st: _State) -> _State:
+    """The pass's one step (registry.py): what an observation changes in the session's state, made
+    before any check of it runs."""
+    t = type(obs)
+    if t is Decoded:
+        msg = obs.msg
+        k = msg.kind
+        if msg.direction == "c2s":
+            if k == REQUEST:
+                x = obs.exchange
+                ti = type(msg.id)
+                if ti is not int and ti is not str and msg.transport == "stdio":
+                    st.unreadable += 1  # the server may answer it with an id-less error
+                st.retry_for = st.retry.pop(client_at(msg, x), None) if st.retry else None
+                st.fallback_for = st.modern_error.pop(client_at(msg, x), None) if (
+                    st.modern_error and msg.method == "initialize") else None
+                st.reissue_of = st.broken.pop((msg.peer, msg.idk), None) if (
+                    st.broken and x is not None and msg.transport == "http") else None
+            elif (k == INVALID or k == BATCH) and msg.problem_reason is not None and obs.exchange is None:
+                st.unreadable += 1  # a stdio client message with no id to read (not JSON, a batch)
+        elif k == RESULT or k == ERROR_KIND:
+            req = obs.request
+            st.cancel = st.cancelled.pop(req.index, None) if st.cancelled and req is not None else None
+            st.released = ()
+            if k == RESULT:
+                _modern_result(obs, st)
+            else:
+                st.excused = False
+                if msg.id is None and req is None and obs.exchange is None and st.unreadable:
+                    st.unreadable -= 1
+                    st.excused = True
+                _modern_error(obs, st)
+        elif k == NOTIFICATION:
+            st.listen = _on_listen(obs, st)
+    elif t is Cancelled:
+        n, req = obs.notification, obs.request
+        if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
+            bounded(st.cancelled, req.index, (req, n))  # the server must send nothing more for it
+    elif t is ExchangeDone:
+        x = obs.exchange
+        req = _lost_request(x)
+        if req is not None:
+            bounded(st.broken, (x.peer, req.idk), req)  # its peer may send it again
+    return st
+
+
+MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Cancelled, ExchangeDone))
 
 
 def _anomalous(obs: Decoded) -> bool:
@@ -226,14 +288,6 @@ def unterminated_last_message(obs: Decoded, ctx, st: _State) -> None:
                  messages=[msg.index], severity=WARNING)
 
 
-@MESSAGES.step(kinds=["invalid", "batch"], directions=["c2s"], gate=_anomalous)
-def count_unreadable(obs: Decoded, ctx, st: _State) -> None:
-    """A stdio client message the server cannot read an id in (not JSON, a batch): the server may
-    answer it with an id-less error."""
-    if obs.msg.problem_reason is not None and obs.exchange is None:
-        st.unreadable += 1
-
-
 # --- ids -----------------------------------------------------------------------------------------------------
 
 
@@ -304,15 +358,6 @@ def result_to_notification(obs: Decoded, ctx, st: _State) -> None:
     if posted is not None and posted.kind == NOTIFICATION:
         ctx.emit(f"the server answered {at(posted)}, a notification, with {at(msg)}; the receiver of a "
                  "notification MUST NOT send a response", messages=[posted.index, msg.index])
-
-
-@MESSAGES.step(kinds=["request"], directions=["c2s"], gate=_anomalous)
-def count_unreadable_id(obs: Decoded, ctx, st: _State) -> None:
-    """A stdio client request whose id is neither a string nor an integer: the server may answer it
-    with an id-less error."""
-    ti = type(obs.msg.id)
-    if ti is not int and ti is not str and obs.msg.transport == "stdio":
-        st.unreadable += 1
 
 
 LOOK_ALIKE_LISTED = 1000  # overlaps of one look-alike group whose messages a finding lists
@@ -399,16 +444,6 @@ def request_id_in_flight_reuse(obs, ctx) -> None:
              "reuse the ID of a request it has not received a response for", messages=[prior.index, msg.index])
 
 
-@MESSAGES.step(on=ExchangeDone)
-def remember_broken_stream(obs: ExchangeDone, ctx, st: _State) -> None:
-    """A modern request whose HTTP exchange ended with no response carrying its id: its peer may send
-    it again."""
-    x = obs.exchange
-    req = _lost_request(x)
-    if req is not None:
-        bounded(st.broken, (x.peer, req.idk), req)
-
-
 def _lost_request(x):
     """The modern request of an exchange that ended without a response carrying its id (else None)."""
     req = x.request
@@ -433,10 +468,7 @@ def request_reissued_same_id(obs: Decoded, ctx, st: _State) -> None:
     """On HTTP, a modern request's exchange ended with no JSON-RPC response carrying its id (the
     stream broke, or the client went away), and the same peer then sends the same method and target
     with the same id."""
-    msg = obs.msg
-    if not st.broken or obs.exchange is None:
-        return
-    first = st.broken.pop((msg.peer, msg.idk), None)
+    msg, first = obs.msg, st.reissue_of
     if first is not None and first.method == msg.method and target_of(first.method, first.params) == target_of(
             msg.method, msg.params):
         ctx.emit(f"{at(msg)} re-issues {at(first)}, whose response stream ended without a response, with the same id; "
@@ -669,10 +701,7 @@ def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
 def version_retry_not_from_supported(obs: Decoded, ctx, st: _State) -> None:
     """The first request of a client after a -32022 UnsupportedProtocolVersionError declares a
     protocol version that is not in that error's `data.supported`."""
-    if not st.retry:
-        return
-    msg = obs.msg
-    pending = st.retry.pop(client_at(msg, obs.exchange), None)
+    msg, pending = obs.msg, st.retry_for
     if pending is not None:
         err, supported = pending
         if msg.version is not None and msg.version not in supported:
@@ -693,10 +722,7 @@ def fallback_after_modern_error(obs: Decoded, ctx, st: _State) -> None:
     """A client sends `initialize` after the server answered it with -32020, -32021 or -32022, or on
     HTTP with a 404 carrying -32601. Not reported when the -32022 listed a legacy version (RULES.md
     §7.18: a legacy initialize is then the supported retry)."""
-    if not st.modern_error:
-        return
-    msg = obs.msg
-    seen = st.modern_error.pop(client_at(msg, obs.exchange), None)
+    msg, seen = obs.msg, st.fallback_for
     if seen is not None and not seen[1]:
         err = seen[0]
         ctx.emit(f"{at(msg)} falls back to the legacy handshake after {at(err)} (error {error_code(err)}), a "
@@ -768,8 +794,7 @@ def error_response_missing_id(obs: Decoded, ctx, st: _State) -> None:
             ctx.emit(f"{at(msg)} answers {at(req)} without its id; error responses MUST include the request's ID "
                      "unless it could not be read", messages=[req.index, msg.index])
         return
-    if st.unreadable:
-        st.unreadable -= 1
+    if st.excused:  # it answers a client message whose id could not be read
         return
     ctx.emit(f"{at(msg)} has no id, yet every client message on this pipe had a readable id; error responses MUST "
              "include the request's ID unless it could not be read", messages=[msg.index])
@@ -895,14 +920,12 @@ def _pend(st: _State, where, ctx, text: str, messages: list) -> None:
 
 def _modern_evidence(where, st: _State) -> None:
     st.modern.add(where)
-    for ctx, text, messages in st.pending.pop(where, ()):
-        ctx.emit(text + " (a server shown to be modern by other answers)", messages=messages)
+    st.released = st.pending.pop(where, ())
 
 
-@MESSAGES.step(kinds=["result"], directions=["s2c"])
-def modern_result_shown(obs: Decoded, ctx, st: _State) -> None:
+def _modern_result(obs: Decoded, st: _State) -> None:
     """A result with resultType, or a DiscoverResult, shows its server to be modern: findings waiting
-    for that evidence are reported now."""
+    for that evidence are released (`report_released`)."""
     msg = obs.msg
     res = msg.result
     if msg.era != MODERN or type(res) is not dict:
@@ -915,8 +938,7 @@ def modern_result_shown(obs: Decoded, ctx, st: _State) -> None:
             _modern_evidence(where, st)
 
 
-@MESSAGES.step(kinds=["error"], directions=["s2c"])
-def modern_error_shown(obs: Decoded, ctx, st: _State) -> None:
+def _modern_error(obs: Decoded, st: _State) -> None:
     """A recognized modern error (-32020, -32021, -32022, or on HTTP a 404 with -32601) shows its
     server to be modern; the client's next request is judged against it (a version retry, a fallback
     to initialize)."""
@@ -937,6 +959,17 @@ def modern_error_shown(obs: Decoded, ctx, st: _State) -> None:
             bounded(st.retry, client_at(msg, x), (msg, [v for v in supported if type(v) is str]))
             legacy_ok = any(v in LEGACY_VERSIONS for v in supported if type(v) is str)
     bounded(st.modern_error, client_at(msg, x), (msg, legacy_ok))
+
+
+def report_released(obs: Decoded, ctx, st: _State) -> None:
+    """The findings that waited for evidence that their server is modern, which this answer gives:
+    each keeps its own rule id (the context it was found with)."""
+    for found, text, messages in st.released:
+        found.emit(text + " (a server shown to be modern by other answers)", messages=messages)
+
+
+MESSAGES.also("discover-not-implemented", kinds=["result"], directions=["s2c"])(report_released)
+MESSAGES.also("discover-not-implemented", kinds=["error"], directions=["s2c"])(report_released)
 
 
 @MESSAGES.check(
@@ -1446,14 +1479,6 @@ def cancelled_unknown_request(obs: Cancelled, ctx) -> None:
              "cancel crossing its response is an allowed race)", messages=[n.index])
 
 
-@MESSAGES.step(on=Cancelled)
-def remember_cancel(obs: Cancelled, ctx, st: _State) -> None:
-    """A stdio request the client cancelled: the server must send nothing more for it."""
-    n, req = obs.notification, obs.request
-    if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
-        bounded(st.cancelled, req.index, (req, n))
-
-
 def _after_cancel(msg: Message, cancel: Message, ctx) -> None:
     ctx.emit(f"{at(msg)} came after {at(cancel)} cancelled the request; the server MUST NOT send further messages for "
              "a cancelled request (unless the two crossed on the wire)", messages=[cancel.index, msg.index],
@@ -1473,13 +1498,9 @@ def message_after_cancel(obs: Decoded, ctx, st: _State) -> None:
     """On stdio, a response to a request, or a progress notification with its token, sent after the
     client's notifications/cancelled for it. A passive tee cannot know when the server read the
     cancel, so this is a warning (heuristic)."""
-    if not st.cancelled:
-        return
-    msg = obs.msg
-    req = obs.request
-    c = st.cancelled.pop(req.index, None) if req is not None else None
+    c = st.cancel
     if c is not None:
-        _after_cancel(msg, c[1], ctx)
+        _after_cancel(obs.msg, c[1], ctx)
 
 
 @MESSAGES.also("message-after-cancel", kinds=["notification"], methods=["notifications/progress"])
@@ -1512,12 +1533,10 @@ class _OnListen:
 _NOT_ON_LISTEN = _OnListen(None, None)
 
 
-def _on_listen(obs: Decoded, ctx, st: _State) -> _OnListen:
+def _on_listen(obs: Decoded, st: _State) -> _OnListen:
     """The subscription of a server notification (HTTP: the listen request's SSE stream; stdio: the
-    listen its `_meta` names), computed once for the subscription checks of the message."""
+    listen its `_meta` names), for the subscription checks of the message."""
     msg = obs.msg
-    if st.listen[0] is msg:
-        return st.listen[1]
     found = _NOT_ON_LISTEN
     if msg.era == MODERN:
         x = obs.exchange
@@ -1533,12 +1552,11 @@ def _on_listen(obs: Decoded, ctx, st: _State) -> _OnListen:
                 if msg.method in LISTEN_TYPES:
                     found = _OnListen(None, (None, sid, tagged))
             else:
-                listen = in_flight(ctx, msg).get(id_key(sid))
+                listen = in_flight(st.ctx, msg).get(id_key(sid))
                 if listen is None or listen.method != LISTEN:
                     found = _OnListen(None, (None, sid, tagged))
                 else:
                     found = _OnListen(listen, None)
-    st.listen = (msg, found)
     return found
 
 
@@ -1559,7 +1577,7 @@ def subscription_ack_missing(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a server notification on a `subscriptions/listen` stream (HTTP: the
     listen request's SSE stream; stdio: a notification whose `_meta` names the listen's id) before
     that subscription's `notifications/subscriptions/acknowledged`; reported once per subscription."""
-    listen = _on_listen(obs, ctx, st).listen
+    listen = st.listen.listen
     if listen is None:
         return
     acked = st.acked
@@ -1586,7 +1604,7 @@ def subscription_id_missing(obs: Decoded, ctx, st: _State) -> None:
     `_meta["io.modelcontextprotocol/subscriptionId"]` is missing or is not the listen request's id;
     on stdio, a change notification (list_changed, resources/updated, acknowledged) without it, or
     one naming no open listen; and the graceful-closure result of a listen without it."""
-    untagged = _on_listen(obs, ctx, st).untagged
+    untagged = st.listen.untagged
     if untagged is None:
         return
     msg = obs.msg
@@ -1640,8 +1658,7 @@ def subscription_unrequested_type(obs: Decoded, ctx, st: _State) -> None:
     resourceSubscriptions (a sub-resource counts as inside, heuristic), or any other type
     (notifications/elicitation/complete included). Acknowledgments and log notifications
     (`log-off-request-stream`) are not reported here."""
-    listen = _on_listen(obs, ctx, st).listen
-    st.listen = (None, None)  # the last of the subscription checks: the state keeps no message
+    listen = st.listen.listen
     if listen is not None and not _requested(listen, obs.msg):
         ctx.emit(f"{at(obs.msg)} on the subscription {at(listen)}, whose notifications filter did not ask for it; the "
                  "server MUST NOT send notification types the client has not explicitly requested",
@@ -1654,16 +1671,16 @@ def subscription_unrequested_type(obs: Decoded, ctx, st: _State) -> None:
 # findings that waited for it), then the error codes, methods, logging, progress, cancellation and
 # subscriptions.
 MESSAGES.order(
-    jsonrpc_envelope_invalid, unterminated_last_message, count_unreadable,
+    jsonrpc_envelope_invalid, unterminated_last_message,
     # requests
-    notification_with_id, request_id_null, request_id_type, count_unreadable_id,
+    notification_with_id, request_id_null, request_id_type,
     request_meta_missing, client_info_missing, meta_key_format_invalid, progress_token_duplicate_active,
     version_retry_not_from_supported, fallback_after_modern_error, request_reissued_same_id,
     # responses
     response_members, response_id_mismatch, error_response_missing_id, result_to_notification,
-    server_accepted_request_missing_meta, server_info_missing, result_meta_keys, modern_result_shown,
+    server_accepted_request_missing_meta, server_info_missing, result_meta_keys, report_released,
     protocol_version_unsupported_served, listen_closed_untagged, log_level_invalid,
-    modern_error_shown, discover_not_implemented, initialize_error_without_versions, message_after_cancel,
+    report_released, discover_not_implemented, initialize_error_without_versions, message_after_cancel,
     # notifications
     notification_meta_keys, progress_after_cancel,
     # the rest, in the catalog's order
@@ -1672,5 +1689,5 @@ MESSAGES.order(
     log_without_loglevel, log_below_level, log_off_request_stream, progress_token_not_active, progress_not_increasing,
     server_cancelled_non_listen, subscription_id_missing, subscription_ack_missing, subscription_unrequested_type,
     # other observations
-    remember_broken_stream, discover_404, remember_cancel,
+    discover_404,
 )

@@ -388,7 +388,7 @@ class _Headers:
 
     def __init__(self, ctx) -> None:
         self.ctx = ctx  # for the knowledge of the capture (the tool definitions)
-        self.verdicts: dict = {}  # exchange -> (the rule ids of the failed validations, whether all could be judged)
+        self.verdicts: dict = {}  # exchange -> the `_Post` of its modern request, until the exchange ends
         self.tools: dict = {}  # ("tool", session, name) -> (definition, inputSchema, _Annotations)
 
 
@@ -420,12 +420,23 @@ class _Post:
             tool = st.ctx.knowledge.tool(msg.session, name)
             self.ann = _annotations(st, msg.session, name, tool) if tool is not None else None
             self.complete = tool is not None
-        self.failed: list[str] = []  # the rules whose validation failed, in the order they were reported
+        self.failed: list[str] = []  # the rules whose validation failed
 
     def reject(self, ctx, text: str, severity: str | None = None) -> None:
         """A header that fails the server's validation: reported, and kept for the server's reaction."""
         ctx.emit(text, messages=[self.msg.index], severity=severity)
         self.failed.append(ctx.rule.id)
+
+
+def _report_rank() -> dict[str, int]:
+    """Each rule of the header pass -> where its first check is in the report order (`HEADERS.order`)."""
+    if not _RANK:
+        for c in HEADERS.ordered():
+            _RANK.setdefault(c.rule_id, len(_RANK))
+    return _RANK
+
+
+_RANK: dict[str, int] = {}
 
 
 class _Reaction:
@@ -436,19 +447,23 @@ class _Reaction:
     def __init__(self, x: HttpExchange, req: Message, resp: Message, failed, complete: bool) -> None:
         self.x, self.req, self.resp = x, req, resp
         self.code = integer_code(resp) if resp.kind == ERROR_KIND else None
-        self.failed, self.complete = failed, complete
+        # the rules whose validation failed, once each, in the order of their findings in the report
+        self.failed, self.complete = sorted(set(failed), key=_report_rank().__getitem__), complete
         self.what = at(req)
         self.ids = [req.index, resp.index]
 
 
-def _headers_of(obs, st: _Headers):
-    """What the header checks get: for a modern POST's message, its `_Post`; at the end of a modern
-    request's exchange that either failed validation or got an error, its `_Reaction` (else None)."""
+def _update(obs, st: _Headers):
+    """The pass's one step (registry.py), and what the header checks get: for a modern POST's message,
+    its `_Post` (a request's is kept until its exchange ends, its checks fill in what failed); at the
+    end of a modern request's exchange that either failed validation or got an error, its
+    `_Reaction` (else None)."""
     if type(obs) is ExchangeDone:
         x = obs.exchange
         if x.era != MODERN:
             return None
-        entry = st.verdicts.pop(x, None) if st.verdicts else None
+        post = st.verdicts.pop(x, None) if st.verdicts else None
+        entry = (post.failed, post.complete) if post is not None and (post.failed or not post.complete) else None
         if entry is None:
             for r in x.responses:
                 if r.kind == ERROR_KIND:
@@ -464,10 +479,14 @@ def _headers_of(obs, st: _Headers):
     x = _first(obs)
     if x is None or (msg.era != MODERN if msg.kind == REQUEST else post_era(x) != MODERN):
         return None
-    return _Post(msg, x, st)
+    post = _Post(msg, x, st)
+    if post.is_request:
+        st.verdicts[x] = post
+    return post
 
 
-HEADERS = Pass("http-headers", state=_Headers, per_session=False, prepare=_headers_of)
+HEADERS = Pass("http-headers", state=_Headers, per_session=False, update=_update, update_on=(Decoded, ExchangeDone),
+               kinds=["request", "notification"], directions=["c2s"], transports=["http"])
 _POST = dict(directions=["c2s"], transports=["http"], section="4.6")
 
 
@@ -763,13 +782,6 @@ def http_session_id_sent(obs: Decoded, ctx, post: _Post) -> None:
                  "sessions", messages=[post.msg.index])
 
 
-@HEADERS.step(kinds=["request"], directions=["c2s"], transports=["http"])
-def keep_verdicts(obs: Decoded, ctx, post: _Post) -> None:
-    """What the validation of a request's headers found, for the server's reaction at the end of its exchange."""
-    if post.failed or not post.complete:
-        post.st.verdicts[post.x] = (post.failed, post.complete)
-
-
 # --- the server's reaction, when the exchange is over ------------------------------------------------
 
 
@@ -788,7 +800,7 @@ def http_server_accepted_header_mismatch(obs: ExchangeDone, ctx, r: _Reaction) -
     input_required or task) instead of rejecting it."""
     if r.code != HEADER_MISMATCH and r.failed and r.resp.kind == RESULT:
         ctx.emit(f"the server accepted {r.what} (result message #{r.resp.index}, status {r.x.status}) although its "
-                 f"headers failed validation ({', '.join(dict.fromkeys(r.failed))}); it must reject it with 400 and "
+                 f"headers failed validation ({', '.join(r.failed)}); it must reject it with 400 and "
                  "-32020", messages=r.ids)
 
 
@@ -813,7 +825,7 @@ def http_header_mismatch_wrong_status_or_code(obs: ExchangeDone, ctx, r: _Reacti
             ctx.emit(f"the server rejected {r.what} with -32020 (HeaderMismatch) but HTTP status {x.status}; a header "
                      "validation failure gets 400 Bad Request", messages=r.ids)
     elif r.failed and r.resp.kind != RESULT and code not in OTHER_REJECTIONS:
-        ctx.emit(f"the server rejected {r.what}, whose headers failed validation ({', '.join(dict.fromkeys(r.failed))}), "
+        ctx.emit(f"the server rejected {r.what}, whose headers failed validation ({', '.join(r.failed)}), "
                  f"with {'error code ' + str(code) if code is not None else 'an error without an integer code'} "
                  f"(message #{r.resp.index}, status {x.status}) instead of -32020 (HeaderMismatch)", messages=r.ids)
 
@@ -844,7 +856,6 @@ HEADERS.order(
     http_mcp_name_missing, http_mcp_name_mismatch, http_header_value_encoding,
     http_invalid_x_mcp_header_tool_called,
     http_mcp_param_missing, http_mcp_param_mismatch, http_header_value_encoding, http_mcp_param_null_present,
-    keep_verdicts,
     http_header_mismatch_wrong_status_or_code, http_header_mismatch_spurious, http_server_accepted_header_mismatch,
 )
 
