@@ -4,7 +4,7 @@ Each hop is judged by its own era (RULES.md §2): legacy traffic (initialize, se
 server-initiated elicitation/create answered by the client) is shown as what it is and judged by the
 legacy rules below only; legacy artifacts on a modern hop (an elicitationId,
 notifications/elicitation/complete, -32042) are flagged as leakage. A server request or a client
-response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http.py).
+response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http/streams.py).
 
 The checks that need what a session showed before (the ids its senders used, the eras of its
 requests, the legacy sessions its initialize minted) are the checks of one pass, `LEGACY`, which
