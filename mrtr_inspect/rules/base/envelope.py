@@ -102,8 +102,6 @@ def unterminated_last_message(obs: Decoded, ctx, st: _State) -> None:
 # --- ids -----------------------------------------------------------------------------------------------------
 
 
-
-
 @MESSAGES.check(
     "request-id-null", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_REQUESTS,
     conformance="wire-schema-valid",
@@ -253,9 +251,6 @@ def request_id_in_flight_reuse(obs, ctx) -> None:
         return
     ctx.emit(f"{at(msg)} reuses the id of {at(prior)}, which is still waiting for its response; the sender MUST NOT "
              "reuse the ID of a request it has not received a response for", messages=[prior.index, msg.index])
-
-
-
 
 
 @MESSAGES.check(

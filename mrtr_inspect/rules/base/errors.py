@@ -32,6 +32,7 @@ REMOVED_METHODS = ("initialize", "ping", "logging/setLevel", "resources/subscrib
 DRAFT_CODES = {-32001: "HeaderMismatch (now -32020)", -32003: "MissingRequiredClientCapability (now -32021)",
                -32004: "UnsupportedProtocolVersion (now -32022)"}
 
+
 # --- error codes -----------------------------------------------------------------------------------------------
 
 

@@ -46,6 +46,7 @@ RESOURCE_UPDATED = "notifications/resources/updated"
 ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
 LISTEN_TYPES = frozenset(LISTEN_FILTER) | {RESOURCE_UPDATED, ACKNOWLEDGED}
 
+
 # --- the per-message pass ------------------------------------------------------------------------------------
 
 

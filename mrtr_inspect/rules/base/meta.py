@@ -48,6 +48,7 @@ from .messages import LISTEN, LOG_LEVELS, MESSAGES, _State, _lost_request
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
+
 # --- _meta key names ---------------------------------------------------------------------------------------
 
 _LABEL = re.compile(r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
@@ -75,6 +76,7 @@ def meta_key_problem(key: str) -> str | None:
     if why is None:
         _good_keys.add(key)
     return why
+
 
 # --- client requests: _meta --------------------------------------------------------------------------------------
 
@@ -517,9 +519,6 @@ def _pend(st: _State, where, ctx, text: str, messages: list) -> None:
         waiting = st.pending.setdefault(where, [])
         if len(waiting) < 16:
             waiting.append((ctx, text, messages))
-
-
-
 
 
 def report_released(obs: Decoded, ctx, st: _State) -> None:

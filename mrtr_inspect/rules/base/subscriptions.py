@@ -15,9 +15,6 @@ from .messages import ACKNOWLEDGED, LISTEN_FILTER, MESSAGES, RESOURCE_UPDATED, _
 # --- subscriptions -----------------------------------------------------------------------------------------------
 
 
-
-
-
 _SUBSCRIPTIONS = dict(kinds=["notification"], directions=["s2c"], section="4.5")
 
 

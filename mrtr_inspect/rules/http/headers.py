@@ -41,6 +41,7 @@ OTHER_REJECTIONS = frozenset({INVALID_PARAMS, METHOD_NOT_FOUND, MISSING_CAPABILI
 NAME_SOURCE = {"tools/call": "name", "prompts/get": "name", "resources/read": "uri",
                "tasks/get": "taskId", "tasks/update": "taskId", "tasks/cancel": "taskId"}
 
+
 # --- request metadata headers: one pass, since the server's reaction needs all of them ----------------
 
 

@@ -18,6 +18,7 @@ from .values import OWS, _header_map
 
 JSON, SSE = "application/json", "text/event-stream"
 
+
 # --- helpers ------------------------------------------------------------------------------------------
 
 
@@ -59,6 +60,7 @@ def _result_type(msg: Message):
 
 def _where(msg: Message) -> str:
     return f"POST {at(msg)}"
+
 
 # --- the request: Accept, body, notifications ---------------------------------------------------------
 

@@ -21,6 +21,7 @@ LISTEN_ONLY = frozenset({
     "notifications/resources/updated", "notifications/subscriptions/acknowledged", "notifications/tasks",
 })
 
+
 # --- SSE response streams -----------------------------------------------------------------------------
 
 
