@@ -1,6 +1,7 @@
 """The package's import structure, read from the source (`ast`): the sans-IO core imports none of
-the rules, adapters or outputs (not even through another module), and no module imports itself
-back through others (no cycle).
+the rules, adapters, outputs, recording, replay or probe (not even through another module), and
+nothing of the package but itself, `config` and `errors`; and no module imports itself back
+through others (no cycle).
 
 Every import statement counts, those inside functions too (they only delay a cycle), except those
 under `if TYPE_CHECKING:`, which never run. `from package import name` is an import of the
@@ -16,7 +17,9 @@ import mrtr_inspect
 
 PACKAGE = Path(mrtr_inspect.__file__).resolve().parent
 CORE = "mrtr_inspect.core"
-NOT_FOR_THE_CORE = ("mrtr_inspect.rules", "mrtr_inspect.adapters", "mrtr_inspect.outputs")
+NOT_FOR_THE_CORE = ("mrtr_inspect.rules", "mrtr_inspect.adapters", "mrtr_inspect.outputs", "mrtr_inspect.recording",
+                    "mrtr_inspect.replay", "mrtr_inspect.probe")
+FOR_THE_CORE = (CORE, "mrtr_inspect.config", "mrtr_inspect.errors")  # all the core may import of the package
 
 # Cycles known and being removed elsewhere; each names who removes it.
 KNOWN_CYCLES: list[set[str]] = []
@@ -114,18 +117,46 @@ def test_the_graph_reads_imports_inside_functions_and_leaves_type_checking_ones_
     assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [{"a", "b", "c"}]
 
 
-def test_the_core_imports_no_rules_adapters_or_outputs_even_through_another_module():
+def reached(graph: dict[str, set[str]], module: str) -> set[str]:
+    """The modules `module` imports, directly or through others."""
+    reach, todo = set(), [module]
+    while todo:
+        for t in graph[todo.pop()] - reach:
+            reach.add(t)
+            todo.append(t)
+    return reach
+
+
+def _inside(module: str, packages: tuple[str, ...]) -> bool:
+    return any(module == p or module.startswith(p + ".") for p in packages)
+
+
+def core_violations(graph: dict[str, set[str]]) -> dict[str, list[str]]:
+    """core module -> what it reaches that it must not: a module of NOT_FOR_THE_CORE, or any module
+    of the package outside FOR_THE_CORE."""
+    out = {}
+    for m in graph:
+        if _inside(m, (CORE,)):
+            bad = sorted(t for t in reached(graph, m) if _inside(t, NOT_FOR_THE_CORE) or not _inside(t, FOR_THE_CORE))
+            if bad:
+                out[m] = bad
+    return out
+
+
+def test_a_core_module_reaching_recording_replay_or_probe_through_another_is_a_violation():
+    g = {"mrtr_inspect.core.a": {"mrtr_inspect.core.b"}, "mrtr_inspect.core.b": {"mrtr_inspect.errors"},
+         "mrtr_inspect.errors": set(), "mrtr_inspect.config": set()}
+    assert core_violations(g) == {}
+    for outside in ("mrtr_inspect.recording.writer", "mrtr_inspect.replay.server", "mrtr_inspect.probe.runner",
+                    "mrtr_inspect.version"):
+        bad = {**g, "mrtr_inspect.errors": {outside}, outside: set()}
+        assert core_violations(bad) == {"mrtr_inspect.core.a": [outside], "mrtr_inspect.core.b": [outside]}, outside
+
+
+def test_the_core_imports_nothing_but_itself_config_and_errors_even_through_another_module():
     g = import_graph()
-    core = [m for m in g if m == CORE or m.startswith(CORE + ".")]
-    assert len(core) > 5
-    for m in core:
-        reach, todo = set(), [m]
-        while todo:
-            for t in g[todo.pop()] - reach:
-                reach.add(t)
-                todo.append(t)
-        bad = sorted(t for t in reach if t.startswith(NOT_FOR_THE_CORE))
-        assert not bad, f"{m} imports {bad}"
+    assert len([m for m in g if _inside(m, (CORE,))]) > 5
+    assert core_violations(g) == {}
 
 
 def test_no_import_cycle():

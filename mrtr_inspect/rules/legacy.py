@@ -4,7 +4,7 @@ Each hop is judged by its own era (RULES.md §2): legacy traffic (initialize, se
 server-initiated elicitation/create answered by the client) is shown as what it is and judged by the
 legacy rules below only; legacy artifacts on a modern hop (an elicitationId,
 notifications/elicitation/complete, -32042) are flagged as leakage. A server request or a client
-response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http.py).
+response on a modern hop is §4.6 (`server-initiated-request`, `client-sent-response`, in http/streams.py).
 
 The checks that need what a session showed before (the ids its senders used, the eras of its
 requests, the legacy sessions its initialize minted) are the checks of one pass, `LEGACY`, which
@@ -49,7 +49,20 @@ class _State:
         self.once: set = set()
 
 
-LEGACY_PASS = Pass("legacy", state=_State)
+def _update(obs: Decoded, st: _State) -> _State:
+    """The pass's one step (registry.py): the session (or none) a legacy initialize assigned to its
+    client, and the version it negotiated: the client's later POSTs must carry them."""
+    if _initialize_result(obs):
+        msg, x = obs.msg, obs.exchange
+        sid = header(x.response_headers, "mcp-session-id")
+        session = (sid, msg.result.get("protocolVersion"), msg)
+        bounded(st.by_client, (x.path, x.client), session)
+        if sid is not None:
+            bounded(st.by_sid, sid, session)
+    return st
+
+
+LEGACY_PASS = Pass("legacy", state=_State, update=_update, kinds=["result"], directions=["s2c"], transports=["http"])
 
 
 def _legacy_flavoured(obs: Decoded) -> bool:
@@ -182,20 +195,6 @@ def legacy_session_id_charset(obs: Decoded, ctx, st: _State) -> None:
                  "ID MUST only contain visible ASCII characters (0x21 to 0x7E)", messages=[obs.msg.index])
 
 
-@LEGACY_PASS.step(kinds=["result"], directions=["s2c"], transports=["http"])
-def session_minted(obs: Decoded, ctx, st: _State) -> None:
-    """The session (or none) a legacy initialize assigned to its client, and the version it negotiated:
-    the client's later POSTs must carry them."""
-    if not _initialize_result(obs):
-        return
-    msg, x = obs.msg, obs.exchange
-    sid = header(x.response_headers, "mcp-session-id")
-    session = (sid, msg.result.get("protocolVersion"), msg)
-    bounded(st.by_client, (x.path, x.client), session)
-    if sid is not None:
-        bounded(st.by_sid, sid, session)
-
-
 def _session_of(obs: Decoded, st: _State) -> tuple | None:
     """The legacy session a client POST belongs to (by its Mcp-Session-Id, else by its client address
     and endpoint), for a message that is neither modern nor a new initialize; else None."""
@@ -322,7 +321,7 @@ def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
 LEGACY_PASS.order(
     era_modern_meta_legacy_version, legacy_request_id_reused_in_session, era_mixed_connection,
     legacy_session_header_missing, legacy_protocol_version_header_missing,
-    modern_artifact_in_legacy, session_minted, legacy_session_id_charset, url_elicitation_has_elicitation_id,
+    modern_artifact_in_legacy, legacy_session_id_charset, url_elicitation_has_elicitation_id,
 )
 
 

@@ -15,20 +15,27 @@ detects; `why`, `example` and `quote` feed `docs/rules.md` and the text of each 
         ctx.emit("retry id 3 repeats …", messages=[...], chain=obs.chain.id)
 
 The engine dispatches each observation to the rules that subscribe to its type, narrowed by the
-message kinds and methods a rule names, so a message costs only the rules that can apply to it. A
-rule that raises becomes an `inspector-error` finding; the pipeline goes on.
+message kinds and methods a rule names: the plan of a `Decoded` or `Answered` observation is made
+once per (type, kind, method, direction, transport), so a message costs only the rules that can
+apply to it. A rule that raises becomes an `inspector-error` finding; the pipeline goes on. The
+findings of an observation about a 2025-11-25 exchange link that revision's page (`dispatch`).
 
 Passes
 ------
 
-Most per-message rules of a RULES.md section share what they remember about a session (which
-requests were cancelled, which servers have shown themselves modern…). They are the checks of a
-named `Pass`: each check is still one function with its own id, severity, spec and docstring, and
-emits its own id; the engine makes one dispatch per message into the pass, which runs the checks
-that apply to the message (chosen once per kind, method, direction and transport, as for rules),
-each with the observation, its own context and the pass's state:
+Per-message rules that share what they remember about a session (which requests were cancelled,
+which servers have shown themselves modern…) are the checks of a named `Pass`. Each check is still
+one function with its own id, severity, spec and docstring, beside its registration, and emits its
+own id; the engine makes one dispatch per observation into the pass:
 
-    MESSAGES = Pass("messages", state=_State)        # base.py: the per-message checks of §4.5
+1. `update(obs, state)`, the pass's one explicit step, brings the state up to date with the
+   observation (every change to the state that a check reads is made here) and returns what the
+   checks read: the state, or what the observation means for them (None: no check runs);
+2. then the checks that apply to the observation run, `fn(obs, ctx, what update returned)`. They
+   read; none depends on another having run before it. A check may keep what it alone reads (the
+   keys it reported once, its last value, a finding deferred until evidence arrives).
+
+    MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Cancelled, ExchangeDone))
 
     @MESSAGES.check("request-id-null", ERROR, kinds=["request"], section="4.5", spec=spec.BASE_REQUESTS,
                     quote="Unlike base JSON-RPC, the ID MUST NOT be null.",
@@ -41,34 +48,32 @@ each with the observation, its own context and the pass's state:
         if msg.id is None and not (msg.method or "").startswith("notifications/"):
             ctx.emit(f"{at(msg)} from the {side(msg)} has id null; …", messages=[msg.index])
 
-and in tests/rules/test_base.py one test that triggers it and one near miss that must not. That is
-all a new per-message rule needs: its check runs after the pass's other checks (the order of a
-message's findings in the report) unless `Pass.order` places it.
+and in tests/rules one test that triggers it and one near miss that must not.
 
-- A pass sits in the engine's order where its first check is registered; its checks run in their
-  registration order, or in the order `Pass.order(fn, …)` gives (a function placed twice is named
-  twice), since a message's findings are reported in the order they are found.
-- `@PASS.also(id, …)`: the same rule checked at a second place of the pass (another kind of
-  message, a point where other checks must come first); `@PASS.step(…)`: no rule, bookkeeping of
-  the pass's state that checks read (a step emits nothing of its own).
+- The checks run, and so a message's findings are reported, in registration order (which is also
+  the order of docs/rules.md), or in the order `Pass.order(fn, …)` gives where the report needs
+  another; a pass sits in the engine's order where its first check is registered.
+  `@PASS.also(id, …)` runs a rule's check at a second place of the pass (another kind of message,
+  another place in the report).
 - `state`: a factory `state(ctx)` of what the pass remembers, one per capture session (created at
   the session's first observation, dropped at `SessionOver`), or one for the engine's lifetime
-  with `per_session=False`. `prepare(obs, state)`, when given, makes what the checks get as their
-  third argument (None: none of them runs for this observation).
+  with `per_session=False`. `update` sees the observations of the types `update_on` (default: the
+  pass's `on`, the types its checks see unless they say otherwise) that its narrowing (`kinds=`,
+  `methods=`, `directions=`, `transports=` of `Pass`) lets through; a check of an observation
+  `update` does not see gets the state itself.
 - `gate=`: a precondition of the observation that checks share (they can find nothing when it is
-  false), as for rules; the pass tests each gate once per observation and runs the checks planned
-  for its outcome. `over=`: a function `(obs, arg)` of the items a run of consecutive
-  checks naming it judges one by one (each item goes through every check of the run before the
-  next item); the checks get the item as their third argument.
-- Every check of a pass runs while any rule of the pass is enabled (their state feeds each
-  other); findings of disabled rules are dropped. A check that raises becomes an
-  `inspector-error` naming its rule, and the other checks of the pass still run.
+  false); the pass tests each gate once per observation and runs the checks of its outcome.
+  `over=`: a function `(obs, arg)` of the items a run of consecutive checks naming it judges one
+  by one (each item goes through every check of the run before the next item); the checks get the
+  item as their third argument.
+- Every check of a pass runs while any rule of the pass is enabled; findings of disabled rules
+  are dropped. A check that raises becomes an `inspector-error` naming its rule, and the other
+  checks of the pass still run.
 """
 
 from __future__ import annotations
 
 import traceback
-from itertools import product
 from operator import attrgetter
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable
@@ -224,8 +229,8 @@ def declare(id: str, severity: str, *, summary: str, section: str = "", spec: st
 
 @dataclass(frozen=True, eq=False)
 class Check:
-    """One place of a pass where a function runs: the check of rule `rule_id`, or (rule_id None) a
-    step that keeps the pass's state. The other fields narrow what reaches it, as a rule's do."""
+    """One place of a pass where a function runs: the check of rule `rule_id`, or (rule_id None) the
+    pass's `update`. The other fields narrow what reaches it, as a rule's do."""
 
     rule_id: str | None
     fn: Callable[[Any, "Context", Any], None]
@@ -241,21 +246,28 @@ class Check:
 
 class Pass:
     """A named pass of checks that share state (see the module docstring): one dispatch per
-    observation, the checks that apply to it chosen once per kind, method, direction and transport."""
+    observation, its `update` first, then the checks that apply to it (chosen once per kind, method,
+    direction and transport)."""
 
     where: tuple = ()  # (the engine narrows passes by kind and method, never by attributes)
 
     def __init__(self, name: str, *, on: type | tuple[type, ...] = Decoded,
                  state: Callable[["Context"], Any] | None = None, per_session: bool = True,
-                 prepare: Callable[[Any, Any], Any] | None = None) -> None:
+                 update: Callable[[Any, Any], Any] | None = None, update_on: type | tuple[type, ...] | None = None,
+                 kinds: Iterable[str] | None = None,
+                 methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
+                 directions: Iterable[str] | None = None, transports: Iterable[str] | None = None) -> None:
         self.name = name
         self.on = on if isinstance(on, tuple) else (on,)  # what a check reaches unless it says otherwise
         self.state = state
         self.per_session = per_session
-        self.prepare = prepare
+        #: the pass's one step: `update(obs, state)`, what the checks read (None: no check runs)
+        self.update = None if update is None else Check(
+            None, update, **_reach(name, self.on if update_on is None else update_on, kinds, methods, directions,
+                                   transports))
         self.checks: list[Check] = []
         self._order: tuple[Callable, ...] = ()
-        #: names the pass in an inspector-error (a step or `prepare` that failed) and owns its context
+        #: names the pass in an inspector-error (its `update` failed) and owns its context
         self.unit = Rule(id=name, severity=INFO, summary=f"the {name} pass", section="pass")
 
     def __repr__(self) -> str:
@@ -296,28 +308,15 @@ class Pass:
 
         return deco
 
-    def step(self, *, on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
-             methods: Iterable[str] | dict[str, Iterable[str]] | None = None, directions: Iterable[str] | None = None,
-             transports: Iterable[str] | None = None, gate: Callable[[Any], Any] | None = None) -> Callable:
-        """Run the decorated function as bookkeeping of the pass's state at this place: it belongs to
-        no rule, and whatever it emits goes through the contexts of the checks that left it (a
-        finding deferred until evidence arrives, say)."""
-        reach = _reach(self.name, self.on if on is None else on, kinds, methods, directions, transports)
-
-        def deco(fn: Callable) -> Callable:
-            self.checks.append(Check(None, fn, **reach, gate=gate))
-            return fn
-
-        return deco
-
     def _one_of(self, gate, over) -> None:
         if gate is not None and over is not None:
             raise ValueError(f"pass {self.name}: a check names a gate or over=, not both")
 
     def order(self, *fns: Callable) -> None:
-        """The order the checks run in (and so the order of a message's findings): these first, in
-        this order (a function placed at several places is named once for each, in the order it was
-        placed), then any others in registration order."""
+        """The order of a message's findings in the report, where it is not the registration order:
+        these checks first, in this order (a function placed at several places is named once for
+        each, in the order it was placed), then the others in registration order. Only the report
+        depends on it: every check reads what `update` made, whatever ran before it."""
         self._order = fns
 
     def ordered(self) -> list[Check]:
@@ -348,17 +347,29 @@ def _session_of(obs: Any) -> str:
 
 
 class _PassPlan:
-    """What a plan entry of a pass holds: the pass's checks for one kind of observation. When some of
-    them name gates, `variants` holds the checks for each outcome of the gates (one gate: by its truth;
-    several: by the tuple of their truths), and `checks` those of all gates holding."""
+    """What a plan entry of a pass holds for one kind of observation: whether `update` runs, and the
+    (function, context) pairs of its checks; when some of them name gates, the pairs of each outcome
+    of the gates (made when an outcome is first met), `checks` being those of all gates holding."""
 
-    __slots__ = ("checks", "_rule", "gates", "variants")
+    __slots__ = ("update", "checks", "_rule", "gates", "variants", "_made_of")
 
-    def __init__(self, checks: tuple, unit: Rule, gates: tuple = (), variants: dict | None = None) -> None:
-        self.checks = checks
-        self._rule = unit
-        self.gates = gates
-        self.variants = variants
+    def __init__(self, update: bool, made_of: list[Check], run: "_PassRun") -> None:
+        self.update = update
+        self._made_of = (made_of, run)
+        self._rule = run.p.unit
+        self.gates = tuple(dict.fromkeys(c.gate for c in made_of if c.gate is not None))
+        self.variants: dict = {}
+        self.checks = run.entries(made_of)
+
+    def pick(self, held: Any) -> tuple:
+        """The checks for this outcome of the gates (a bool for one gate, a tuple of them for more)."""
+        try:
+            return self.variants[held]
+        except KeyError:
+            made_of, run = self._made_of
+            on = {g for g, h in zip(self.gates, held if type(held) is tuple else (held,)) if h}
+            out = self.variants[held] = run.entries([c for c in made_of if c.gate is None or c.gate in on])
+            return out
 
 
 class _PassRun:
@@ -367,41 +378,32 @@ class _PassRun:
     def __init__(self, engine: "RuleEngine", p: Pass) -> None:
         self.p = p
         self.ctx = Context(engine, p.unit, engine.ctx._mem)
-        self.checks = [c for c in p.ordered() if c.rule_id is None or c.rule_id in REGISTRY]
-        self.contexts = {c.rule_id: Context(engine, REGISTRY[c.rule_id], engine.ctx._mem)
-                         for c in self.checks if c.rule_id is not None}
+        self.checks = [c for c in p.ordered() if c.rule_id in REGISTRY]
+        self.contexts = {c.rule_id: Context(engine, REGISTRY[c.rule_id], engine.ctx._mem) for c in self.checks}
         self.keeps_sessions = p.state is not None and p.per_session
-        self.on = {t for c in self.checks for t in c.on} | ({SessionOver} if self.keeps_sessions else set())
-        self.methods = {m for c in self.checks if c.methods for m in c.methods}
+        u = p.update
+        self.on = ({t for c in self.checks for t in c.on} | set(u.on if u is not None else ())
+                   | ({SessionOver} if self.keeps_sessions else set()))
+        self.methods = {m for c in self.checks + ([u] if u is not None else []) if c.methods for m in c.methods}
         self.internal_error = engine._internal_error
         self.shared = p.state(self.ctx) if p.state is not None and not p.per_session else None
         # the state of each session, when the pass keeps one per session
         self.states: dict | None = self.ctx.mem if self.keeps_sessions else None
-        self.prepare = p.prepare
         self.run = self._runner()
 
-    def select(self, t: type, kind: str | None, method: str | None, direction: str | None,
-               transport: str | None) -> list[Check]:
-        return [c for c in self.checks if t in c.on and _reaches(c, t, kind, method, direction, transport)]
+    def plan(self, t: type, key: tuple | None = None) -> _PassPlan | None:
+        """The plan of an observation of type `t` (for `Decoded` and `Answered`, of this (kind, method,
+        direction, transport)); None when neither `update` nor a check sees it."""
+        def sees(c: Check) -> bool:
+            return t in c.on and (key is None or _reaches(c, t, *key))
 
-    def of_type(self, t: type) -> list[Check]:
-        return [c for c in self.checks if t in c.on]
+        checks = [c for c in self.checks if sees(c)]
+        update = self.p.update is not None and sees(self.p.update)
+        if checks or update or (t is SessionOver and self.keeps_sessions):
+            return _PassPlan(update, checks, self)
+        return None
 
-    def compile(self, checks: list[Check]) -> _PassPlan:
-        """The plan of these checks. Gates are decided here, not per check: the plan holds the checks
-        that run for each outcome of the gates they name, and the pass tests each gate once per
-        observation to pick them."""
-        gates = tuple(dict.fromkeys(c.gate for c in checks if c.gate is not None))
-        if not gates:
-            return _PassPlan(self._entries(checks), self.p.unit)
-        variants: dict = {}
-        for held in product((False, True), repeat=len(gates)):
-            on = {g for g, h in zip(gates, held) if h}
-            variants[held if len(gates) > 1 else held[0]] = self._entries(
-                [c for c in checks if c.gate is None or c.gate in on])
-        return _PassPlan(variants[(True,) * len(gates) if len(gates) > 1 else True], self.p.unit, gates, variants)
-
-    def _entries(self, checks: list[Check]) -> tuple:
+    def entries(self, checks: list[Check]) -> tuple:
         """The (function, context) pairs of these checks; a run of consecutive checks naming the same
         `over` becomes one entry that goes through the items."""
         out: list = []
@@ -411,7 +413,7 @@ class _PassRun:
             j = i + 1
             while over is not None and j < len(checks) and checks[j].over is over:
                 j += 1
-            runs = tuple((c.fn, self.contexts[c.rule_id] if c.rule_id is not None else self.ctx) for c in checks[i:j])
+            runs = tuple((c.fn, self.contexts[c.rule_id]) for c in checks[i:j])
             out.append(runs[0] if over is None else (self._each(over, runs), self.ctx))
             i = j
         return tuple(out)
@@ -430,10 +432,11 @@ class _PassRun:
         return each
 
     def _runner(self) -> Callable[[Any, _PassPlan], None]:
-        """What the engine's plans call for this pass: the observation's state, the checks its gates
-        choose, then each check in turn. One function per pass, with what it needs bound to locals
-        (it runs for every message)."""
-        states, shared, make, ctx0, prepare = self.states, self.shared, self.p.state, self.ctx, self.prepare
+        """What the engine's plans call for this pass: the observation's state, `update`, the checks
+        its gates choose, then each check in turn. One function per pass, with what it needs bound to
+        locals (it runs for every message)."""
+        states, shared, make, ctx0 = self.states, self.shared, self.p.state, self.ctx
+        update = self.p.update.fn if self.p.update is not None else None
         internal_error, unit = self.internal_error, self.p.unit
 
         def run(obs: Any, plan: _PassPlan) -> None:
@@ -451,8 +454,8 @@ class _PassRun:
                         st = states.get(session)
                         if st is None:
                             st = states[session] = make(ctx0)
-                if prepare is not None:
-                    st = prepare(obs, st)
+                if plan.update:
+                    st = update(obs, st)
                     if st is None:
                         return
                 gates = plan.gates
@@ -461,11 +464,14 @@ class _PassRun:
                 else:
                     try:
                         if len(gates) == 1:
-                            checks = plan.variants[True if gates[0](obs) else False]
+                            held = True if gates[0](obs) else False
                         elif len(gates) == 2:
-                            checks = plan.variants[(True if gates[0](obs) else False, True if gates[1](obs) else False)]
+                            held = (True if gates[0](obs) else False, True if gates[1](obs) else False)
                         else:
-                            checks = plan.variants[tuple(True if g(obs) else False for g in gates)]
+                            held = tuple(True if g(obs) else False for g in gates)
+                        checks = plan.variants.get(held)
+                        if checks is None:
+                            checks = plan.pick(held)
                     except Exception:  # a gate that raises: the checks run (and fail) as they would without it
                         checks = plan.checks
             except Exception as e:
@@ -635,7 +641,6 @@ class RuleEngine:
         self._method_filtered = {m for r in self._active if type(r) is Rule and r.methods for m in r.methods}
         self._method_filtered |= {m for run in self._passes.values() for m in run.methods}
         self._cache: dict[tuple, tuple] = {}
-        self._obs: Any = None
 
     def _select(self, t: type, kind: str | None, method: str | None, direction: str | None,
                 transport: str | None = None) -> list:
@@ -649,9 +654,9 @@ class RuleEngine:
                 if _reaches(u, t, kind, method, direction, transport):
                     out.append(u)
             else:
-                checks = self._passes[u].select(t, kind, method, direction, transport)
-                if checks:
-                    out.append((u, checks))
+                plan = self._passes[u].plan(t, (kind, method, direction, transport))
+                if plan is not None:
+                    out.append((u, plan))
         return out
 
     def _plan(self, key: tuple) -> tuple:
@@ -677,19 +682,16 @@ class RuleEngine:
     def _compile(self, rules: list, t: type | None = None) -> tuple:
         """The (check, context) pairs of a plan, in the rules' order; a run of consecutive rules
         that name the same gate becomes one entry that tests the gate once and runs them. A pass
-        (given as itself for the types other than `Decoded` and `Answered`, or as (pass, its checks))
-        becomes one entry that runs its checks."""
+        (given as itself for the types other than `Decoded` and `Answered`, or as (pass, its plan))
+        becomes one entry that runs its update and checks."""
         plan: list = []
         i = 0
         while i < len(rules):
             u = rules[i]
             if type(u) is not Rule:
-                p, checks = u if type(u) is tuple else (u, None)
-                run = self._passes[p]
-                if checks is None:
-                    checks = run.of_type(t)
-                if checks or (t is SessionOver and run.keeps_sessions):
-                    plan.append((run.run, run.compile(checks)))
+                p, pp = u if type(u) is tuple else (u, self._passes[u].plan(t))
+                if pp is not None:
+                    plan.append((self._passes[p].run, pp))
                 i += 1
                 continue
             gate = u.gate
@@ -719,7 +721,8 @@ class RuleEngine:
         return run
 
     def dispatch(self, obs: Any) -> None:
-        self._obs = obs  # what the findings of this dispatch concern (their revision: `report`)
+        findings = self.findings
+        found = len(findings)
         t = type(obs)
         if t is Decoded:
             m = obs.msg
@@ -752,6 +755,15 @@ class RuleEngine:
                 check(obs, ctx)
             except Exception as e:  # a broken rule must not break the pipeline
                 self._internal_error(ctx._rule, e)
+        if len(findings) > found and _era_of(obs) == LEGACY:
+            # RULES.md §13: these findings concern a 2025-11-25 exchange, so they link that revision's
+            # page, and no check of the 2026-07-28 conformance suite. A rule whose sentence that
+            # revision does not have (the era probe, a fallback from a modern error) judges the
+            # crossing by 2026-07-28's text, and keeps its link and check.
+            for f in findings[found:]:
+                legacy = legacy_spec(f.spec)
+                if legacy is not None:
+                    f.spec, f.conformance = legacy, None
 
     def _internal_error(self, r: Rule, e: BaseException) -> None:
         tb = traceback.extract_tb(e.__traceback__)
@@ -767,16 +779,7 @@ class RuleEngine:
         sev = self.config.severity.get(r.id) or severity or r.severity
         if time is None:
             time = self.view.now if self.view is not None else 0.0
-        ref, conformance = r.spec, r.conformance
-        if _era_of(self._obs) == LEGACY:
-            # RULES.md §13: the finding concerns a 2025-11-25 exchange, so it links that revision's
-            # page, and no check of the 2026-07-28 conformance suite. A rule whose sentence that
-            # revision does not have (the era probe, a fallback from a modern error) judges the
-            # crossing by 2026-07-28's text, and keeps its link and check.
-            legacy = legacy_spec(ref)
-            if legacy is not None:
-                ref, conformance = legacy, None
-        self.findings.append(Finding(r.id, sev, message, time, chain, messages, ref, conformance, details))
+        self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
 
     def _contexts(self):
         """Every context of this engine: its own, each rule's, each pass's and its checks'."""

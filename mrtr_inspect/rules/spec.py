@@ -60,7 +60,7 @@ ROOTS_ROOT = ROOTS + "#root"
 TOOLS_OUTPUT_SCHEMA = TOOLS + "#output-schema"
 CACHING = "server/utilities/caching.mdx#cacheable-results"
 
-# Streamable HTTP and the tasks extension (rules/http.py, rules/tasks.py)
+# Streamable HTTP and the tasks extension (rules/http/, rules/tasks.py)
 HTTP_SECURITY = HTTP + "#security--endpoint"
 HTTP_SENDING = HTTP + "#sending-messages"
 HTTP_RECEIVING = HTTP + "#receiving-messages"
@@ -83,7 +83,7 @@ TASKS_PROTOCOL_ERRORS = SEP_TASKS + "#protocol-errors"
 TASKS_EXECUTION_ERRORS = SEP_TASKS + "#task-execution-errors"
 TASKS_BACKCOMPAT = SEP_TASKS + "#backward-compatibility"
 
-# Base protocol, stdio, legacy era (rules/base.py, rules/stdio.py, rules/legacy.py)
+# Base protocol, stdio, legacy era (rules/base/, rules/stdio.py, rules/legacy.py)
 VERSIONING_MATRIX = "basic/versioning.mdx#compatibility-matrix"
 CHANGELOG_MINOR = "changelog.mdx#minor-changes"
 DISCOVER = "server/discover.mdx"

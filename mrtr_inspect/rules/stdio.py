@@ -2,7 +2,7 @@
 message, bytes that are not UTF-8, and the era probe a dual-era client runs before `initialize`.
 
 A valid message that ends its stream without a newline is reported under `stdio-framing` by the
-per-message pass of base.py (it sees every message; this module sees only undecodable ones).
+per-message pass of rules/base/ (it sees every message; this module sees only undecodable ones).
 """
 
 from __future__ import annotations

@@ -195,25 +195,73 @@ def _histories(ctx) -> dict:
     return {}
 
 
-TASK_KEYS = Pass("task-keys", on=(Decoded, Answered), state=_histories, per_session=False)
+class _Sighting:
+    """What a snapshot of a task (a tasks/get result, notifications/tasks) showed of its input keys
+    against the task's history: (text, severity) of each key `task-input-key-reused` reports."""
+
+    __slots__ = ("msg", "found")
+
+    def __init__(self, msg: Message) -> None:
+        self.msg = msg
+        self.found: list[tuple[str, str | None]] = []
 
 
-@TASK_KEYS.step(on=Answered, kinds=[TASK], methods=["tools/call"])
-def task_created(obs: Answered, ctx, tasks: dict) -> None:
-    """A CreateTaskResult: the capture sees every key the task will ask."""
-    tid = _created(obs)
-    if tid is not None:
-        _remember(tasks, (obs.response.session, tid), _Keys(created=True))
+def _update(obs, tasks: dict):
+    """The pass's one step (registry.py): a CreateTaskResult (the capture sees every key the task
+    will ask), an acknowledged tasks/update (the keys it answered are answered), a snapshot (the
+    keys it shows, against what the task showed before: a `_Sighting` for the checks)."""
+    if type(obs) is Answered:
+        method = obs.request.method
+        if method == "tools/call":
+            tid = _created(obs)
+            if tid is not None:
+                _remember(tasks, (obs.response.session, tid), _Keys(created=True))
+            return None
+        if method == "tasks/update":
+            if modern_result(obs) is not None:
+                st = tasks.get((obs.request.session, _task_id(obs.request.params)))
+                if st is not None:
+                    st.answered.update(_input_responses(obs.request))
+            return None
+    snap = _snapshot(obs)
+    tid = _task_id(snap[0]) if snap is not None else None
+    if tid is None:
+        return None
+    task, msg, words = snap
+    key = (msg.session, tid)
+    if task.get("status") in TERMINAL:
+        tasks.pop(key, None)
+        return None
+    st = tasks.get(key)
+    if st is None:
+        st = _Keys(created=False)
+        _remember(tasks, key, st)
+    seen = _Sighting(msg)
+    asked = task.get("inputRequests")
+    asked = asked if type(asked) is dict and task.get("status") == "input_required" else {}
+    for k, v in asked.items():
+        payload = _PAYLOAD(v)
+        first = st.asked.setdefault(k, payload)
+        if first != payload:
+            seen.found.append((f"{words} shows inputRequests key {k!r} of task {tid!r} with a request different from "
+                               "the one it named before; a key must name one request over the task's lifetime", None))
+            st.asked[k] = payload
+        elif k in st.cleared:
+            seen.found.append((f"{words} shows inputRequests key {k!r} of task {tid!r} again, after tasks/update "
+                               "answered it and a later poll no longer showed it; a key must not be reused after its "
+                               "response", None))
+            st.cleared.discard(k)
+        elif k in st.answered and k not in st.repeated:
+            st.repeated.add(k)
+            seen.found.append((f"{words} still shows inputRequests key {k!r} of task {tid!r}, which tasks/update "
+                               "already answered (acknowledgements are eventually consistent)", INFO))
+    st.cleared |= st.answered - asked.keys()
+    return seen
 
 
-@TASK_KEYS.step(on=Answered, kinds=["result"], methods=["tasks/update"])
-def update_acknowledged(obs: Answered, ctx, tasks: dict) -> None:
-    """An acknowledged tasks/update: the keys it answered are answered."""
-    if modern_result(obs) is None:
-        return
-    st = tasks.get((obs.request.session, _task_id(obs.request.params)))
-    if st is not None:
-        st.answered.update(_input_responses(obs.request))
+TASK_KEYS = Pass("task-keys", on=(Decoded, Answered), state=_histories, per_session=False, update=_update,
+                 methods={TASK: ["tools/call"], "result": ["tasks/update", "tasks/get", "notifications/tasks"],
+                          "notification": ["notifications/tasks"]})
 
 
 @TASK_KEYS.check(
@@ -228,42 +276,13 @@ def update_acknowledged(obs: Answered, ctx, tasks: dict) -> None:
         "old answer to it.",
     example='poll 1 inputRequests {"name": {elicit "Your name?"}}; poll 2 {"name": {elicit "Your age?"}}',
 )
-def task_input_key_reused(obs, ctx, tasks: dict) -> None:
+def task_input_key_reused(obs, ctx, seen: _Sighting) -> None:
     """Per taskId, across the `tasks/get` results and `notifications/tasks` of the capture: a key whose
     request payload differs from the one first shown under it; or a key shown again after a
     `tasks/update` answered it and a later snapshot no longer showed it. The same payload still
     shown right after the update is reported as info (acknowledgements are eventually consistent)."""
-    snap = _snapshot(obs)
-    tid = _task_id(snap[0]) if snap is not None else None
-    if tid is None:
-        return
-    task, msg, words = snap
-    key = (msg.session, tid)
-    if task.get("status") in TERMINAL:
-        tasks.pop(key, None)
-        return
-    st = tasks.get(key)
-    if st is None:
-        st = _Keys(created=False)
-        _remember(tasks, key, st)
-    asked = task.get("inputRequests")
-    asked = asked if type(asked) is dict and task.get("status") == "input_required" else {}
-    for k, v in asked.items():
-        payload = _PAYLOAD(v)
-        first = st.asked.setdefault(k, payload)
-        if first != payload:
-            ctx.emit(f"{words} shows inputRequests key {k!r} of task {tid!r} with a request different from the one "
-                     "it named before; a key must name one request over the task's lifetime", messages=[msg.index])
-            st.asked[k] = payload
-        elif k in st.cleared:
-            ctx.emit(f"{words} shows inputRequests key {k!r} of task {tid!r} again, after tasks/update answered it and a "
-                     "later poll no longer showed it; a key must not be reused after its response", messages=[msg.index])
-            st.cleared.discard(k)
-        elif k in st.answered and k not in st.repeated:
-            st.repeated.add(k)
-            ctx.emit(f"{words} still shows inputRequests key {k!r} of task {tid!r}, which tasks/update already answered "
-                     "(acknowledgements are eventually consistent)", messages=[msg.index], severity=INFO)
-    st.cleared |= st.answered - asked.keys()
+    for text, severity in seen.found:
+        ctx.emit(text, messages=[seen.msg.index], severity=severity)
 
 
 @TASK_KEYS.check(

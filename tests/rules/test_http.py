@@ -12,7 +12,7 @@ import pytest
 from mrtr_inspect.analysis import Analysis
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.findings import Finding
-from mrtr_inspect.rules.http import _Annotations, decode_header_value
+from mrtr_inspect.rules.http.values import _Annotations, decode_header_value
 from mrtr_inspect.rules.registry import REGISTRY
 from tests.captures import capture_frames, capture_names
 from tests.rules.test_legacy import legacy_stdio

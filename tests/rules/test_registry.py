@@ -270,25 +270,27 @@ def test_a_pass_keeps_its_state_per_session_and_drops_it_when_the_session_ends(m
     assert list(engine._passes[p].states) == ["s2", "s1"]
 
 
-def test_order_also_steps_and_prepare(monkeypatch):
+def test_update_runs_once_before_the_checks_and_what_it_returns_is_what_they_read(monkeypatch):
     _pass_registry(monkeypatch)
     seen: list = []
+    updates: list = []
 
-    def prepare(obs, st):
-        return None if obs.msg.method == "skip" else st
+    def update(obs, st):
+        updates.append(type(obs).__name__)
+        if type(obs) is Decoded:
+            st["marks"].append(obs.msg.kind)
+        return None if type(obs) is Decoded and obs.msg.method == "skip" else st
 
-    p = registry.Pass("p", state=lambda ctx: {"marks": []}, prepare=prepare)
+    # update sees requests, results and SessionOver (which no check sees); the checks see requests
+    p = registry.Pass("p", state=lambda ctx: {"marks": []}, update=update, update_on=(Decoded, SessionOver),
+                      kinds=["request", "result"])
 
     @p.check("a", "info", summary="s", kinds=["request"])
     def a(obs, ctx, st):
         seen.append(("a", list(st["marks"])))
         ctx.emit("a")
 
-    @p.step(kinds=["request", "result"])
-    def mark(obs, ctx, st):
-        st["marks"].append(obs.msg.kind)
-
-    @p.check("b", "info", summary="s", kinds=["request"])
+    @p.check("b", "info", summary="s", kinds=["request", "notification"])
     def b(obs, ctx, st):
         seen.append(("b", list(st["marks"])))
         ctx.emit("b")
@@ -297,18 +299,54 @@ def test_order_also_steps_and_prepare(monkeypatch):
     def a_on_results(obs, ctx, st):
         ctx.emit("a, on a result")
 
-    p.order(b, mark, a)  # then the others (a_on_results) in registration order
+    p.order(b, a)  # the report order; then the others (a_on_results) in registration order
     engine = RuleEngine(Config())
     engine.dispatch(_decoded("request"))
     engine.dispatch(_decoded("result"))
+    engine.dispatch(_decoded("notification"))  # not seen by update: b reads the state itself
     skipped = _decoded("request")
     skipped.msg.method = "skip"
     engine.dispatch(skipped)
-    assert seen == [("b", []), ("a", ["request"])]
-    assert [(f.rule, f.message) for f in engine.drain()] == [("b", "b"), ("a", "a"), ("a", "a, on a result")]
+    engine.dispatch(SessionOver("s1", "stdio", 1.0, {}))
+    # the request's own mark is there for both checks, whichever runs first
+    assert seen == [("b", ["request"]), ("a", ["request"]), ("b", ["request", "result"])]
+    assert updates == ["Decoded", "Decoded", "Decoded", "SessionOver"]
+    assert [(f.rule, f.message) for f in engine.drain()] == [("b", "b"), ("a", "a"), ("a", "a, on a result"),
+                                                             ("b", "b")]
     with pytest.raises(ValueError):  # a function named more often than it is placed
         p.order(a, a)
         p.ordered()
+
+
+def test_a_failing_update_is_an_inspector_error_naming_the_pass_and_its_checks_do_not_run(monkeypatch):
+    _pass_registry(monkeypatch)
+    ran: list = []
+
+    def update(obs, st):
+        raise ValueError("broken step")
+
+    p = registry.Pass("p", state=lambda ctx: {}, update=update)
+    p.check("a", "info", summary="s")(lambda obs, ctx, st: ran.append(1))
+    engine = RuleEngine(Config())
+    engine.dispatch(_decoded("request"))
+    (f,) = engine.drain()
+    assert ran == [] and f.rule == "inspector-error" and f.details == {"rule": "p"} and "the p pass failed" in f.message
+
+
+def test_findings_of_a_legacy_exchange_link_the_2025_11_25_page(monkeypatch):
+    def check(obs, ctx):
+        ctx.emit("x")
+
+    monkeypatch.setattr(registry, "REGISTRY", {
+        "r": Rule("r", "info", "s", on=(Decoded,), spec="basic/index.mdx#requests", conformance="c", check=check)})
+    engine = RuleEngine(Config())
+    for era in ("modern", "legacy"):
+        obs = _decoded("request")
+        obs.msg.era = era
+        engine.dispatch(obs)
+    modern, legacy = engine.drain()
+    assert (modern.spec, modern.conformance) == ("basic/index.mdx#requests", "c")
+    assert legacy.spec != modern.spec and legacy.spec is not None and legacy.conformance is None
 
 
 def test_over_goes_item_by_item_through_a_run_of_checks(monkeypatch):

@@ -1,0 +1,229 @@
+"""The pass of RULES.md §4.5, `MESSAGES`: what it remembers of a capture session (`_State`) and its
+one step, `_update`, which brings that up to date with each observation before any check of it runs
+(registry.py): the client messages whose id could not be read, the version retry and the fallback a
+modern error calls for, requests whose HTTP stream broke, cancelled requests, servers shown to be
+modern (and the findings that waited for that), and the subscription of a server notification."""
+
+from __future__ import annotations
+
+from ...core.era import MODERN
+from ...core.messages import (
+    BATCH,
+    ERROR as ERROR_KIND,
+    INVALID,
+    LEGACY_VERSIONS,
+    NOTIFICATION,
+    REQUEST,
+    RESULT,
+    SUBSCRIPTION_ID_KEY,
+    Message,
+    id_key,
+)
+from ...core.observations import Cancelled, Decoded, ExchangeDone
+from ..common import (
+    METHOD_NOT_FOUND,
+    MODERN_CODES,
+    UNSUPPORTED_VERSION,
+    bounded,
+    client_at,
+    endpoint,
+    error_code,
+    in_flight,
+    on_stream_of,
+    params,
+)
+from ..registry import Pass
+
+
+LOG_LEVELS = {"debug": 0, "info": 1, "notice": 2, "warning": 3, "error": 4, "critical": 5, "alert": 6, "emergency": 7}
+LISTEN = "subscriptions/listen"
+LISTEN_FILTER = {  # notification -> the listen filter field that opts into it
+    "notifications/tools/list_changed": "toolsListChanged",
+    "notifications/prompts/list_changed": "promptsListChanged",
+    "notifications/resources/list_changed": "resourcesListChanged",
+}
+RESOURCE_UPDATED = "notifications/resources/updated"
+ACKNOWLEDGED = "notifications/subscriptions/acknowledged"
+LISTEN_TYPES = frozenset(LISTEN_FILTER) | {RESOURCE_UPDATED, ACKNOWLEDGED}
+
+
+# --- the per-message pass ------------------------------------------------------------------------------------
+
+
+class _State:
+    """What the per-message pass remembers about one capture session (dropped at SessionOver): what
+    `_update` keeps, then what the message in hand means for the checks (set by `_update` for the
+    kinds of message whose checks read it), then what single checks keep for themselves."""
+
+    __slots__ = ("ctx", "unreadable", "cancelled", "retry", "modern_error", "broken", "modern", "pending", "discover",
+                 "excused", "retry_for", "fallback_for", "reissue_of", "cancel", "released", "listen",
+                 "once", "situations", "progress", "acked")
+
+    def __init__(self, ctx) -> None:
+        self.ctx = ctx  # the pass's context: what `_update` reads of the pipeline (the requests in flight)
+        self.unreadable = 0  # stdio: client messages whose id could not be read, not yet answered by an id-less error
+        self.cancelled: dict[int, tuple] = {}  # request index -> (request, cancel notification), stdio
+        self.retry: dict = {}  # client -> (the -32022 error, its supported versions)
+        self.modern_error: dict = {}  # client -> (a recognized modern error, whether it allows a legacy fallback)
+        self.broken: dict = {}  # (peer, id key) -> request whose HTTP stream ended without a response
+        self.modern: set = set()  # endpoints shown to be modern servers
+        self.pending: dict = {}  # endpoint -> findings waiting for evidence that the server is modern (`_pend`)
+        self.discover = ctx.knowledge.discover  # the inspector's DiscoverResults, per session
+        # the message in hand: a server's id-less error answering an unreadable client message (stdio);
+        # what a client request answers (a -32022's (error, supported versions), a recognized modern
+        # error's (error, whether it allows a legacy fallback), the request whose stream broke); the
+        # cancel of a response's request; the findings a server's answer releases (shown modern); a
+        # server notification's subscription
+        self.excused = False
+        self.retry_for: tuple | None = None
+        self.fallback_for: tuple | None = None
+        self.reissue_of: Message | None = None
+        self.cancel: tuple | None = None
+        self.released: list | tuple = ()
+        self.listen: _OnListen = _NOT_ON_LISTEN
+        # what one check keeps for itself
+        self.once: set = set()
+        self.situations: dict = {}  # log rule id -> the situation it last reported
+        self.progress: dict = {}  # request index -> (its last progress value, the notification's index)
+        self.acked: dict = {}  # listen request index -> the listen, once its subscription is acknowledged
+
+
+def _update(obs, st: _State) -> _State:
+    """The pass's one step (registry.py): what an observation changes in the session's state, made
+    before any check of it runs."""
+    t = type(obs)
+    if t is Decoded:
+        msg = obs.msg
+        k = msg.kind
+        if msg.direction == "c2s":
+            if k == REQUEST:
+                x = obs.exchange
+                ti = type(msg.id)
+                if ti is not int and ti is not str and msg.transport == "stdio":
+                    st.unreadable += 1  # the server may answer it with an id-less error
+                st.retry_for = st.retry.pop(client_at(msg, x), None) if st.retry else None
+                st.fallback_for = st.modern_error.pop(client_at(msg, x), None) if (
+                    st.modern_error and msg.method == "initialize") else None
+                st.reissue_of = st.broken.pop((msg.peer, msg.idk), None) if (
+                    st.broken and x is not None and msg.transport == "http") else None
+            elif (k == INVALID or k == BATCH) and msg.problem_reason is not None and obs.exchange is None:
+                st.unreadable += 1  # a stdio client message with no id to read (not JSON, a batch)
+        elif k == RESULT or k == ERROR_KIND:
+            req = obs.request
+            st.cancel = st.cancelled.pop(req.index, None) if st.cancelled and req is not None else None
+            st.released = ()
+            if k == RESULT:
+                _modern_result(obs, st)
+            else:
+                st.excused = False
+                if msg.id is None and req is None and obs.exchange is None and st.unreadable:
+                    st.unreadable -= 1
+                    st.excused = True
+                _modern_error(obs, st)
+        elif k == NOTIFICATION:
+            st.listen = _on_listen(obs, st)
+    elif t is Cancelled:
+        n, req = obs.notification, obs.request
+        if req is not None and n.kind == NOTIFICATION and n.transport == "stdio":
+            bounded(st.cancelled, req.index, (req, n))  # the server must send nothing more for it
+    elif t is ExchangeDone:
+        x = obs.exchange
+        req = _lost_request(x)
+        if req is not None:
+            bounded(st.broken, (x.peer, req.idk), req)  # its peer may send it again
+    return st
+
+
+MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Cancelled, ExchangeDone))
+
+def _lost_request(x):
+    """The modern request of an exchange that ended without a response carrying its id (else None)."""
+    req = x.request
+    if req is None or req.era != MODERN:
+        return None
+    for r in x.responses:
+        if r.idk == req.idk:
+            return None
+    return req
+
+def _modern_evidence(where, st: _State) -> None:
+    st.modern.add(where)
+    st.released = st.pending.pop(where, ())
+
+
+def _modern_result(obs: Decoded, st: _State) -> None:
+    """A result with resultType, or a DiscoverResult, shows its server to be modern: findings waiting
+    for that evidence are released (`report_released`)."""
+    msg = obs.msg
+    res = msg.result
+    if msg.era != MODERN or type(res) is not dict:
+        return
+    req = obs.request
+    if req is not None and ("resultType" in res or req.method == "server/discover"):
+        x = obs.exchange
+        where = msg.session if x is None else (msg.session, x.path)  # endpoint(msg, x), for every result
+        if where not in st.modern:
+            _modern_evidence(where, st)
+
+
+def _modern_error(obs: Decoded, st: _State) -> None:
+    """A recognized modern error (-32020, -32021, -32022, or on HTTP a 404 with -32601) shows its
+    server to be modern; the client's next request is judged against it (a version retry, a fallback
+    to initialize)."""
+    msg, x = obs.msg, obs.exchange
+    if obs.request is None:
+        return
+    code = error_code(msg)
+    if code not in MODERN_CODES and not (code == METHOD_NOT_FOUND and x is not None and x.status == 404):
+        return
+    where = endpoint(msg, x)
+    if where not in st.modern:
+        _modern_evidence(where, st)
+    legacy_ok = False
+    if code == UNSUPPORTED_VERSION:
+        data = msg.error.get("data")
+        supported = data.get("supported") if type(data) is dict else None
+        if type(supported) is list:
+            bounded(st.retry, client_at(msg, x), (msg, [v for v in supported if type(v) is str]))
+            legacy_ok = any(v in LEGACY_VERSIONS for v in supported if type(v) is str)
+    bounded(st.modern_error, client_at(msg, x), (msg, legacy_ok))
+
+class _OnListen:
+    """Where a modern server notification stands with the subscriptions: the listen it belongs to
+    (None: none, or none known), and, when its subscriptionId tag is wrong or missing, what to say."""
+
+    __slots__ = ("listen", "untagged")
+
+    def __init__(self, listen: Message | None, untagged: tuple | None) -> None:
+        self.listen = listen
+        self.untagged = untagged  # (the listen or None, the tag, whether it was tagged at all)
+
+
+_NOT_ON_LISTEN = _OnListen(None, None)
+
+
+def _on_listen(obs: Decoded, st: _State) -> _OnListen:
+    """The subscription of a server notification (HTTP: the listen request's SSE stream; stdio: the
+    listen its `_meta` names), for the subscription checks of the message."""
+    msg = obs.msg
+    found = _NOT_ON_LISTEN
+    if msg.era == MODERN:
+        x = obs.exchange
+        m = params(msg).get("_meta")
+        tagged = type(m) is dict and SUBSCRIPTION_ID_KEY in m
+        sid = m.get(SUBSCRIPTION_ID_KEY) if tagged else None
+        req = on_stream_of(x)
+        if req is not None:
+            if req.method == LISTEN:  # another request's own stream: sse-notification-unrelated (§4.6)
+                found = _OnListen(req, (req, sid, tagged) if id_key(sid) != req.idk else None)
+        elif x is None:
+            if not tagged:
+                if msg.method in LISTEN_TYPES:
+                    found = _OnListen(None, (None, sid, tagged))
+            else:
+                listen = in_flight(st.ctx, msg).get(id_key(sid))
+                if listen is None or listen.method != LISTEN:
+                    found = _OnListen(None, (None, sid, tagged))
+                else:
+                    found = _OnListen(listen, None)
+    return found
