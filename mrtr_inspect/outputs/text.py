@@ -31,6 +31,30 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape, str(text))
 
 
+# the same characters but the line feed and the tab, for text laid out in lines of its own (an HTML
+# <pre>, a JUnit failure's text): there each line is escaped as `printable` escapes it
+_UNPRINTABLE_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+# what json.dumps(ensure_ascii=False) leaves raw in a string (it escapes the C0 controls itself)
+_UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
+
+
+def printable_lines(text: object) -> str:
+    """`printable`, but the line breaks (LF) and tabs stay: for text that is several lines by design."""
+    return _UNPRINTABLE_IN_LINES.sub(_escape, str(text))
+
+
+def json_printable(text: str) -> str:
+    """JSON text (as json.dumps writes it with ensure_ascii=False) with each character `printable`
+    escapes written as its JSON escape (`\\u009b`, `\\u202e`): the same JSON value, and nothing a
+    terminal acts on when the file or the output is shown. Those characters only occur inside
+    strings there, where an escape means the same character."""
+    return _UNPRINTABLE_IN_JSON.sub(_json_escape, text)
+
+
+def _json_escape(m: re.Match) -> str:
+    return f"\\u{ord(m.group()):04x}"
+
+
 def tool_line(text: object) -> str:
     """One line of mrtr-inspect's own on stderr (a reason, a note, a summary): `mrtr-inspect: `, the
     text made `printable` (it may quote a file name or the traffic), a newline."""
