@@ -19,7 +19,8 @@ except ImportError:  # run from a checkout that is not installed: use it
 from mitmproxy import contentviews
 
 from mrtr_inspect.adapters.contentview import McpJsonRpc
+from mrtr_inspect.adapters.host_guard import HostGuard
 from mrtr_inspect.adapters.mitm_addon import MrtrInspect
 
 contentviews.add(McpJsonRpc)
-addons = [MrtrInspect()]
+addons = [HostGuard(), MrtrInspect()]  # the guard first: a refused request (403) is not recorded
