@@ -135,6 +135,27 @@ def stderr_line(err: IO[str]) -> Callable[[str], None]:
     return say
 
 
+def asgi_guard(app, policy: HostPolicy | None = None):
+    """An ASGI app (the sample server of `make demo`) behind the same check: 403 with
+    `forbidden_body` before the app sees a request whose Host or Origin is not allowed."""
+    policy = policy or HostPolicy()
+
+    async def guarded(scope, receive, send):
+        if scope["type"] == "http":
+            headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in scope["headers"]]
+            server = scope.get("server")
+            reason = policy.refusal(header(headers, "host"), header(headers, "origin"), server[0] if server else None)
+            if reason is not None:
+                body = forbidden_body(reason)
+                await send({"type": "http.response.start", "status": 403, "headers": [
+                    (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
+                await send({"type": "http.response.body", "body": body})
+                return
+        await app(scope, receive, send)
+
+    return guarded
+
+
 def header(headers: Iterable[tuple[str, str]], name: str) -> str | None:
     """The first value of a header (case-insensitive), or None."""
     for k, v in headers:

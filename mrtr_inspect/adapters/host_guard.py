@@ -13,7 +13,8 @@ left alone: there `Host` names the destination, not us.
 from __future__ import annotations
 
 import logging
-from typing import Callable, Sequence
+from collections.abc import Sequence
+from typing import Callable
 
 from mitmproxy import ctx, exceptions, http
 from mitmproxy.net.http import url
