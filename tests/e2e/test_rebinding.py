@@ -27,6 +27,12 @@ def _headers(headers: dict, port: int) -> dict:
     return {k: v.format(port=port) for k, v in headers.items()}
 
 
+def _end(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.kill()
+        proc.wait()
+
+
 def _refused(status: int, body: bytes, said: str) -> None:
     assert status == 403
     doc = json.loads(body)
@@ -107,9 +113,7 @@ def test_the_addon_refuses_a_foreign_name_in_reverse_mode(tmp_path, upstreams, s
         dump.send_signal(signal.SIGTERM)
         assert dump.wait(WAIT) == 0
     finally:
-        if dump.poll() is None:
-            dump.kill()
-            dump.wait()
+        _end(dump)
     if status == 403:
         assert up.received == [] and "refused (403)" in out.rest()
         assert not any(type(f).__name__ == "HttpRequest" for f in frames(rec))
@@ -142,9 +146,7 @@ def test_replay_serve_refuses_a_foreign_name(tmp_path):
         serve.send_signal(signal.SIGTERM)
         assert serve.wait(WAIT) == 0
     finally:
-        if serve.poll() is None:
-            serve.kill()
-            serve.wait()
+        _end(serve)
     lines = err.rest()
     assert lines.count("refused (403)") == 2 and "2 pings answered" in lines  # the refused are no part of the replay
 
