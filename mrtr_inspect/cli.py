@@ -85,8 +85,15 @@ def rule_options(fn):
     return fn
 
 
+_ALLOW_HOST_HELP = ("Listeners (the proxy, --metrics, replay serve) also answer requests whose Host or Origin "
+                    "names NAME (any port; '*': any name). By default only localhost, 127.0.0.1, [::1] and the "
+                    "listening address are answered; others get 403 (DNS rebinding protection). Repeatable.")
+
+
 def export_options(fn):
-    """The live exports of the tee and the proxy (docs/observability.md)."""
+    """The live exports of the tee and the proxy (docs/observability.md), and `--allow-host`: the
+    names their listeners (the proxy, `--metrics`) answer to besides the loopback ones."""
+    fn = click.option("--allow-host", "allow_host", multiple=True, metavar="NAME", help=_ALLOW_HOST_HELP)(fn)
     fn = click.option("--metrics", "metrics", metavar="HOST:PORT",
                       help="Serve Prometheus metrics at http://HOST:PORT/metrics while it runs.")(fn)
     fn = click.option("--otlp-endpoint", "otlp_endpoint", metavar="URL",
@@ -101,11 +108,6 @@ def hop_option(fn):
     return click.option("--hop", "hop", metavar="NAME",
                         help="Name the hop this session records (front, back…): check of several hops' recordings "
                              "ties a gateway's front chains to the back chains they caused.")(fn)
-
-
-_ALLOW_HOST_HELP = ("Also answer requests whose Host or Origin names NAME (any port; '*': any name). By default "
-                    "only localhost, 127.0.0.1, [::1] and the listening address are answered; others get 403 "
-                    "(DNS rebinding protection). Repeatable.")
 
 
 def _allowed_hosts(values: tuple[str, ...]) -> tuple[str, ...]:
@@ -162,7 +164,6 @@ class _Cli(click.Group):
 @click.option("--upstream", metavar="URL", help="The Streamable HTTP server to put the proxy in front of.")
 @click.option("--listen", metavar="HOST:PORT", default="127.0.0.1:8788", show_default=True,
               help="Where the proxy listens (port 0 picks a free one).")
-@click.option("--allow-host", "allow_host", multiple=True, metavar="NAME", help=_ALLOW_HOST_HELP)
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
 @click.option("--quiet", is_flag=True, help="No live view; findings only in the report.")
@@ -171,7 +172,7 @@ class _Cli(click.Group):
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
-def main(ctx: click.Context, upstream, listen, allow_host, record, report, quiet, hop, otlp_endpoint, metrics,
+def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_endpoint, metrics, allow_host,
          severity, disable) -> None:
     """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
     specification, record and replay them.
@@ -229,7 +230,7 @@ class _TeeCommand(click.Command):
 @export_options
 @rule_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def stdio(record, report, quiet, hop, otlp_endpoint, metrics, severity, disable, cmd) -> None:
+def stdio(record, report, quiet, hop, otlp_endpoint, metrics, allow_host, severity, disable, cmd) -> None:
     """Tee for a stdio server: start this instead of CMD. stdin and stdout carry the protocol
     unchanged; findings go to stderr; the exit status is CMD's.
 
@@ -239,7 +240,7 @@ def stdio(record, report, quiet, hop, otlp_endpoint, metrics, severity, disable,
     from .adapters.stdio_tee import run_tee
 
     config = build_config(severity, disable)
-    exports = open_exports(otlp_endpoint, metrics, quiet)
+    exports = open_exports(otlp_endpoint, metrics, quiet, _allowed_hosts(allow_host))
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports, hop=hop))
 
 

@@ -193,3 +193,24 @@ def test_no_listener_of_ours_is_left_unguarded():
     found = sorted(str(p.relative_to(pkg)) for p in pkg.rglob("*.py") if listening.search(p.read_text(encoding="utf-8")))
     assert found == ["adapters/proxy.py", "demo.py", "outputs/metrics.py", "replay/serve.py", "samples/server.py"]
     assert HostPolicy().refusal("evil.example", None) is not None
+
+
+def test_allow_host_widens_the_metrics_server():
+    """`--allow-host` of the tee and the proxy (`mrtr_allow_host` of the addon) reaches `/metrics`: a
+    Prometheus scraping by name."""
+    from mrtr_inspect.outputs.metrics import Metrics, MetricsServer
+
+    server = MetricsServer("127.0.0.1", 0, Metrics(), ("prom.fleet",))
+    server.start()
+    try:
+        codes = []
+        for host in ("prom.fleet", "evil.example"):
+            req = urllib.request.Request(server.url, headers={"Host": f"{host}:{server.port}"})
+            try:
+                with urllib.request.urlopen(req, timeout=WAIT) as r:
+                    codes.append(r.status)
+            except urllib.error.HTTPError as e:
+                codes.append(e.code)
+        assert codes == [200, 403]
+    finally:
+        server.close()
