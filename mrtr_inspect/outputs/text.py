@@ -47,7 +47,10 @@ def json_printable(text: str) -> str:
     """JSON text (as json.dumps writes it with ensure_ascii=False) with each character `printable`
     escapes written as its JSON escape (`\\u009b`, `\\u202e`): the same JSON value, and nothing a
     terminal acts on when the file or the output is shown. Those characters only occur inside
-    strings there, where an escape means the same character."""
+    strings there, where an escape means the same character. ASCII text without DEL (nearly all of
+    it) is returned as it is without a scan by the pattern: the report writes every item through this."""
+    if text.isascii() and "\x7f" not in text:
+        return text
     return _UNPRINTABLE_IN_JSON.sub(_json_escape, text)
 
 
