@@ -31,16 +31,15 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape, str(text))
 
 
-# the same characters but the line feed and the tab, for text laid out in lines of its own (an HTML
-# <pre>, a JUnit failure's text): there each line is escaped as `printable` escapes it
-_UNPRINTABLE_IN_LINES = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-# what json.dumps(ensure_ascii=False) leaves raw in a string (it escapes the C0 controls itself)
-_UNPRINTABLE_IN_JSON = re.compile("[\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069\ud800-\udfff]")
-
-
 def printable_lines(text: object) -> str:
-    """`printable`, but the line breaks (LF) and tabs stay: for text that is several lines by design."""
-    return _UNPRINTABLE_IN_LINES.sub(_escape, str(text))
+    """`printable`, but the line breaks (LF) and tabs stay: for text laid out in lines of its own (an
+    HTML <pre>, a JUnit failure's text)."""
+    return _UNPRINTABLE.sub(_escape_but_layout, str(text))
+
+
+def _escape_but_layout(m: re.Match) -> str:
+    c = m.group()
+    return c if c in "\n\t" else repr(c)[1:-1]
 
 
 def json_printable(text: str) -> str:
@@ -51,11 +50,15 @@ def json_printable(text: str) -> str:
     it) is returned as it is without a scan by the pattern: the report writes every item through this."""
     if text.isascii() and "\x7f" not in text:
         return text
-    return _UNPRINTABLE_IN_JSON.sub(_json_escape, text)
+    return _UNPRINTABLE.sub(_json_escape, text)
 
 
 def _json_escape(m: re.Match) -> str:
-    return f"\\u{ord(m.group()):04x}"
+    """json.dumps escapes every C0 control inside a string: one outside is its layout (the line
+    breaks of `indent`), kept; the rest (`printable`'s patterns, one compiled pattern for all three:
+    a character class up to U+DFFF costs a startup's worth of compiling) as JSON escapes."""
+    c = m.group()
+    return c if c < " " else f"\\u{ord(c):04x}"
 
 
 def tool_line(text: object) -> str:
