@@ -37,10 +37,11 @@ try:
     from mitmproxy import contentviews
 
     from mrtr_inspect.adapters.contentview import McpJsonRpc
+    from mrtr_inspect.adapters.host_guard import HostGuard
     from mrtr_inspect.adapters.mitm_addon import MrtrInspect
 except ModuleNotFoundError as e:
     logging.getLogger("mrtr_inspect").error(not_installed(e))
     addons = []
 else:
     contentviews.add(McpJsonRpc)
-    addons = [MrtrInspect()]
+    addons = [HostGuard(), MrtrInspect()]  # the guard first: a refused request (403) is not recorded

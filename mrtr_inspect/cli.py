@@ -86,8 +86,15 @@ def rule_options(fn):
     return fn
 
 
+_ALLOW_HOST_HELP = ("Listeners (the proxy, --metrics, replay serve) also answer requests whose Host or Origin "
+                    "names NAME (any port; '*': any name). By default only localhost, 127.0.0.1, [::1] and the "
+                    "listening address are answered; others get 403 (DNS rebinding protection). Repeatable.")
+
+
 def export_options(fn):
-    """The live exports of the tee and the proxy (docs/observability.md)."""
+    """The live exports of the tee and the proxy (docs/observability.md), and `--allow-host`: the
+    names their listeners (the proxy, `--metrics`) answer to besides the loopback ones."""
+    fn = click.option("--allow-host", "allow_host", multiple=True, metavar="NAME", help=_ALLOW_HOST_HELP)(fn)
     fn = click.option("--metrics", "metrics", metavar="HOST:PORT",
                       help="Serve Prometheus metrics at http://HOST:PORT/metrics while it runs.")(fn)
     fn = click.option("--otlp-endpoint", "otlp_endpoint", metavar="URL",
@@ -104,13 +111,24 @@ def hop_option(fn):
                              "ties a gateway's front chains to the back chains they caused.")(fn)
 
 
-def open_exports(otlp_endpoint: str | None, metrics: str | None, quiet: bool = False):
+def _allowed_hosts(values: tuple[str, ...]) -> tuple[str, ...]:
+    """`--allow-host` values as they are matched; a bad one is one line, exit 2."""
+    from .hosts import allow_host
+
+    try:
+        return tuple(allow_host(v) for v in values)
+    except ValueError as e:
+        fail(str(e))
+
+
+def open_exports(otlp_endpoint: str | None, metrics: str | None, quiet: bool = False, allow_host: tuple[str, ...] = ()):
     """The live exports asked for (None: none); a bad value or a port in use is one line, exit 2.
-    Where the metrics are served is said on stderr (under --quiet only when port 0 chose it)."""
+    Where the metrics are served is said on stderr (under --quiet only when port 0 chose it).
+    `allow_host`: the names the metrics server answers to besides the loopback ones (hosts.py)."""
     from .adapters.exports import Exports
 
     try:
-        exports = Exports.open(otlp_endpoint, metrics)
+        exports = Exports.open(otlp_endpoint, metrics, allow_host)
     except ValueError as e:
         fail(str(e))
     if exports is not None and exports.metrics is not None and (not quiet or metrics.endswith(":0")):
@@ -155,8 +173,8 @@ class _Cli(click.Group):
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
-def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_endpoint, metrics, severity,
-         disable) -> None:
+def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_endpoint, metrics, allow_host,
+         severity, disable) -> None:
     """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
     specification, record and replay them.
 
@@ -181,9 +199,10 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_
         from .adapters.proxy import run_proxy
     except ImportError as e:  # pragma: no cover - depends on the installation
         fail(f"the HTTP proxy is not available: {e}")
-    exports = open_exports(otlp_endpoint, metrics, quiet)
+    allow = _allowed_hosts(allow_host)
+    exports = open_exports(otlp_endpoint, metrics, quiet, allow)
     sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config,
-                       exports=exports, hop=hop))
+                       exports=exports, hop=hop, allow_host=allow))
 
 
 class _TeeCommand(click.Command):
@@ -212,7 +231,7 @@ class _TeeCommand(click.Command):
 @export_options
 @rule_options
 @click.argument("cmd", nargs=-1, required=True, type=click.UNPROCESSED)
-def stdio(record, report, quiet, hop, otlp_endpoint, metrics, severity, disable, cmd) -> None:
+def stdio(record, report, quiet, hop, otlp_endpoint, metrics, allow_host, severity, disable, cmd) -> None:
     """Tee for a stdio server: start this instead of CMD. stdin and stdout carry the protocol
     unchanged; findings go to stderr; the exit status is CMD's.
 
@@ -222,7 +241,7 @@ def stdio(record, report, quiet, hop, otlp_endpoint, metrics, severity, disable,
     from .adapters.stdio_tee import run_tee
 
     config = build_config(severity, disable)
-    exports = open_exports(otlp_endpoint, metrics, quiet)
+    exports = open_exports(otlp_endpoint, metrics, quiet, _allowed_hosts(allow_host))
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports, hop=hop))
 
 
@@ -407,6 +426,7 @@ def _match_on(names: tuple[str, ...], python_path: tuple[str, ...]) -> tuple[boo
                    "MODULE:FUNCTION, a custom matcher f(recorded, live) (docs/replay.md). Repeatable.")
 @click.option("--python-path", "python_path", multiple=True, metavar="DIR",
               help="Where --match-on modules are imported from (added to sys.path). Repeatable.")
+@click.option("--allow-host", "allow_host", multiple=True, metavar="NAME", help=_ALLOW_HOST_HELP)
 @click.option("--record", metavar="PATH", help="Record the live session to PATH.")
 @click.option("--summary", metavar="PATH", help="Keep a JSON summary there (rewritten after each request); "
               "{pid} in PATH is replaced by the process id.")
@@ -417,8 +437,8 @@ def _match_on(names: tuple[str, ...], python_path: tuple[str, ...]) -> tuple[boo
               help="A JSON path the recording was redacted at, beyond the settings' redact_paths: the live "
               "value is redacted there too before matching (docs/replay.md).")
 @rule_options
-def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, match_on, python_path, record,
-                 summary, quiet, fail_on, redact_path, severity, disable) -> None:
+def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, match_on, python_path, allow_host,
+                 record, summary, quiet, fail_on, redact_path, severity, disable) -> None:
     """A recording's server side, played back to a live client. A request that matches no recorded
     one gets a JSON-RPC error naming the closest one. Exit 0; 1 after misses; 2 on unreadable input."""
     from .replay import run
@@ -433,7 +453,7 @@ def replay_serve(path, listen, use_stdio, strict, ignore, allow_repeats, pace, m
     options = ServeOptions("strict" if strict else "any", ignore, allow_repeats, pace, redactor=redactor_for(config),
                            answers=answers, custom=custom)
     sys.exit(run.serve(path, listen=listen, stdio=use_stdio, options=options, record=record, summary=summary,
-                       quiet=quiet, fail_on=fail_on, config=config))
+                       quiet=quiet, fail_on=fail_on, config=config, allow_host=tuple(allow_host)))
 
 
 @replay.command("verify")

@@ -35,12 +35,14 @@ def sample_server() -> Iterator[str]:
     import uvicorn
     from mcp.server.transport_security import TransportSecuritySettings
 
+    from .hosts import asgi_guard
     from .samples.server import build_server
 
     logging.getLogger("mcp").setLevel(logging.ERROR)  # the SDK's notes (start, stop, the rejected tampered state)
 
-    app = build_server().streamable_http_app(
-        streamable_http_path="/mcp", transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False))
+    # the SDK's own check answers a foreign Host 421; ours answers it 403 as every listener of ours does
+    app = asgi_guard(build_server().streamable_http_app(
+        streamable_http_path="/mcp", transport_security=TransportSecuritySettings(enable_dns_rebinding_protection=False)))
     sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)  # TCP: asyncio turns Nagle off
     sock.bind(("127.0.0.1", 0))
     sock.listen(128)

@@ -288,8 +288,10 @@ def to_json(path_a: str, path_b: str, changes: list[Change], notes: list[str]) -
 
 
 def write_json(stream: IO[str], path_a: str, path_b: str, changes: list[Change], notes: list[str]) -> None:
-    json.dump(to_json(path_a, path_b, changes, notes), stream, ensure_ascii=False, indent=2, default=str)
-    stream.write("\n")
+    from .outputs.text import json_printable
+
+    stream.write(json_printable(json.dumps(to_json(path_a, path_b, changes, notes), ensure_ascii=False, indent=2,
+                                           default=str)) + "\n")
 
 
 _SECTION = {"server": "server", "tool": "tools offered", "prompt": "prompts offered", "resource": "resources offered"}

@@ -33,8 +33,10 @@ class Exports:
         self.otlp = None
 
     @classmethod
-    def open(cls, otlp_endpoint: str | None = None, metrics: str | None = None) -> "Exports | None":
-        """The exports the options (and the environment) ask for, or None; ValueError with a reason."""
+    def open(cls, otlp_endpoint: str | None = None, metrics: str | None = None,
+             allow_host: tuple[str, ...] = ()) -> "Exports | None":
+        """The exports the options (and the environment) ask for, or None; ValueError with a reason.
+        `allow_host`: names the metrics server answers to besides the loopback ones (hosts.py)."""
         from ..outputs.exporters.otlp_live import endpoint_from
 
         endpoint = endpoint_from(otlp_endpoint)
@@ -46,7 +48,7 @@ class Exports:
 
             host, port = parse_host_port(metrics, "--metrics")
             try:
-                server = MetricsServer(host, port, Metrics())
+                server = MetricsServer(host, port, Metrics(), allow_host)
             except OSError as e:
                 raise ValueError(f"cannot serve metrics on {metrics}: {(e.strerror or str(e)).lower()}") from None
         if endpoint is None and server is None:

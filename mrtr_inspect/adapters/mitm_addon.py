@@ -47,6 +47,7 @@ from ..outputs.report import ReportBuilder
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from ..settings import SettingsError, load_project
+from .host_guard import refused
 from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
 from .exports import Exports
 from .live_analysis import HttpAnalysis
@@ -432,7 +433,7 @@ class MrtrInspect:
         if opts.mrtr_peer_header:
             self.config.peer_header = opts.mrtr_peer_header
         try:
-            exports = Exports.open(opts.mrtr_otlp_endpoint, opts.mrtr_metrics)
+            exports = Exports.open(opts.mrtr_otlp_endpoint, opts.mrtr_metrics, tuple(getattr(opts, "mrtr_allow_host", ())))
         except ValueError as e:
             raise exceptions.OptionsError(str(e)) from None
         if exports is not None and exports.metrics is not None:
@@ -526,7 +527,7 @@ class MrtrInspect:
     def requestheaders(self, flow: http.HTTPFlow) -> None:
         try:
             a = self._session()
-            if a is None:
+            if a is None or refused(flow):  # host_guard answered it 403: never forwarded, no part of the session
                 return
             if not flow.live:  # read from a file: the whole flow is here, its bodies come through no callback
                 self._read(a, flow)

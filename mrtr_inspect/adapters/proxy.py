@@ -47,6 +47,7 @@ from ..outputs.text import tool_line
 from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .exports import Exports, parse_host_port
+from .host_guard import HostGuard
 from .live_analysis import HttpAnalysis
 from .mitm_addon import MrtrInspect, new_analysis, session_info, session_start
 from .recorder import HttpRecorder
@@ -195,9 +196,10 @@ class _ForkedAnalysis:
 
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
               quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None,
-              exports: Exports | None = None, hop: str | None = None) -> int:
+              exports: Exports | None = None, hop: str | None = None, allow_host: tuple[str, ...] = ()) -> int:
     """Run the proxy until SIGINT or SIGTERM; returns the exit status (0; 2 for a startup error; the
-    analysis process' status when it failed, such as 1 for a report it could not write)."""
+    analysis process' status when it failed, such as 1 for a report it could not write).
+    `allow_host`: names besides the loopback ones a request's Host and Origin may carry (host_guard.py)."""
     err = stderr if stderr is not None else sys.stderr
     config = config or Config()
 
@@ -212,6 +214,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
             raise ValueError(reason)
         if hop is not None and (reason := hop_problem(hop)):
             raise ValueError(f"--hop: {reason}")
+        guard = HostGuard(tuple(allow_host), say)
         writer = RecordingWriter(record, "http", session_info(upstream, True, hop), redactor_for(config)) if record else None
     except (ValueError, RecordingError) as e:
         say(str(e))
@@ -237,7 +240,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     code = 0
     try:
         # the ready line names the path with its secret query values redacted, as the recording does
-        code = asyncio.run(_serve(addon, analysis, origin, redactor.url(path), host, port, say, handler))
+        code = asyncio.run(_serve(addon, analysis, origin, redactor.url(path), host, port, say, handler, guard))
     except KeyboardInterrupt:  # a SIGINT before our handler was in place: nothing was served yet
         pass
     finally:
@@ -248,14 +251,14 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
 
 
 async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, path: str, host: str, port: int,
-                 say, log: _MitmLog) -> int:
+                 say, log: _MitmLog, guard: HostGuard) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     master = reverse_proxy_master()
     ready = _Ready()
-    master.addons.add(addon, ready)
+    master.addons.add(guard, addon, ready)  # the guard first: a refused request reaches no other hook of ours
     try:
         master.options.update(mode=[f"reverse:{origin}"], listen_host=host, listen_port=port,
                               connection_strategy="lazy", confdir=str(cache_dir() / "mitmproxy"))

@@ -25,6 +25,7 @@ from ..version import __version__
 from ..core.findings import RANK, spec_url
 from ..rules.registry import REGISTRY
 from .exporters.capture import Located, chain_label, locate
+from .text import json_printable
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
 SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
@@ -45,11 +46,11 @@ def write_sarif(log: dict, out: IO[str]) -> None:
     JSON takes the slow one)."""
     run = log["runs"][0]
     results, run["results"] = run["results"], _SLOT
-    head, _, tail = json.dumps(log, ensure_ascii=False, indent=2).partition(json.dumps(_SLOT))
+    head, _, tail = json_printable(json.dumps(log, ensure_ascii=False, indent=2)).partition(json.dumps(_SLOT))
     out.write(head + "[")
     sep = "\n        "
     for r in results:
-        out.write(sep + json.dumps(r, ensure_ascii=False))
+        out.write(sep + json_printable(json.dumps(r, ensure_ascii=False)))
         sep = ",\n        "
     out.write(("\n      ]" if results else "]") + tail + "\n")
     run["results"] = results
@@ -179,8 +180,11 @@ def _fingerprint(f: dict, where: Located, session: str) -> str:
 
 # -- JUnit ----------------------------------------------------------------------------------------
 
-# what XML 1.0 cannot carry (control characters, lone surrogates, U+FFFE/U+FFFF)
-_NOT_XML = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\ud800-\udfff\ufffe\uffff]")
+# what XML 1.0 cannot carry (control characters, lone surrogates, U+FFFE/U+FFFF), and what a terminal
+# acts on when the file is shown (a carriage return, DEL, C1 controls, bidirectional controls, line
+# separators: `printable`'s characters but the line feed and the tab of a failure's lines)
+_NOT_XML = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028-\u202e\u2066-\u2069"
+                      "\ud800-\udfff\ufffe\uffff]")
 
 
 def _x(text: object) -> str:

@@ -26,6 +26,7 @@ import threading
 
 from ..core.findings import Finding
 from ..core.inspector import ChainEvent
+from ..hosts import HostPolicy
 
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 ROUNDS_BUCKETS = (0, 1, 2, 3, 4, 5, 8, 10, 20)
@@ -80,14 +81,37 @@ class Metrics:
             self.findings.labels(_bounded(out.rule, self.rules), _bounded(out.severity, SEVERITIES)).inc()
 
 
-class MetricsServer:
-    """`/metrics` of a registry on HOST:PORT: bound now, served once `start()` runs."""
+_LOCAL = "mrtr_inspect.local_address"  # the WSGI environ key of the connection's local address
 
-    def __init__(self, host: str, port: int, metrics: Metrics) -> None:
+
+def _guarded(app, policy: HostPolicy):
+    """The WSGI app, behind the Host and Origin check of every listener of ours (hosts.py): a scrape
+    from a page that rebinds its name to this machine gets 403."""
+    def guarded(environ, start_response):
+        reason = policy.refusal(environ.get("HTTP_HOST"), environ.get("HTTP_ORIGIN"), environ.get(_LOCAL))
+        if reason is None:
+            return app(environ, start_response)
+        body = f"forbidden: {reason} (DNS rebinding protection)\n".encode()
+        start_response("403 Forbidden", [("Content-Type", "text/plain; charset=utf-8"), ("Content-Length", str(len(body)))])
+        return [body]
+    return guarded
+
+
+class MetricsServer:
+    """`/metrics` of a registry on HOST:PORT: bound now, served once `start()` runs, to requests whose
+    Host and Origin name this listener (loopback names, HOST, the names in `allow`: hosts.py)."""
+
+    def __init__(self, host: str, port: int, metrics: Metrics, allow: tuple[str, ...] = ()) -> None:
         from wsgiref.simple_server import make_server
 
         from prometheus_client import make_wsgi_app
         from prometheus_client.exposition import ThreadingWSGIServer, _SilentHandler
+
+        class _Handler(_SilentHandler):
+            def get_environ(self):
+                env = super().get_environ()
+                env[_LOCAL] = self.connection.getsockname()[0]
+                return env
 
         self.metrics = metrics
         server_class = ThreadingWSGIServer
@@ -95,7 +119,8 @@ class MetricsServer:
             class _V6(ThreadingWSGIServer):
                 address_family = socket.AF_INET6
             server_class = _V6
-        self.httpd = make_server(host, port, make_wsgi_app(metrics.registry), server_class, handler_class=_SilentHandler)
+        app = _guarded(make_wsgi_app(metrics.registry), HostPolicy(allow, host))
+        self.httpd = make_server(host, port, app, server_class, handler_class=_Handler)
         self.port = self.httpd.server_address[1]
         self.host = host
         self._thread: threading.Thread | None = None

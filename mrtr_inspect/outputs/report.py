@@ -18,6 +18,7 @@ from ..core.jsontext import dumps_with
 from ..core.hops import HopsCorrelated
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
+from .text import json_printable
 
 FORMAT = "mrtr-inspect.report/1"
 _SPOOL_BYTES = 1024 * 1024  # each spool in memory up to this (about 850 chains or 2,700 findings), then on disk
@@ -25,13 +26,13 @@ _SPOOL_BYTES = 1024 * 1024  # each spool in memory up to this (about 850 chains 
 
 def _dumps(obj: Any, **kw: Any) -> str:
     """JSON text that can always be written as UTF-8: a lone surrogate (a tool name sent as \\ud800
-    and quoted back in a finding) is kept as its escape."""
+    and quoted back in a finding) is kept as its escape; and that a terminal shows inert (`json_printable`)."""
     text = json.dumps(obj, ensure_ascii=False, default=str, **kw)
     try:
         text.encode("utf-8")
     except UnicodeEncodeError:
-        text = json.dumps(obj, ensure_ascii=True, default=str, **kw)
-    return text
+        return json.dumps(obj, ensure_ascii=True, default=str, **kw)
+    return json_printable(text)
 
 
 _LINE = dumps_with(ensure_ascii=False, default=str)
@@ -42,9 +43,10 @@ def _line(obj: Any) -> bytes:
     """`_dumps(obj)` as UTF-8: one item of the report's lists, exactly as `write_json` writes it."""
     text = _LINE(obj)
     try:
-        return text.encode("utf-8")
+        text.encode("utf-8")
     except UnicodeEncodeError:
         return _LINE_ASCII(obj).encode("utf-8")
+    return json_printable(text).encode("utf-8")
 
 
 class _Spool:

@@ -10,7 +10,7 @@ from rich.text import Text
 from rich.tree import Tree
 
 from ..core.messages import format_id
-from .text import chain_line, printable
+from .text import chain_line, json_printable, printable
 
 
 def _ms(v: float | None) -> str:
@@ -136,7 +136,14 @@ _MERMAID_TABLE = str.maketrans(_MERMAID)
 def _mm(text: str) -> str:
     """Text from the recording as a sequence diagram message shows it: on one line (`printable`),
     at most 80 characters, literally."""
-    return printable(text)[:80].translate(_MERMAID_TABLE)
+    return _mm_comment(printable(text)[:80])
+
+
+def _mm_comment(text: str) -> str:
+    """Text from the recording on a diagram's `%%` comment line: on one line (`printable`), and
+    encoded as a message is, whole. Mermaid obeys a directive (`%%{init: …}%%`) wherever it stands,
+    a comment line included, so no `%` of the recording's may reach it raw."""
+    return printable(text).translate(_MERMAID_TABLE)
 
 
 def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
@@ -144,8 +151,8 @@ def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
     for c in chains:
         n += 1
         rounds = {r["message"]: r for r in c.get("round_details", [])}
-        stream.write(printable(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
-                               f"{c.get('rounds')} round(s)") + "\n")
+        stream.write("%% " + _mm_comment(f"{c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
+                                         f"{c.get('rounds')} round(s)") + "\n")
         stream.write("sequenceDiagram\n    participant C as Client\n    participant S as Server\n")
         for e in c.get("timeline", []):
             if e.get("retries_round"):
@@ -183,8 +190,7 @@ def render_json(chains: Iterable[dict], stream: IO[str], hops: list[dict] | None
     doc: dict = {"chains": items}
     if hops is not None:
         doc["hops"] = hops
-    json.dump(doc, stream, ensure_ascii=False, indent=2, default=str)
-    stream.write("\n")
+    stream.write(json_printable(json.dumps(doc, ensure_ascii=False, indent=2, default=str)) + "\n")
     return len(items)
 
 
@@ -284,9 +290,9 @@ def render_mermaid_hops(chains: Iterable[dict], hops: list[dict] | None, stream:
             n += render_mermaid([c], stream)
             continue
         n += 1
-        stream.write(printable(f"%% {c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
-                               f"{c.get('rounds')} round(s), through the gateway: "
-                               + "; ".join(hop_line(h) for h, _ in backs)) + "\n")
+        stream.write("%% " + _mm_comment(f"{c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
+                                         f"{c.get('rounds')} round(s), through the gateway: "
+                                         + "; ".join(hop_line(h) for h, _ in backs)) + "\n")
         stream.write("sequenceDiagram\n    participant H as Host\n    participant G as Gateway\n"
                      "    participant U as Upstream\n")
         steps = [(t, 0, i, line) for t, i, line in _steps(c, "H", "G")]

@@ -67,7 +67,9 @@ def stats(chains: Iterable[dict]) -> dict:
 
 
 def write_json(doc: dict, stream: IO[str]) -> None:
-    stream.write(json.dumps(doc, ensure_ascii=False, indent=2) + "\n")
+    from .text import json_printable
+
+    stream.write(json_printable(json.dumps(doc, ensure_ascii=False, indent=2)) + "\n")
 
 
 def _ms(p: dict) -> str:

@@ -28,6 +28,36 @@ def printable(text: object) -> str:
     return _UNPRINTABLE.sub(_escape, str(text))
 
 
+def printable_lines(text: object) -> str:
+    """`printable`, but the line breaks (LF) and tabs stay: for text laid out in lines of its own (an
+    HTML <pre>, a JUnit failure's text)."""
+    return _UNPRINTABLE.sub(_escape_but_layout, str(text))
+
+
+def _escape_but_layout(m: re.Match) -> str:
+    c = m.group()
+    return c if c in "\n\t" else repr(c)[1:-1]
+
+
+def json_printable(text: str) -> str:
+    """JSON text (as json.dumps writes it with ensure_ascii=False) with each character `printable`
+    escapes written as its JSON escape (`\\u009b`, `\\u202e`): the same JSON value, and nothing a
+    terminal acts on when the file or the output is shown. Those characters only occur inside
+    strings there, where an escape means the same character. ASCII text without DEL (nearly all of
+    it) is returned as it is without a scan by the pattern: the report writes every item through this."""
+    if text.isascii() and "\x7f" not in text:
+        return text
+    return _UNPRINTABLE.sub(_json_escape, text)
+
+
+def _json_escape(m: re.Match) -> str:
+    """json.dumps escapes every C0 control inside a string: one outside is its layout (the line
+    breaks of `indent`), kept; the rest (`printable`'s patterns, one compiled pattern for all three:
+    a character class up to U+DFFF costs a startup's worth of compiling) as JSON escapes."""
+    c = m.group()
+    return c if c < " " else f"\\u{ord(c):04x}"
+
+
 def tool_line(text: object) -> str:
     """One line of mrtr-inspect's own on stderr (a reason, a note, a summary): `mrtr-inspect: `, the
     text made `printable` (it may quote a file name or the traffic), a newline."""

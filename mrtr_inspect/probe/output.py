@@ -11,7 +11,7 @@ from xml.etree import ElementTree as ET
 from ..core.findings import RANK
 from ..outputs.formats import _finding_line, _x
 from ..outputs.report import FORMAT
-from ..outputs.text import FindingPrinter, printable
+from ..outputs.text import FindingPrinter, json_printable, printable
 from ..version import __version__
 from .runner import FAIL, PASS, SKIPPED, ProbeRun, describe
 
@@ -133,4 +133,4 @@ def junit(run: ProbeRun, path: str, fail_on: str = "error") -> str:
 
 
 def write_json(doc: dict, out: IO[str]) -> None:
-    out.write(json.dumps(doc, ensure_ascii=False, indent=2, default=str) + "\n")
+    out.write(json_printable(json.dumps(doc, ensure_ascii=False, indent=2, default=str)) + "\n")

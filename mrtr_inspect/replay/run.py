@@ -9,6 +9,7 @@ from typing import IO
 
 from ..config import Config
 from ..core.findings import RANK
+from ..hosts import allow_host as allow_host_name, refusals, stderr_line
 from ..outputs.text import FindingPrinter, tool_line
 from .script import ReplayError, Script, load_script
 
@@ -49,12 +50,18 @@ def _over(findings: list, fail_on: str) -> bool:
 
 def serve(path: str, *, listen: str | None = None, stdio: bool = False, options=None, record: str | None = None,
           summary: str | None = None, quiet: bool = False, fail_on: str = "never", config: Config | None = None,
-          err: IO[str] | None = None) -> int:
+          err: IO[str] | None = None, allow_host: tuple[str, ...] = ()) -> int:
     from .serve import ServeSession, serve_http, serve_stdio, summary_lines
 
     err = err or sys.stderr
     if listen and stdio:
         raise ReplayError("--listen and --stdio exclude each other")
+    if allow_host and stdio:
+        raise ReplayError("--allow-host and --stdio exclude each other (nothing listens on stdio)")
+    try:
+        allow = tuple(allow_host_name(a) for a in allow_host)
+    except ValueError as e:
+        raise ReplayError(str(e)) from None
     script = _load(path, err)
     http = bool(listen) or (not stdio and script.transport == "http")
     host, port = parse_listen(listen or DEFAULT_LISTEN) if http else ("", 0)
@@ -68,7 +75,7 @@ def serve(path: str, *, listen: str | None = None, stdio: bool = False, options=
             err.flush()
 
         try:
-            result = asyncio.run(serve_http(session, host, port, ready))
+            result = asyncio.run(serve_http(session, host, port, ready, allow=allow, refused=refusals(stderr_line(err))))
         except OSError as e:
             session.close()
             raise ReplayError(f"cannot listen on {host}:{port}: {e.strerror or e}") from None

@@ -27,6 +27,7 @@ from ..config import Config
 from ..core.events import CLIENT_DISCONNECTED, Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
+from ..hosts import HostPolicy, forbidden_body, header
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import open_private, unwritable, why
 from ..recording.redaction import Redactor
@@ -384,13 +385,18 @@ def _on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> No
 
 
 class HttpReplayServer:
-    """A Streamable HTTP endpoint answering from a ServeSession."""
+    """A Streamable HTTP endpoint answering from a ServeSession. A request whose `Host` or `Origin`
+    names another listener than this one (DNS rebinding: hosts.py) is answered 403 before it is
+    read as MCP, and is no part of the session; `refused(reason)` hears of each."""
 
-    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0, allow: tuple[str, ...] = (),
+                 refused: Callable[[str], None] | None = None) -> None:
         self.session = session
         self.host = host
         self.port = port
         self.url = ""
+        self.policy = HostPolicy(allow, host)
+        self.refused = refused
         self._server: asyncio.Server | None = None
         self._x = 0
 
@@ -410,6 +416,8 @@ class HttpReplayServer:
         conn = h11.Connection(h11.SERVER)
         peer = writer.get_extra_info("peername")
         client = peer[0] if peer else ""
+        sock = writer.get_extra_info("sockname")
+        local = sock[0] if sock else None
         try:
             while True:
                 req = await _next_event(conn, reader)
@@ -424,7 +432,8 @@ class HttpReplayServer:
                         break
                     else:
                         return
-                await self._respond(conn, writer, req, bytes(body), client)
+                if not await self._guarded(conn, writer, req, local):
+                    await self._respond(conn, writer, req, bytes(body), client)
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     break
                 conn.start_next_cycle()
@@ -432,6 +441,23 @@ class HttpReplayServer:
             pass
         finally:
             writer.close()
+
+    async def _guarded(self, conn: h11.Connection, writer: asyncio.StreamWriter, req: h11.Request,
+                       local: str | None) -> bool:
+        """Answer 403 (and say so) when the request's Host or Origin is not allowed; True then."""
+        headers = [(k.decode("latin-1"), v.decode("latin-1")) for k, v in req.headers]
+        reason = self.policy.refusal(header(headers, "host"), header(headers, "origin"), local)
+        if reason is None:
+            return False
+        body = forbidden_body(reason)
+        writer.write(conn.send(h11.Response(status_code=403, headers=[
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())])))
+        writer.write(conn.send(h11.Data(data=body)))
+        writer.write(conn.send(h11.EndOfMessage()))
+        await writer.drain()
+        if self.refused is not None:
+            self.refused(reason)
+        return True
 
     async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, req: h11.Request, body: bytes,
                        client: str) -> None:
@@ -517,9 +543,11 @@ async def _send(conn: h11.Connection, writer: asyncio.StreamWriter, log: LiveLog
 
 
 async def serve_http(session: ServeSession, host: str, port: int, ready: Callable[[str], None],
-                     stop: asyncio.Event | None = None) -> dict:
-    """Serve until `stop` is set (or SIGINT/SIGTERM in the main thread). Returns the summary."""
-    server = HttpReplayServer(session, host, port)
+                     stop: asyncio.Event | None = None, allow: tuple[str, ...] = (),
+                     refused: Callable[[str], None] | None = None) -> dict:
+    """Serve until `stop` is set (or SIGINT/SIGTERM in the main thread). Returns the summary.
+    `allow`: names (`--allow-host`) served besides the loopback ones; `refused`: see HttpReplayServer."""
+    server = HttpReplayServer(session, host, port, allow, refused)
     ready(await server.start())
     stop = stop or asyncio.Event()
     _on_signals(asyncio.get_running_loop(), stop.set)
@@ -531,9 +559,10 @@ async def serve_http(session: ServeSession, host: str, port: int, ready: Callabl
 class BackgroundHttpServer:
     """`serve_http` on a thread of its own (for the pytest plugin): `start()` gives the URL."""
 
-    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0) -> None:
+    def __init__(self, session: ServeSession, host: str = "127.0.0.1", port: int = 0, allow: tuple[str, ...] = ()) -> None:
         self.session = session
         self.host, self.port = host, port
+        self.allow = allow
         self.url = ""
         self._loop: asyncio.AbstractEventLoop | None = None
         self._stop: asyncio.Event | None = None
@@ -551,7 +580,7 @@ class BackgroundHttpServer:
                 self.url = url
                 self._ready.set()
 
-            self.result = await serve_http(self.session, self.host, self.port, ready, self._stop)
+            self.result = await serve_http(self.session, self.host, self.port, ready, self._stop, self.allow)
 
         try:
             asyncio.run(main())

@@ -34,6 +34,7 @@ from ..config import Config
 from ..core.events import UPSTREAM_ERROR, Headers
 from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key, target_of
+from ..outputs.text import printable
 from .live import LiveLog
 from ..recording.redaction import PLACEHOLDERS, is_placeholder
 from .matching import ABSENT, Diff, differences, parse_paths, strip_paths
@@ -563,27 +564,34 @@ def _standard_headers(msg: Message) -> tuple[tuple[str, str], ...]:
 
 
 def render(result: VerifyResult, out: IO[str], against: str) -> None:
-    out.write(f"verify: {against}\n")
+    """The verdict of each request, its differences and a diff of each differing response. Every line
+    quotes the traffic (labels, paths, values, the live server's errors) or a file name: each is
+    made `printable`, so neither a recorded nor a live peer writes to the terminal."""
+    def line(text: str) -> None:
+        out.write(printable(text) + "\n")
+
+    line(f"verify: {against}")
     for p in result.played:
         ex = p.exchange
         label = ex.label().replace(f"id={format_id(ex.request.id)}", f"id={format_id(p.live_id)}", 1)
         extra = f"  [{p.note}]" if p.note else ""
-        out.write(f"  {p.verdict:<8} {label}{extra}\n")
+        line(f"  {p.verdict:<8} {label}{extra}")
         if p.skipped:
-            out.write(f"           {p.skipped}\n")
+            line(f"           {p.skipped}")
         if p.error:
-            out.write(f"           {p.error}\n")
+            line(f"           {p.error}")
         if p.exchange.unanswered:
-            out.write("           the recording has no response: the recorded server never answered it\n")
+            line("           the recording has no response: the recorded server never answered it")
         if p.diffs:
             more = _extra_round(p)
             if more:
-                out.write(f"           {more}\n")
+                line(f"           {more}")
             for d in p.diffs:
-                out.write(f"           {d.text()}\n")
-            out.writelines(_unified(p, result.ignore))
+                line(f"           {d.text()}")
+            for text in _unified(p, result.ignore):
+                line(text)
     c = result.counts
-    out.write(f"{c['same']} same, {c['differs']} differ, {c['skipped']} skipped, {c['failed']} failed\n")
+    line(f"{c['same']} same, {c['differs']} differ, {c['skipped']} skipped, {c['failed']} failed")
 
 
 def _pretty(m: Message | None, ignore: list[tuple]) -> list[str]:
@@ -601,4 +609,4 @@ def _unified(p: Played, ignore: list[tuple], limit: int = 40) -> list[str]:
         return []
     if len(lines) > limit:
         lines = lines[:limit] + [f"… {len(lines) - limit} more lines"]
-    return [f"           {ln}\n" for ln in lines]
+    return [f"           {ln}" for ln in lines]

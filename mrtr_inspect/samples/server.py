@@ -152,8 +152,10 @@ def main(argv: list[str] | None = None) -> None:
         from mcp.server.transport_security import TransportSecuritySettings
 
         port = int(argv[argv.index("--port") + 1]) if "--port" in argv else 3000
-        app = server.streamable_http_app(streamable_http_path="/mcp", transport_security=TransportSecuritySettings(
-            enable_dns_rebinding_protection=False))
+        from ..hosts import asgi_guard
+
+        app = asgi_guard(server.streamable_http_app(streamable_http_path="/mcp", transport_security=TransportSecuritySettings(
+            enable_dns_rebinding_protection=False)))  # loopback names only, 403 otherwise (hosts.py)
         uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
     else:
         server.run()

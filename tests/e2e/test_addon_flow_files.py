@@ -154,7 +154,7 @@ def test_an_event_stream_the_client_closed_before_its_end_is_kept_as_it_went_by_
     out = LineReader(dump.stdout)
     assert (m := out.wait(r"listening at 127\.0\.0\.1:(\d+)")) is not None, out.rest()
     with socket.create_connection(("127.0.0.1", int(m.group(1))), timeout=WAIT) as c:
-        c.sendall(b"POST /mcp HTTP/1.1\r\nhost: x\r\ncontent-type: application/json\r\n"
+        c.sendall(b"POST /mcp HTTP/1.1\r\nhost: localhost\r\ncontent-type: application/json\r\n"
                   b"accept: application/json, text/event-stream\r\ncontent-length: %d\r\n\r\n" % len(CALL) + CALL)
         got = b""
         while EVENT not in got:

@@ -404,7 +404,7 @@ def test_large_and_chunked_request_bodies_are_streamed_unchanged_and_recorded_wh
     p = proxies(up.url, "--record", str(rec), "--quiet").ready()
     assert post(p.url, big, MCP_HEADERS)[::2] == (200, DONE)
     s = socket.create_connection(("127.0.0.1", p.port), timeout=WAIT)  # a body of unknown length
-    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n"
               + chunk(CALL[:40]) + chunk(CALL[40:]) + b"0\r\n\r\n")
     got = b""
     while not got.endswith(DONE):
@@ -467,7 +467,7 @@ def test_a_client_that_leaves_mid_stream_cancels_the_chain(proxies, upstreams, t
     rec, rep = tmp_path / "s.jsonl", tmp_path / "r.json"
     p = proxies(up.url, "--record", str(rec), "--report", str(rep)).ready()
     s = socket.create_connection(("127.0.0.1", p.port), timeout=WAIT)
-    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               b"Accept: application/json, text/event-stream\r\n" + b"".join(
                   f"{k}: {v}\r\n".encode() for k, v in MCP_HEADERS.items())
               + f"Content-Length: {len(CALL)}\r\n\r\n".encode() + CALL)
@@ -527,7 +527,7 @@ def test_a_signal_closes_the_port_flushes_the_recording_and_writes_the_report(pr
     # a stream left open by the server: shutdown must close it too
     s = socket.create_connection(("127.0.0.1", p.port), timeout=WAIT)
     call9 = CALL.replace(b'"id":7', b'"id":9')
-    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"
+    s.sendall(b"POST /mcp HTTP/1.1\r\nHost: localhost\r\nContent-Type: application/json\r\n"
               + f"Content-Length: {len(call9)}\r\n\r\n".encode() + call9)
     assert holding.wait(WAIT)
     assert p.stop(sig) == 0

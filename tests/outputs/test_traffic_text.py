@@ -228,3 +228,14 @@ def test_markdown_headings_show_names_literally(tmp_path, name):
     assert heading.content and heading.children[0].content == f"c1 tools/call {printable(name)}"
     assert sum(1 for t in tokens if t.type == "fence" and t.info == "mermaid") == 2
 
+
+
+@pytest.mark.parametrize("char", ["\x7f", "\x85", "\x9b", "\u2028", "\u202e", "\u2066", "\u061c", "\ud800"])
+def test_json_printable_keeps_the_value_and_writes_no_control(char):
+    from mrtr_inspect.outputs.text import json_printable
+
+    value = {"name": f"a{char}b\x1b\n", "é": "日本"}
+    text = json_printable(json.dumps(value, ensure_ascii=False, indent=2))
+    assert RAW.search(text) is None and char not in text
+    assert json.loads(text) == value
+    assert "é" in text and "日本" in text  # the rest stays as it was

@@ -17,7 +17,7 @@ from typing import Callable, Iterable
 from ...config import Config
 from ...errors import UserError
 from ...recording.files import named, write_private
-from ..text import printable
+from ..text import json_printable, printable
 from .capture import Capture, chain_label, load
 
 FORMATS = ("har", "html", "mermaid", "otlp")
@@ -65,9 +65,9 @@ _MD_PUNCT = re.compile(r"[\\`*_\[\]#~|]")
 
 def _md(text: str) -> str:
     """Text from the recording in a Markdown heading, shown literally: on one line (`printable`), its
-    Markdown punctuation backslash-escaped, and `<`, `>`, `&`, quotes as HTML entities (no tag, no
-    entity of the recording's survives)."""
-    return escape(_MD_PUNCT.sub(r"\\\g<0>", printable(text)), quote=True)
+    Markdown punctuation backslash-escaped, and `<`, `>`, `&`, quotes and `%` as HTML entities (no
+    tag, no entity of the recording's survives, and no `%%{…}%%` a Mermaid-aware viewer might obey)."""
+    return escape(_MD_PUNCT.sub(r"\\\g<0>", printable(text)), quote=True).replace("%", "&#37;")
 
 
 def _mermaid(cap: Capture, markdown: bool = False) -> str:
@@ -89,7 +89,7 @@ def _mermaid(cap: Capture, markdown: bool = False) -> str:
 def _otlp(cap: Capture) -> str:
     from .otlp import to_otlp
 
-    return json.dumps(to_otlp(cap), ensure_ascii=False, separators=(",", ":")) + "\n"
+    return json_printable(json.dumps(to_otlp(cap), ensure_ascii=False, separators=(",", ":"))) + "\n"
 
 
 RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermaid, "otlp": _otlp}  # HAR: in export
@@ -114,7 +114,7 @@ def export(path: "str | list[str]", to: str, output: str, config: Config | None 
     said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
     if to == "har":
         har = _har_doc(cap)
-        text, said = json.dumps(har, ensure_ascii=False, indent=2) + "\n", _har_said(cap, har)
+        text, said = json_printable(json.dumps(har, ensure_ascii=False, indent=2)) + "\n", _har_said(cap, har)
     elif to == "mermaid" and output.endswith(".md"):
         text = _mermaid(cap, markdown=True)
     else:

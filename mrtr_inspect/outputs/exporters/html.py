@@ -19,6 +19,7 @@ from ...version import __version__
 from ...core.findings import spec_url
 from ...core.messages import format_id
 from ..show import _answered, _asked, _ms, legacy_rounds
+from ..text import printable_lines
 from .capture import Capture, chain_label
 
 CSP = "default-src 'none'; style-src 'unsafe-inline'; img-src data:"
@@ -51,7 +52,9 @@ svg.timeline .pin.error{fill:#cf222e}svg.timeline .pin.warning{fill:#9a6700}svg.
 
 
 def _e(text: object) -> str:
-    return escape(str(text), quote=True)
+    """Text as HTML shows it literally, and as a terminal shows it inert when the page is read as
+    text: each control character written as `printable` writes it (line breaks and tabs stay)."""
+    return escape(printable_lines(text), quote=True)
 
 
 def _clock(t: float | None) -> str:
