@@ -25,7 +25,7 @@ def addon_path() -> Path:
 def test_addon_path_names_the_packaged_script():
     path = addon_path()
     assert path == ROOT / "mrtr_inspect" / "addon.py" and path.is_file()
-    assert "addons = [MrtrInspect()]" in path.read_text()
+    assert "addons = [HostGuard(), MrtrInspect()]" in path.read_text()
 
 
 def test_the_wheel_contains_the_addon(tmp_path):
