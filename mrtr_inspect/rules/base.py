@@ -57,6 +57,7 @@ from .common import (
     client_at,
     endpoint,
     error_code,
+    foreign_answer,
     in_flight,
     meta_value,
     on_stream_of,
@@ -182,14 +183,17 @@ def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A message whose `jsonrpc` is not "2.0", that is neither a request, a notification nor a
     response, a response with both or neither of `result` and `error`, a `result` that is not an
     object, an `error` that is not an object with a `code` and a string `message`, or (on HTTP) a
-    server's response body or SSE data that is not JSON at all. Any era: both revisions require
-    JSON-RPC 2.0."""
+    server's response body or SSE data that is not JSON at all (not the body of a non-2xx answer
+    whose Content-Type is not JSON: that is no MCP answer, `upstream-not-mcp`). Any era: both
+    revisions require JSON-RPC 2.0."""
     msg, x = obs.msg, obs.exchange
     reason = msg.problem_reason
     if reason == "envelope":
         ctx.emit(f"message #{msg.index} from the {side(msg)} is not a valid JSON-RPC 2.0 message: {msg.problem}",
                  messages=[msg.index])
     elif reason in ("json", "extra-data", "constant") and x is not None and msg.direction == "s2c":
+        if foreign_answer(x):  # a 404 page, a 405 of another URL: no MCP answer (`upstream-not-mcp` says so)
+            return
         where = "an SSE event's data" if x.event_stream else "the response body"
         ctx.emit(f"{where} (message #{msg.index}) on HTTP exchange {x.number} is not one JSON value: {msg.problem}; "
                  "every message must be a JSON-RPC 2.0 message", messages=[msg.index])

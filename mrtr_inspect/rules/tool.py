@@ -1,13 +1,17 @@
 """Rules of the tool itself, not of the specification: what happened around the traffic.
 
 `inspector-error` judges the pipeline's own failures (`InspectorFailed`); the rule engine reports
-the same id for a check that raised (`registry.RuleEngine._internal_error`).
+the same id for a check that raised (`registry.RuleEngine._internal_error`). `upstream-error` and
+`upstream-not-mcp` say when the upstream gave no MCP answer at all.
 """
 
 from __future__ import annotations
 
-from ..core.events import UPSTREAM_ERROR
+from http import HTTPStatus
+
+from ..core.events import UPSTREAM_ERROR, header
 from ..core.observations import ExchangeDone, InspectorFailed
+from .common import foreign_answer
 from .registry import WARNING, rule
 
 
@@ -49,3 +53,49 @@ def upstream_error(obs: ExchangeDone, ctx) -> None:
     ctx.emit(f"{what}: the upstream failed ({x.error[len(UPSTREAM_ERROR):]}); {got}",
              messages=[req.index] if req is not None else [], chain=creq.chain.id if creq is not None else None,
              time=x.end_time)
+
+
+def _status(code: int) -> str:
+    try:
+        return f"{code} {HTTPStatus(code).phrase}"
+    except ValueError:
+        return str(code)
+
+
+def _hint(status: int, path: str) -> str:
+    if status in (401, 403, 407):
+        return "the upstream wants credentials, or refused the ones sent"
+    if 300 <= status < 400:
+        return "the upstream redirects elsewhere: the URL is probably wrong (a missing or extra trailing slash?)"
+    if status >= 500:
+        return f"the upstream failed before any MCP server answered; if it goes on, check that {path} is the MCP endpoint"
+    return f"the URL is probably wrong: is {path} the server's MCP endpoint?"
+
+
+@rule(
+    "upstream-not-mcp", WARNING, on=ExchangeDone, section="tool",
+    summary="A JSON-RPC POST answered with an HTTP error that is not JSON: most likely not the MCP endpoint.",
+    why="A wrong path or a server that does not speak MCP answers with a web page or a bare status; saying the "
+        "status and the Content-Type points at the URL, where JSON parse errors would point at the server.",
+    example="POST /wrong tools/list: the upstream answered 404 Not Found (text/html, 35 bytes), not JSON-RPC; the URL "
+            "is probably wrong: is /wrong the server's MCP endpoint?",
+)
+def upstream_not_mcp(obs: ExchangeDone, ctx) -> None:
+    """A POST carrying a JSON-RPC message was answered with a status other than 2xx whose
+    Content-Type is neither JSON nor an event stream, and no JSON-RPC message came back (a web
+    server's 404 page, a 405, a redirect). Its body is not also reported as an invalid JSON-RPC
+    message (`jsonrpc-envelope-invalid`): it was never meant as one."""
+    x = obs.exchange
+    if not x.request_messages or x.responses or x.error is not None or not foreign_answer(x):
+        return
+    assert x.status is not None  # foreign_answer: a status came
+    msg = x.request or x.request_messages[0]
+    ct = header(x.response_headers, "content-type")
+    size = sum(len(m.raw) for m in x.body_messages)
+    body = f"{size} bytes" if size else "no body"
+    what = f"{ct}, {body}" if ct else f"no Content-Type, {body}"
+    path = x.path.split("?", 1)[0]
+    creq = obs.creq
+    ctx.emit(f"{x.method} {path} {msg.label()}: the upstream answered {_status(x.status)} ({what}), not JSON-RPC; "
+             f"{_hint(x.status, path)}", messages=[msg.index] + [m.index for m in x.body_messages],
+             chain=creq.chain.id if creq is not None else None, time=x.end_time)

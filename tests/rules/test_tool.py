@@ -1,9 +1,13 @@
-"""Rules of the tool itself (rules/tool.py): `inspector-error`, the pipeline failing on a frame."""
+"""Rules of the tool itself (rules/tool.py): `inspector-error`, the pipeline failing on a frame;
+`upstream-not-mcp`, an HTTP error page where an MCP answer was due."""
 
 from __future__ import annotations
 
+import pytest
+
 from mrtr_inspect.config import Config
 from mrtr_inspect.core import chains
+from mrtr_inspect.core.events import HttpEnd
 from tests.traffic import Traffic
 
 
@@ -45,3 +49,72 @@ def test_near_miss_the_same_traffic_analysed_whole_is_no_inspector_error():
 def test_near_miss_a_disabled_inspector_error_reports_nothing(monkeypatch):
     monkeypatch.setattr(chains.Stitcher, "on_request", lambda self, msg, peer, covered: 1 / 0)
     assert _call().run(Config(disabled={"inspector-error"})).of("inspector-error") == []
+
+
+# -- upstream-not-mcp: an HTTP error page where an MCP answer was due ---------------------------------
+
+
+def _wrong_path(status: int, body: bytes, content_type: str | None) -> Traffic:
+    t = Traffic("http")
+    x = t.post(t.request("server/discover", {}), path="/wrong?tenant=a")
+    t.respond(x, status, body, headers=((("content-type", content_type),) if content_type else ()))
+    x = t.post(t.request("tools/list", {}), path="/wrong?tenant=a")
+    t.respond(x, status, body, headers=((("content-type", content_type),) if content_type else ()))
+    return t
+
+
+def test_a_404_page_names_the_status_and_the_url_not_json():
+    r = _wrong_path(404, b"<html><body>Not Found</body></html>", "text/html; charset=utf-8").run()
+    assert r.of("jsonrpc-envelope-invalid") == []
+    first, second = r.of("upstream-not-mcp")
+    assert first.severity == "warning" and first.messages == [0, 1]
+    assert first.message == ("POST /wrong server/discover id=1: the upstream answered 404 Not Found (text/html; "
+                             "charset=utf-8, 35 bytes), not JSON-RPC; the URL is probably wrong: is /wrong the "
+                             "server's MCP endpoint?")
+    assert second.message.startswith("POST /wrong tools/list id=2: the upstream answered 404 Not Found")
+
+
+@pytest.mark.parametrize("status, content_type, says", [
+    (405, None, "405 Method Not Allowed (no Content-Type, 18 bytes), not JSON-RPC; the URL is probably wrong"),
+    (501, "text/html", "501 Not Implemented (text/html, 18 bytes), not JSON-RPC; the upstream failed before any MCP "
+                       "server answered"),
+    (401, "text/plain", "401 Unauthorized (text/plain, 18 bytes), not JSON-RPC; the upstream wants credentials"),
+    (307, "text/plain", "307 Temporary Redirect (text/plain, 18 bytes), not JSON-RPC; the upstream redirects"),
+])
+def test_each_kind_of_http_error_gets_its_hint(status, content_type, says):
+    [f, _] = _wrong_path(status, b"Cannot POST /wrong", content_type).run().of("upstream-not-mcp")
+    assert says in f.message
+
+
+def test_an_http_error_with_no_body_is_said_too():
+    [f, _] = _wrong_path(404, b"", None).run().of("upstream-not-mcp")
+    assert "404 Not Found (no Content-Type, no body), not JSON-RPC" in f.message
+
+
+def test_near_miss_an_http_error_that_carries_json_rpc_is_an_mcp_answer():
+    t = Traffic("http")
+    a = t.call("initialize", {})
+    t.error(a, -32601, "Method not found", status=404)  # a modern server's answer to a removed method
+    x = t.post(t.request("tools/list", {}))  # JSON-RPC in a text/plain 400: judged as JSON-RPC
+    t.respond(x, 400, b'{"jsonrpc":"2.0","id":2,"error":{"code":-32600,"message":"bad"}}', (("content-type", "text/plain"),))
+    assert t.run().of("upstream-not-mcp") == []
+
+
+def test_near_miss_a_2xx_body_that_is_not_json_is_still_an_invalid_message():
+    r = _wrong_path(200, b"<html>hello</html>", "text/html").run()
+    assert r.of("upstream-not-mcp") == [] and len(r.of("jsonrpc-envelope-invalid")) == 2
+
+
+def test_near_miss_a_get_answered_405_is_no_wrong_url():
+    t = Traffic("http")
+    x = t.post(b"", method="GET")
+    t.respond(x, 405, b"Method Not Allowed", (("content-type", "text/plain"),))
+    assert t.run().of("upstream-not-mcp") == []
+
+
+def test_near_miss_an_upstream_that_could_not_be_reached_is_upstream_error_alone():
+    t = Traffic("http")
+    x = t.post(t.request("tools/list", {}))
+    t.frames.append(HttpEnd(t.tick(), t.session, x, "upstream-error: connection refused"))
+    r = t.run()
+    assert r.of("upstream-not-mcp") == [] and len(r.of("upstream-error")) == 1
