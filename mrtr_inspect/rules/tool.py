@@ -7,11 +7,12 @@ the same id for a check that raised (`registry.RuleEngine._internal_error`). `up
 
 from __future__ import annotations
 
+import signal
 from http import HTTPStatus
 
 from ..core.events import UPSTREAM_ERROR, header
-from ..core.observations import ExchangeDone, InspectorFailed
-from .common import foreign_answer
+from ..core.observations import ExchangeDone, InspectorFailed, ServerExited
+from .common import at, foreign_answer, plural
 from .registry import WARNING, rule
 
 
@@ -34,15 +35,23 @@ def inspector_error(obs: InspectorFailed, ctx) -> None:
 
 
 @rule(
-    "upstream-error", WARNING, on=ExchangeDone, section="tool",
-    summary="The proxy could not get a response from the upstream server; the client got 502 or a cut stream.",
-    why="A request that never reached the server, or a response the server broke off, explains a chain that "
-        "stops or a client that fails; it is the server's availability, not a breach of the specification.",
+    "upstream-error", WARNING, on=(ExchangeDone, ServerExited), section="tool",
+    summary="The upstream server gave no answer: the proxy could not get one (the client got 502 or a cut stream), "
+            "or a stdio server exited with requests unanswered.",
+    why="A request that never reached the server, a response the server broke off, or a server process that died "
+        "explains a chain that stops or a client that fails; it is the server's availability, not a breach of "
+        "the specification.",
     example="POST /mcp tools/call: upstream-error: [Errno 111] Connect call failed ('127.0.0.1', 3000)",
 )
-def upstream_error(obs: ExchangeDone, ctx) -> None:
+def upstream_error(obs: ExchangeDone | ServerExited, ctx) -> None:
     """An HTTP exchange ended with `upstream-error: …`: the upstream could not be reached, or it closed
-    the connection or sent something that is not HTTP before its response was over."""
+    the connection or sent something that is not HTTP before its response was over. On stdio: the
+    server process exited (on its own, before the client closed its stdin, or with a failing status)
+    while client requests were unanswered; the finding names the exit status and those requests, and
+    the chains that waited on them end as `error`."""
+    if type(obs) is ServerExited:
+        _server_exited(obs, ctx)
+        return
     x = obs.exchange
     if not x.error or not x.error.startswith(UPSTREAM_ERROR):
         return
@@ -54,6 +63,25 @@ def upstream_error(obs: ExchangeDone, ctx) -> None:
              messages=[req.index] if req is not None else [], chain=creq.chain.id if creq is not None else None,
              time=x.end_time)
 
+
+SHOWN = 10  # unanswered requests a finding names; the rest are counted (all are in its messages)
+
+
+def _server_exited(obs: ServerExited, ctx) -> None:
+    code = obs.status
+    if code < 0:
+        try:
+            how = f"was killed by signal {-code} ({signal.Signals(-code).name})"
+        except ValueError:
+            how = f"was killed by signal {-code}"
+    else:
+        how = f"exited with status {code}"
+    left = obs.unanswered
+    names = ", ".join(at(m) for m in left[:SHOWN]) + (f" and {len(left) - SHOWN} more" if len(left) > SHOWN else "")
+    ended = (f"; {plural(len(obs.chains), 'chain')} waiting on {'it' if len(left) == 1 else 'them'} "
+             "ended as error" if obs.chains else "")
+    ctx.emit(f"the server process {how}, leaving {plural(len(left), 'request')} unanswered: {names}{ended}",
+             messages=[m.index for m in left], chain=obs.chains[0] if len(obs.chains) == 1 else None, time=obs.time)
 
 def _status(code: int) -> str:
     try:
