@@ -41,6 +41,7 @@ from ..core.messages import (
     target_of,
 )
 from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse, SessionOver
+from ..core.summary import plural
 from . import spec
 from .common import (
     HEADER_MISMATCH,
@@ -374,9 +375,9 @@ def request_id_in_flight_reuse(obs, ctx) -> None:
             prior, msg = g.first
             listed = "" if g.overlaps <= LOOK_ALIKE_LISTED else f" (the first {LOOK_ALIKE_LISTED} in this finding's messages)"
             ctx.emit(
-                f"{g.overlaps} request(s) of {look_alike_group(peer)} reused an id still in flight ({len(g.ids)}"
+                f"{plural(g.overlaps, 'request')} of {look_alike_group(peer)} reused an id still in flight ({len(g.ids)}"
                 f"{'+' if len(g.ids) >= LOOK_ALIKE_LISTED else ''} "
-                f"distinct id(s){listed}; the first: {at(msg)} and {at(prior)}); on HTTP, client processes of one "
+                f"distinct {'id' if len(g.ids) == 1 else 'ids'}{listed}; the first: {at(msg)} and {at(prior)}); on HTTP, client processes of one "
                 "machine and SDK look alike (one address and clientInfo, often one token, each counting its ids from "
                 "1): if these are several clients this is no fault; name a request header that differs per client "
                 "as peer_header (docs/http-proxy.md) to tell them apart and judge each sender's ids",

@@ -15,7 +15,6 @@ from typing import Any, Callable
 from ..core.events import header
 from ..core.framing import media_type
 from ..core.messages import CLIENT_CAPABILITIES_KEY, Message
-from ..core.summary import plural  # noqa: F401  (re-exported: the rules' counted nouns)
 
 # --- error codes (basic/index.mdx "Error Codes", RULES.md §5) -------------------------------------------
 

@@ -30,6 +30,7 @@ from ..core.messages import (
     id_key,
 )
 from ..core.observations import Answered, Decoded, ExchangeDone, SseSeen
+from ..core.summary import plural
 from . import spec
 from .common import (
     HEADER_MISMATCH,
@@ -1122,7 +1123,7 @@ def sse_no_response(obs: ExchangeDone, ctx) -> None:
         return
     req, resp = _response_to(x)
     if req is not None and resp is None:
-        ctx.emit(f"the SSE stream of {_where(req)} ended after {x.events} event(s) without a response"
+        ctx.emit(f"the SSE stream of {_where(req)} ended after {plural(x.events, 'event')} without a response"
                  + (f" ({x.error})" if x.error else "") + "; the client must re-issue the request with a new id",
                  messages=[req.index])
 
@@ -1169,7 +1170,7 @@ def http_irr_on_sse(obs: ExchangeDone, ctx) -> None:
         return
     req, resp = _response_to(x)
     if resp is not None and _result_type(resp) == "input_required":
-        tail = "as the last event" if not x.after_response_events else f"followed by {x.after_response_events} event(s)"
+        tail = "as the last event" if not x.after_response_events else f"followed by {plural(x.after_response_events, 'event')}"
         ctx.emit(f"the input_required result (message #{resp.index}) for {_where(req)} came on an SSE stream, {tail}",
                  messages=[req.index, resp.index])
 

@@ -12,7 +12,8 @@ from http import HTTPStatus
 
 from ..core.events import UPSTREAM_ERROR, header
 from ..core.observations import ExchangeDone, InspectorFailed, ServerExited
-from .common import at, foreign_answer, plural
+from ..core.summary import plural
+from .common import at, foreign_answer
 from .registry import WARNING, rule
 
 
