@@ -7,9 +7,6 @@ the same id for a check that raised (`registry.RuleEngine._internal_error`). `up
 
 from __future__ import annotations
 
-import signal
-from http import HTTPStatus
-
 from ..core.events import UPSTREAM_ERROR, header
 from ..core.observations import ExchangeDone, InspectorFailed, ServerExited
 from ..core.summary import plural
@@ -69,6 +66,8 @@ SHOWN = 10  # unanswered requests a finding names; the rest are counted (all are
 
 
 def _server_exited(obs: ServerExited, ctx) -> None:
+    import signal  # only when a server died: not at startup
+
     code = obs.status
     if code < 0:
         try:
@@ -85,6 +84,8 @@ def _server_exited(obs: ServerExited, ctx) -> None:
              messages=[m.index for m in left], chain=obs.chains[0] if len(obs.chains) == 1 else None, time=obs.time)
 
 def _status(code: int) -> str:
+    from http import HTTPStatus  # only when an upstream answered with an error page: not at startup
+
     try:
         return f"{code} {HTTPStatus(code).phrase}"
     except ValueError:
