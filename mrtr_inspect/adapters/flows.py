@@ -36,8 +36,8 @@ from urllib.parse import urlsplit
 
 from ..core.events import (CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers, HttpBody, HttpEnd, HttpRequest,
                            HttpResponse, SseEvent, header)
+from ..core.findings import plural
 from ..core.framing import HttpFramer, SseDecoder, decode_body, is_event_stream, media_type
-from ..core.summary import plural
 from ..errors import UserError
 from ..recording import format as fmt
 

@@ -4,7 +4,7 @@
 rounds; `Chain.summary()` gives it. `summarize_requests` (a round's `inputRequests`: method, mode,
 fields, a line of text) and `summarize_responses` (a retry's `inputResponses`) are taken when the
 round opens and the retry links, while the messages are still held: the report, `show`, the live
-view and the chain rules read them after the messages are gone. `plural` counts a noun in words.
+view and the chain rules read them after the messages are gone.
 """
 
 from __future__ import annotations
@@ -95,11 +95,6 @@ def _legacy_round(chain: "Chain", q: "LegacyRound") -> dict:
 
 
 _DUMPS = dumps_with(ensure_ascii=False, default=str)
-
-
-def plural(count: Any, noun: str) -> str:
-    """`1 round`, `0 rounds`, `3 infos`: a count and its noun, in the plural unless it is one."""
-    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def _short(text: Any, n: int = 72) -> str:

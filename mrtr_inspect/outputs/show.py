@@ -9,8 +9,8 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
+from ..core.findings import plural
 from ..core.messages import format_id
-from ..core.summary import plural
 from .text import chain_line, printable
 
 

@@ -9,8 +9,7 @@ from typing import IO, Any
 from rich.console import Console
 from rich.text import Text
 
-from ..core.findings import RANK, Finding, spec_url
-from ..core.summary import plural
+from ..core.findings import RANK, Finding, plural, spec_url
 
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 

@@ -149,6 +149,6 @@ def pytest_runtest_call(item: pytest.Item):
         failing = got[0].failing()
         if failing:
             lines = "\n".join(f"  {f['rule']} ({f['severity']}): {f['message']}" for f in failing)
-            from ..core.summary import plural
+            from ..core.findings import plural
             pytest.fail(f"mrtr-inspect: {plural(len(failing), 'probe')} of {got[0].path} failed:\n{lines}", pytrace=False)
     return result

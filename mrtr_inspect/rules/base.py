@@ -21,6 +21,7 @@ import re
 
 from ..core.era import LEGACY, MALFORMED, MODERN, UNKNOWN
 from ..core.events import header
+from ..core.findings import plural
 from ..core.messages import (
     BATCH,
     CLIENT_CAPABILITIES_KEY,
@@ -41,7 +42,6 @@ from ..core.messages import (
     target_of,
 )
 from ..core.observations import Answered, Cancelled, Decoded, ExchangeDone, InFlightReuse, SessionOver
-from ..core.summary import plural
 from . import spec
 from .common import (
     HEADER_MISMATCH,

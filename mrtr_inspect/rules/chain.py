@@ -6,10 +6,10 @@ from __future__ import annotations
 
 import re
 
+from ..core.findings import plural
 from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
-from ..core.summary import plural
 from . import spec
 from .common import answer_chain, answered
 from .registry import ERROR, INFO, OTHER_RESULT, WARNING, rule

@@ -18,6 +18,7 @@ import string
 from ..core.era import LEGACY, MODERN, UNKNOWN
 from ..core.events import header
 from ..core.exchanges import HttpExchange
+from ..core.findings import plural
 from ..core.framing import media_type
 from ..core.messages import (
     ERROR as ERROR_KIND,
@@ -30,7 +31,6 @@ from ..core.messages import (
     id_key,
 )
 from ..core.observations import Answered, Decoded, ExchangeDone, SseSeen
-from ..core.summary import plural
 from . import spec
 from .common import (
     HEADER_MISMATCH,

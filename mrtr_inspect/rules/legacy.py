@@ -15,9 +15,9 @@ from __future__ import annotations
 
 from ..core.era import LEGACY, MALFORMED, MODERN
 from ..core.events import header
+from ..core.findings import plural
 from ..core.messages import LEGACY_VERSIONS, REQUEST, Message
 from ..core.observations import Decoded, LegacyAsked
-from ..core.summary import plural
 from . import spec
 from .common import (
     URL_ELICITATION_REQUIRED,

@@ -8,8 +8,8 @@ the same id for a check that raised (`registry.RuleEngine._internal_error`). `up
 from __future__ import annotations
 
 from ..core.events import UPSTREAM_ERROR, header
+from ..core.findings import plural
 from ..core.observations import ExchangeDone, InspectorFailed, ServerExited
-from ..core.summary import plural
 from .common import at, foreign_answer
 from .registry import WARNING, rule
 

@@ -16,9 +16,8 @@ from html import escape
 from typing import Iterable
 
 from ...version import __version__
-from ...core.findings import spec_url
+from ...core.findings import plural, spec_url
 from ...core.messages import format_id
-from ...core.summary import plural
 from ..show import _answered, _asked, _ms, legacy_rounds
 from .capture import Capture, chain_label
 
