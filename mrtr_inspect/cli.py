@@ -368,7 +368,7 @@ def stats(paths, fmt) -> None:
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @rule_options
 def rules_command(fmt, severity, disable) -> None:
-    """Every rule: id, severity and summary by RULES.md section, with the configuration applied
+    """Every rule: id, severity and summary by catalog section, with the configuration applied
     (the effective severity; disabled rules marked). docs/rules.md has the details."""
     from .docs import registered, write_listing
 
@@ -511,7 +511,7 @@ def replay_verify(path, cmd, upstream, ignore, headers, timeout, record, quiet, 
 @rule_options
 def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote, dry_run, reuse, timeout, max_rounds,
                   record, headers, severity, disable) -> None:
-    """Active probes (RULES.md §12): each recorded chain with a round is played against the live
+    """Active probes (docs/rules.md §12, docs/probes.md): each recorded chain with a round is played against the live
     server up to that round, then sent mutated (a tampered requestState, a missing answer…); the
     server's reaction is judged. Exit 0: nothing at or above --fail-on; 1: findings at or above it;
     2: bad usage, unreadable input, or a server that cannot be started or reached.

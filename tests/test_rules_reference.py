@@ -23,7 +23,7 @@ RULES = docs.registered()
 # capture that began too late (§0, tag C), and the rules the §10 decisions added (their severities
 # are in §10's prose, which `catalog()` reads too).
 NOT_IN_CATALOG_HEADINGS = {
-    "inspector-error", "upstream-error", "message-too-large", "capture-incomplete",  # the tool's own (rules/tool.py)
+    "inspector-error", "upstream-error", "upstream-not-mcp", "message-too-large", "capture-incomplete",  # the tool's own (rules/tool.py)
     "retry-id-stringly-equal",  # §10.1
     "server-gave-up-after-rounds", "server-rejected-own-state", "tool-result-missing-structured-content",  # §10.5
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"

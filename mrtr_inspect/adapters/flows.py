@@ -36,6 +36,7 @@ from urllib.parse import urlsplit
 
 from ..core.events import (CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers, HttpBody, HttpEnd, HttpRequest,
                            HttpResponse, SseEvent, header)
+from ..core.findings import plural
 from ..core.framing import HttpFramer, SseDecoder, decode_body, is_event_stream, media_type
 from ..errors import UserError
 from ..recording import format as fmt
@@ -219,7 +220,7 @@ def unkept(flow: http.HTTPFlow) -> bool:
 
 
 def unkept_note(n: int, done: str = "left out", source: str = "the flow file") -> str:
-    return (f"{done} {n} exchange(s) whose body {source} does not hold: mitmproxy keeps no body it streamed "
+    return (f"{done} {plural(n, 'exchange')} whose body {source} does not hold: mitmproxy keeps no body it streamed "
             "(the mrtr-inspect addon streams event streams and large bodies) unless run with "
             "--set store_streamed_bodies=true, and none of a stream that broke off or was still coming; "
             "analysed, such a body would count as empty")
@@ -294,7 +295,7 @@ def read_exchanges(path: str) -> tuple[str, list[Exchange], list[str], int]:
                 except zlib.error:
                     f.seek(0)
             exchanges, skipped, left_out = flow_exchanges(f)
-            notes = [f"skipped {skipped} flow(s) that are not HTTP request/response flows"] if skipped else []
+            notes = [f"skipped {plural(skipped, 'flow')} that are not HTTP request/response flows"] if skipped else []
             if left_out:
                 notes.append(unkept_note(left_out))
             return "mitmproxy flows", exchanges, notes, left_out

@@ -46,6 +46,7 @@ if TYPE_CHECKING:
     from .exports import Exports
 
 REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
+NOT_STARTED = "not_started"  # in the end's info: the capture never began (a proxy that could not listen): no report
 
 
 class Sink(Protocol):
@@ -109,8 +110,9 @@ class LiveAnalysis:
         status = 0
         if self.report is not None and self.report_path:
             try:
-                with open_private(self.report_path) as f:
-                    self.report.write_json(f)
+                if not info.get(NOT_STARTED):
+                    with open_private(self.report_path) as f:
+                        self.report.write_json(f)
             except OSError as e:
                 self._say(f"cannot write report {self.report_path}: {why(e)}")
                 status = REPORT_FAILED
@@ -251,7 +253,10 @@ class HttpAnalysis(LiveAnalysis):
         self.frames(frames)
 
     def eof(self, t: float, direction: str) -> None:
-        """The proxy says it is ready (its ready line is out): the live view may take the screen."""
+        """The proxy says it is ready (its ready line is out, the recording's header written): the live
+        view may take the screen."""
+        if self.writer is not None:
+            self.writer.began()
         if self.view is not None:
             self.view.start()
 

@@ -48,7 +48,7 @@ from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .exports import Exports, parse_host_port
 from .host_guard import HostGuard
-from .live_analysis import HttpAnalysis
+from .live_analysis import NOT_STARTED, HttpAnalysis
 from .mitm_addon import MrtrInspect, new_analysis, session_info, session_start
 from .recorder import HttpRecorder
 from .analysis_process import C2S as RECORDS, C2S_EOF as READY, END, fork_analysis
@@ -194,6 +194,11 @@ class _ForkedAnalysis:
             self.status = code if code >= 0 else 128 - code
 
 
+# a proxy that never listened writes nothing: no session in the recording (its header waits for the
+# listening socket), no report
+DID_NOT_START = {"error": "the proxy did not start", NOT_STARTED: True}
+
+
 def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None = None, report: str | None = None,
               quiet: bool = False, config: Config | None = None, stderr: IO[str] | None = None,
               exports: Exports | None = None, hop: str | None = None, allow_host: tuple[str, ...] = ()) -> int:
@@ -215,7 +220,8 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         if hop is not None and (reason := hop_problem(hop)):
             raise ValueError(f"--hop: {reason}")
         guard = HostGuard(tuple(allow_host), say)
-        writer = RecordingWriter(record, "http", session_info(upstream, True, hop), redactor_for(config)) if record else None
+        writer = RecordingWriter(record, "http", session_info(upstream, True, hop), redactor_for(config),
+                                 deferred=True) if record else None  # its header once the proxy listens
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2
@@ -246,7 +252,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     finally:
         mitm_log.removeHandler(handler)
         mitm_log.propagate = propagate
-        analysis.finish({"error": "the proxy did not start"})  # unless mitmproxy's end already did
+        analysis.finish(DID_NOT_START)  # unless mitmproxy's end already did
     return code or analysis.status
 
 
@@ -272,9 +278,12 @@ async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, pat
     if not addrs:
         failure = next((s.last_exception for s in proxyserver.servers if s.last_exception), None)
         say(f"cannot listen on {_url_host(host)}:{port}: {_why(failure)}")
+        analysis.finish(DID_NOT_START)  # before mitmproxy's end, which would end a session that never began
         await _stop(master, proxyserver, addon, run)
         return 2
     master.addons.remove(ready)  # one addon fewer for every hook of every flow to visit
+    if analysis.recorder.writer is not None:
+        analysis.recorder.writer.begin()  # the session's header: the proxy listens
     say(f"listening on http://{_url_host(host)}:{addrs[0][1]}{path}")
     log.serving = True
     analysis.ready()  # the live view may take the screen now

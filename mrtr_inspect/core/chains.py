@@ -508,8 +508,9 @@ class Stitcher:
         while len(od) > self._states.limit:
             od.popitem(last=False)
 
-    def on_no_response(self, creq: ChainRequest, time: float) -> list:
-        """The request's HTTP exchange ended with no JSON-RPC response."""
+    def on_no_response(self, creq: ChainRequest, time: float, failed: bool = False) -> list:
+        """The request's HTTP exchange ended with no JSON-RPC response. `failed`: because the upstream
+        failed (unreachable, or it broke the response off): the chain ends as `error`, mid-chain too."""
         obs: list = []
         if creq.response_kind is None and not creq.cancelled:
             creq.response_kind = "none"
@@ -517,7 +518,18 @@ class Stitcher:
             chain = creq.chain
             chain.end = max(chain.end, time)
             if not chain.in_flight and chain.open_round is None:
-                self._close(chain, "abandoned" if chain.rounds else "error", obs)
+                self._close(chain, "abandoned" if chain.rounds and not failed else "error", obs)
+        return obs
+
+    def on_server_gone(self, now: float, session: str) -> list:
+        """The server process of a stdio session ended with requests unanswered (`ServerExited`):
+        the chains that waited on it end as `error`, their duration running to `now`."""
+        obs: list = []
+        for chain in list(self._open_chains.values()):
+            if chain.session == session and chain.in_flight:
+                if now > chain.end:
+                    chain.end = now
+                self._close(chain, "error", obs)
         return obs
 
     def on_cancel(self, creq: ChainRequest, time: float) -> list:

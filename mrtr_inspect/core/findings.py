@@ -1,4 +1,4 @@
-"""Findings: what the rules report."""
+"""Findings: what the rules report; `plural`, how they and the outputs count (`1 round`, `0 rounds`)."""
 
 from __future__ import annotations
 
@@ -12,6 +12,11 @@ SEVERITIES = (ERROR, WARNING, INFO)
 RANK = {ERROR: 3, WARNING: 2, INFO: 1}
 
 SPEC_SITE = "https://modelcontextprotocol.io/specification/2026-07-28/"
+
+
+def plural(count: Any, noun: str) -> str:
+    """`1 round`, `0 rounds`, `3 infos`: a count and its noun, in the plural unless it is one."""
+    return f"{count} {noun}" + ("" if count == 1 else "s")
 
 
 def spec_url(spec: str | None) -> str | None:

@@ -37,6 +37,7 @@ from .events import (
     SseEvent,
     StdioClose,
     StdioLine,
+    UPSTREAM_ERROR,
     header,
 )
 from .exchanges import ExchangeTracker, HttpExchange, InFlight
@@ -70,6 +71,7 @@ from .observations import (
     Linked,
     NotLinked,
     RoundOpened,
+    ServerExited,
     SessionOver,
     SseSeen,
 )
@@ -104,7 +106,8 @@ class _Session:
     """What the pipeline knows of one capture session: whether it saw each of its peers from that
     peer's first message (RULES.md §10.8), and what it left unfinished at its end."""
 
-    __slots__ = ("id", "transport", "covered", "info", "ended", "holes", "resumable", "restart_of", "left_open")
+    __slots__ = ("id", "transport", "covered", "info", "ended", "holes", "resumable", "restart_of", "left_open",
+                 "client_closed")
 
     def __init__(self, sid: str, transport: str, covered: bool, info: dict | None = None) -> None:
         self.id = sid
@@ -125,6 +128,7 @@ class _Session:
         self.resumable: frozenset = frozenset()
         self.restart_of: str | None = None
         self.left_open: frozenset = frozenset()  # this session's, once it ended
+        self.client_closed = False  # stdio: the client closed the server's stdin (it ended the session)
 
     def origin(self) -> tuple | None:
         """What it captured (the command or the upstream), for telling a restart of it."""
@@ -342,7 +346,9 @@ class Inspector:
             if x is not None:
                 self._end_exchange(x, f)  # type: ignore[arg-type]
         elif tf is StdioClose:
-            self._session(f.session, "stdio")
+            s = self._session(f.session, "stdio")
+            if f.direction == "c2s":  # type: ignore[union-attr]
+                s.client_closed = True
         elif tf is SessionStart:
             s = self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
             self._restart(s)
@@ -544,7 +550,8 @@ class Inspector:
                         self._obs(Cancelled(req, req, creq))
                         self._obs_list(self.stitcher.on_cancel(creq, f.time))
                     elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
-                        self._obs_list(self.stitcher.on_no_response(creq, f.time))
+                        failed = f.error is not None and f.error.startswith(UPSTREAM_ERROR)
+                        self._obs_list(self.stitcher.on_no_response(creq, f.time, failed))
         self._obs(ExchangeDone(x, _live(tie)))
 
     # -- the common path --------------------------------------------------------------------------
@@ -744,14 +751,37 @@ class Inspector:
         elif req.method == "server/discover":
             self.knowledge.discover[msg.session] = msg.result
 
+    def _server_exited(self, s: _Session, time: float, info: dict) -> frozenset:
+        """A stdio server that exited on its own (the client had not closed its stdin) or with a
+        failing status, with client requests unanswered: `ServerExited`, and their chains end as
+        `error`. Returns the (method, target) of those chains."""
+        status = info.get("exit")
+        if s.transport != "stdio" or type(status) is not int or (status == 0 and s.client_closed):
+            return frozenset()
+        inflight = self.exchanges.client_requests(s.id)
+        left = []
+        for m in inflight:
+            tie = inflight.tie(m.idk)
+            if tie is None or not tie[0].cancelled:
+                left.append(m)
+        if not left:
+            return frozenset()
+        left.sort(key=lambda m: m.index)
+        chains = [c for c in self.stitcher.open_chains if c.session == s.id and c.in_flight]
+        self._obs(ServerExited(s.id, time, status, left, [c.id for c in chains]))
+        self._obs_list(self.stitcher.on_server_gone(time, s.id))
+        return frozenset((c.method, c.target) for c in chains)
+
     def _end_session(self, s: _Session, time: float, info: dict) -> None:
         s.ended = True
         for key, x in list(self._http.items()):
             if x.session == s.id:
                 self._end_exchange(x, HttpEnd(time, s.id, x.number, CAPTURE_ENDED))
+        failed = self._server_exited(s, time, info)
         closed = self.stitcher.close_all(time, s.id)
+        # a chain the server died in the middle of may be retried against a restarted server too
         s.left_open = frozenset((o.chain.method, o.chain.target) for o in closed
-                                if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned"))
+                                if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned")) | failed
         self._obs_list(closed)
         self.exchanges.drop_scope(s.id)
         if self._legacy_open:

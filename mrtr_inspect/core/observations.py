@@ -157,6 +157,20 @@ class InFlightReuse:
 
 
 @dataclass(slots=True)
+class ServerExited:
+    """A stdio server process ended (`status`: its exit status, negative for the signal that killed
+    it) while the client was still connected or with a failing status, and `unanswered` (the client
+    requests in flight, oldest first) never got their answer; the chains they belong to (`chains`,
+    their ids) end as `error`. Made only when some request was left."""
+
+    session: str
+    time: float
+    status: int
+    unanswered: list
+    chains: list
+
+
+@dataclass(slots=True)
 class SessionOver:
     session: str
     transport: str

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.text import Text
 from rich.tree import Tree
 
+from ..core.findings import plural
 from ..core.messages import format_id
 from .text import chain_line, json_printable, printable
 
@@ -152,7 +153,7 @@ def render_mermaid(chains: Iterable[dict], stream: IO[str]) -> int:
         n += 1
         rounds = {r["message"]: r for r in c.get("round_details", [])}
         stream.write("%% " + _mm_comment(f"{c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
-                                         f"{c.get('rounds')} round(s)") + "\n")
+                                         f"{plural(c.get('rounds'), 'round')}") + "\n")
         stream.write("sequenceDiagram\n    participant C as Client\n    participant S as Server\n")
         for e in c.get("timeline", []):
             if e.get("retries_round"):
@@ -291,7 +292,7 @@ def render_mermaid_hops(chains: Iterable[dict], hops: list[dict] | None, stream:
             continue
         n += 1
         stream.write("%% " + _mm_comment(f"{c['id']} {c.get('method')} {c.get('target')}: {c.get('outcome')}, "
-                                         f"{c.get('rounds')} round(s), through the gateway: "
+                                         f"{plural(c.get('rounds'), 'round')}, through the gateway: "
                                          + "; ".join(hop_line(h) for h, _ in backs)) + "\n")
         stream.write("sequenceDiagram\n    participant H as Host\n    participant G as Gateway\n"
                      "    participant U as Upstream\n")

@@ -6,7 +6,7 @@ import re
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from ..core.findings import RANK, Finding, spec_url
+from ..core.findings import RANK, Finding, plural, spec_url
 
 SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -148,7 +148,7 @@ def chain_line(c: dict) -> str:
     waits = (sum(e.get("wait_ms", 0) for e in c.get("timeline", []))
              + sum(r.get("unanswered_ms", 0) + r.get("wait_ms", 0) for r in c.get("round_details", [])))
     rounds = c.get("rounds", 0)
-    s = (f"{c['id']} {c.get('method')} {c.get('target')}  {c.get('outcome')}  {rounds} round{'s' if rounds != 1 else ''}"
+    s = (f"{c['id']} {c.get('method')} {c.get('target')}  {c.get('outcome')}  {plural(rounds, 'round')}"
          f"  {c.get('duration_ms', 0):.0f} ms")
     if waits:
         s += f" (waited {waits:.0f} ms for input)"
@@ -157,10 +157,7 @@ def chain_line(c: dict) -> str:
     return printable(s)
 
 
-def _n(count: int, noun: str) -> str:
-    return f"{count} {noun}" + ("" if count == 1 else "s")
-
-
 def summary_line(summary: dict) -> str:
-    return (f"{_n(summary['messages'], 'message')}, {_n(summary['chains'], 'chain')}: "
-            f"{_n(summary['errors'], 'error')}, {_n(summary['warnings'], 'warning')}, {_n(summary['infos'], 'info')}")
+    return (f"{plural(summary['messages'], 'message')}, {plural(summary['chains'], 'chain')}: "
+            f"{plural(summary['errors'], 'error')}, {plural(summary['warnings'], 'warning')}, "
+            f"{plural(summary['infos'], 'info')}")

@@ -145,13 +145,23 @@ def _state(live: Live) -> str | None:
 # judging
 
 
+def accepted(rule: str, what: str, m: Message) -> Verdict:
+    """The server did not refuse what the probe sent: fail with `rule`. A result with isError: true
+    is said as what it is, the tool failing after the request was taken, not a refusal ("accepted it
+    … with isError: true" read as a contradiction)."""
+    if _result_type(m) == "complete" and type(m.result) is dict and m.result.get("isError") is True:
+        return Verdict(FAIL, rule, f"{what}: the server did not refuse it with a JSON-RPC error; it ran the call, "
+                       "which answered a complete result with isError: true (a tool failure, not a refusal)")
+    return Verdict(FAIL, rule, f"{what}: the server accepted it and answered {outcome(m)}")
+
+
 def _error_passes(rule: str, what: str) -> Callable[[Message, Live], Verdict]:
     """Pass on a JSON-RPC error; a result (complete, or another input_required) is acceptance."""
 
     def judge(m: Message, live: Live) -> Verdict:
         if m.kind == ERROR:
             return Verdict(PASS, None, f"{what}: the server answered {outcome(m)}")
-        return Verdict(FAIL, rule, f"{what}: the server accepted it and answered {outcome(m)}")
+        return accepted(rule, what, m)
 
     return judge
 
@@ -404,8 +414,7 @@ def plan_invalid_answer(chain: RecordedChain, max_rounds: int) -> Plan | str:
         what = f"the answer {key!r} of round {n} with its {note[-1] if note else 'content'} against requestedSchema"
         if m.kind == ERROR or _result_type(m) == "input_required":
             return Verdict(PASS, None, f"{what}: the server answered {outcome(m)}")
-        return Verdict(FAIL, "server-accepted-invalid-input-responses", f"{what}: the server accepted it and "
-                       f"answered {outcome(m)}")
+        return accepted("server-accepted-invalid-input-responses", what, m)
 
     return Plan("invalid-answer", chain, _prefix(chain, n), ex, n, build, judge)
 

@@ -121,6 +121,11 @@ def junit(run: ProbeRun, path: str, fail_on: str = "error") -> str:
             fail = ET.SubElement(case, "failure", message=_x(f"{f.rule}: {f.message}"), type=f.rule)
             fail.text = _x(_finding_line(f.to_json()))
             n["failures"] += 1
+        elif r.verdict == FAIL:  # below --fail-on: the case passes, and says what was found, not "fail"
+            below = f" (below --fail-on {fail_on})"
+            line = _finding_line(f.to_json()) if f is not None else r.reason
+            ET.SubElement(case, "system-out").text = _x(line.replace("\n", below + "\n", 1) if "\n" in line
+                                                        else line + below)
         else:
             ET.SubElement(case, "system-out").text = _x(f"{r.verdict}: {r.reason}")
     for k, v in n.items():

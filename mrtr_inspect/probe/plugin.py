@@ -27,7 +27,7 @@ OPTIONS = ("server", "upstream", "only", "timeout", "max_rounds", "reuse", "fail
            "allow_failures", "headers")
 MARKER = ("mrtr_probe(path, *, server=None, upstream=None, only=(), timeout=30.0, max_rounds=10, reuse=False, "
           "fail_on='warning', allow_remote=False, record=None, allow_failures=False, headers=()): run the "
-          "recording's probes (RULES.md §12) against the server under test (fixture mrtr_probe; mrtr-inspect, "
+          "recording's probes (docs/rules.md §12) against the server under test (fixture mrtr_probe; mrtr-inspect, "
           "docs/probes.md)")
 LEVELS = ("error", "warning", "info", "never")
 
@@ -149,5 +149,6 @@ def pytest_runtest_call(item: pytest.Item):
         failing = got[0].failing()
         if failing:
             lines = "\n".join(f"  {f['rule']} ({f['severity']}): {f['message']}" for f in failing)
-            pytest.fail(f"mrtr-inspect: {len(failing)} probe(s) of {got[0].path} failed:\n{lines}", pytrace=False)
+            from ..core.findings import plural
+            pytest.fail(f"mrtr-inspect: {plural(len(failing), 'probe')} of {got[0].path} failed:\n{lines}", pytrace=False)
     return result

@@ -88,13 +88,17 @@ class RecordingWriter:
     """Appends one session to a recording file."""
 
     def __init__(self, path: str | os.PathLike, transport: str, info: dict | None = None,
-                 redactor: Redactor | None = None, session: str | None = None, start_time: float | None = None) -> None:
+                 redactor: Redactor | None = None, session: str | None = None, start_time: float | None = None,
+                 deferred: bool = False) -> None:
+        """`deferred`: the header is written by `begin()`, not here (the proxy begins once it listens);
+        a writer closed before it began writes nothing, and removes the file if it made it."""
         self.path = Path(path)
         self.session = session or new_session_id()
         self.transport = transport
         self.redactor = redactor if redactor is not None else Redactor(redaction_key())
         # `-` is standard output; a link is written through, a FIFO or a device written to (files.py)
         self.regular = str(path) != STDOUT and _regular_or_new(self.path)
+        self._made = self.regular and not os.path.lexists(self.path)
         torn = self._check_existing() if self.regular else False
         try:
             self._fd = (os.dup(1) if str(path) == STDOUT
@@ -109,8 +113,21 @@ class RecordingWriter:
         # the command line and URLs of the header redacted too, with the key's id (replay compares it)
         self.start = self.redactor.frame(SessionStart(t, self.session, transport, meta))  # type: ignore[arg-type]
         # after a recorder killed mid-line, that line is ended (marked torn) and the session starts on its own
-        self._write((fmt.TORN + b"\n" if torn else b"") + fmt.encode(self.start))
+        self._header: bytes | None = (fmt.TORN + b"\n" if torn else b"") + fmt.encode(self.start)
         self.closed = False
+        if not deferred:
+            self.begin()
+
+    def begin(self) -> None:
+        """Write the session's header (once; at once unless the writer was made `deferred`)."""
+        with self.lock:
+            header, self._header = self._header, None
+            if header is not None and not self.closed:
+                self._write(header)
+
+    def began(self) -> None:
+        """Another process wrote the header (a forked copy of this writer learns it began)."""
+        self._header = None
 
     def _check_existing(self) -> bool:
         """Refuse a file that is not a recording; True when it ends in the middle of a line."""
@@ -140,6 +157,8 @@ class RecordingWriter:
     def write_redacted(self, frame: Frame) -> None:
         """Append one frame that `self.redactor` has already redacted (a live session redacts each
         frame once, for its recording and its analysis alike)."""
+        if self._header is not None:
+            self.begin()
         self._write(fmt.encode(frame))
         self.frames += 1
 
@@ -153,6 +172,8 @@ class RecordingWriter:
         if data:
             with self.lock:
                 if not self.closed:
+                    if self._header is not None:  # the first records begin the session
+                        data, self._header = self._header + data, None
                     self._write(data)
 
     def close(self, info: dict | None = None, end_time: float | None = None, after_kill: bool = False) -> None:
@@ -163,11 +184,23 @@ class RecordingWriter:
             if self.closed:
                 return
             self.closed = True
+            if self._header is not None:  # never began (the proxy could not listen): nothing is written
+                os.close(self._fd)
+                self._forget()
+                return
             try:
                 end = fmt.encode(SessionEnd(time.time() if end_time is None else end_time, self.session, info or {}))
                 self._write((fmt.TORN + b"\n" if after_kill and self._torn() else b"") + end)
             finally:
                 os.close(self._fd)
+
+    def _forget(self) -> None:
+        """Remove the file this writer made and never wrote to."""
+        try:
+            if self._made and self.path.stat().st_size == 0:
+                self.path.unlink()
+        except OSError:
+            pass
 
     def release(self) -> None:
         """Close this process' descriptor of the file without writing (another process ends the session)."""

@@ -750,7 +750,8 @@ def pytest_runtest_call(item: pytest.Item):
                 hint = ("\n  if the code under test changed on purpose, record the fixture again: pytest "
                         "--mrtr-record-mode=all" + ("" if obj.options.get("server") or obj.options.get("upstream")
                                                     else " (the marker needs server=[...] or upstream=URL)"))
-            pytest.fail(f"mrtr-inspect: {len(misses)} request(s) matched nothing in {obj.path}:\n{lines}{hint}",
+            from ..core.findings import plural
+            pytest.fail(f"mrtr-inspect: {plural(len(misses), 'request')} matched nothing in {obj.path}:\n{lines}{hint}",
                         pytrace=False)
     return result
 

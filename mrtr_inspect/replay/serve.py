@@ -466,7 +466,6 @@ class HttpReplayServer:
         log = self.session.log
         method = req.method.decode("ascii", "replace")
         target = req.target.decode("utf-8", "replace")
-        path = target.split("?", 1)[0]
         headers = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in req.headers)
         log.request(x, method, target, headers, body, client)
         loop = asyncio.get_running_loop()
@@ -474,7 +473,7 @@ class HttpReplayServer:
         if method != "POST":
             await _send(conn, writer, log, x, 405, (("allow", "POST"),), [b""], stream=False)
             return
-        ans = self.session.answer(body, path)
+        ans = self.session.answer(body, target)  # the query counts: the recorded path has its own
         if ans is None:
             await _send(conn, writer, log, x, 202, (), [b""], stream=False)
             return

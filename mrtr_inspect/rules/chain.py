@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import re
 
+from ..core.findings import plural
 from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
@@ -300,10 +301,14 @@ def chain_ended_error(obs: ChainClosed, ctx) -> None:
     """The terminal response of the chain is a JSON-RPC error; the code is recorded."""
     c = obs.chain
     if c.outcome == "error":
-        how = (f"ended in error {c.error_code}" if c.error_code is not None else
-               "ended with no JSON-RPC response (its HTTP exchange ended without one: the upstream failed, or "
-               "the body held none)")
-        ctx.emit(f"chain {c.id} ({c.method} {c.target}) {how} after {len(c.rounds)} round(s)",
+        if c.error_code is not None:
+            how = f"ended in error {c.error_code}"
+        elif c.transport == "stdio":
+            how = "ended with no JSON-RPC response (the server process exited before answering)"
+        else:
+            how = ("ended with no JSON-RPC response (its HTTP exchange ended without one: the upstream failed, or "
+                   "the body held none)")
+        ctx.emit(f"chain {c.id} ({c.method} {c.target}) {how} after {plural(len(c.rounds), 'round')}",
                  messages=[c.final_index] if c.final_index is not None else [c.requests[-1].index],
                  chain=c.id, time=c.end, details={"code": c.error_code})
 

@@ -12,6 +12,8 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Callable
 
+from ..core.events import header
+from ..core.framing import media_type
 from ..core.messages import CLIENT_CAPABILITIES_KEY, Message
 
 # --- error codes (basic/index.mdx "Error Codes", RULES.md §5) -------------------------------------------
@@ -146,6 +148,16 @@ def endpoint(msg: Message, x) -> object:
 def client_at(msg: Message, x) -> object:
     """The client behind a message: the stdio pipe, or the HTTP client address on an endpoint."""
     return msg.session if x is None else (msg.session, x.path, x.client)
+
+
+def foreign_answer(x) -> bool:
+    """Whether an HTTP response is no MCP answer at all: a status other than 2xx whose Content-Type
+    is neither JSON nor an event stream (a web server's 404 page, a 405 of a URL that is not the MCP
+    endpoint). Its body is not judged as a JSON-RPC message; `upstream-not-mcp` says what came."""
+    if x is None or x.status is None or 200 <= x.status < 300 or x.event_stream:
+        return False
+    ct = media_type(header(x.response_headers, "content-type"))
+    return ct != "application/json" and not ct.endswith("+json") and ct != "text/event-stream"
 
 
 def on_stream_of(x) -> Message | None:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 from ..core.era import LEGACY, MALFORMED, MODERN
 from ..core.events import header
+from ..core.findings import plural
 from ..core.messages import LEGACY_VERSIONS, REQUEST, Message
 from ..core.observations import Decoded, LegacyAsked
 from . import spec
@@ -409,6 +410,7 @@ def legacy_server_request_unattached(obs: LegacyAsked, ctx) -> None:
         return
     msg = obs.msg
     where = "on the session's GET stream" if msg.transport == "http" else "on the pipe"
-    ctx.emit(f"{at(msg)} came {where} while {obs.waiting} legacy chain request(s) were open; nothing ties it to one "
+    waiting = f"{plural(obs.waiting, 'legacy chain request')} {'was' if obs.waiting == 1 else 'were'}"
+    ctx.emit(f"{at(msg)} came {where} while {waiting} open; nothing ties it to one "
              "(no event stream of its own, no _meta relation, not the only request open), so it is no round of "
              "theirs", messages=[msg.index])

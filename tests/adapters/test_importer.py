@@ -143,7 +143,7 @@ def test_a_flow_file_gives_the_frames_the_proxy_records(tmp_path):
         w.add(_flow(101.0, "/mcp", call.replace(b'"id":1', b'"id":2'), None, {}, b"", error="Client disconnected."))
     r = run_cli("import", flows, "--output", tmp_path / "r.jsonl")
     assert r.exit_code == 0, r.stderr
-    assert "skipped 1 flow(s)" in r.stderr and "2 exchanges from the mitmproxy flows in 1 session" in r.stderr
+    assert "skipped 1 flow that" in r.stderr and "2 exchanges from the mitmproxy flows in 1 session" in r.stderr
     frames = list(read_frames(tmp_path / "r.jsonl"))
     kinds = [type(f).__name__ for f in frames]
     assert kinds == ["SessionStart", "HttpRequest", "HttpResponse", "SseEvent", "SseEvent", "HttpEnd", "HttpRequest",
@@ -260,7 +260,7 @@ def test_a_body_the_flow_file_does_not_hold_is_left_out_not_taken_for_empty(tmp_
             w.add(flow)
     r = run_cli("import", flows, "--output", tmp_path / "r.jsonl")
     assert r.exit_code == 0, r.stderr
-    assert "left out 3 exchange(s) whose body the flow file does not hold" in r.stderr
+    assert "left out 3 exchanges whose body the flow file does not hold" in r.stderr
     assert "--set store_streamed_bodies=true" in r.stderr and "broke off" in r.stderr
     assert "2 exchanges from the mitmproxy flows" in r.stderr
     frames = [f for f in read_frames(tmp_path / "r.jsonl") if type(f) in (HttpRequest, SseEvent, HttpEnd)]
@@ -275,7 +275,7 @@ def test_a_body_the_flow_file_does_not_hold_is_left_out_not_taken_for_empty(tmp_
             mitm_io.FlowWriter(f).add(alone)
         r = run_cli("import", only, "--output", tmp_path / "none.jsonl")
         assert r.exit_code == 2 and r.stderr.count("\n") == 1
-        assert "no HTTP exchange to import (left out 1 exchange(s)" in r.stderr
+        assert "no HTTP exchange to import (left out 1 exchange " in r.stderr
 
 
 def test_a_retry_whose_round_was_in_a_left_out_exchange_is_capture_incomplete_not_an_error(tmp_path):

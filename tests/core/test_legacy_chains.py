@@ -100,7 +100,7 @@ def test_near_miss_a_question_naming_nothing_while_two_requests_are_open_is_left
     assert [c["rounds"] for c in r.chains] == [0, 0]  # never by guess
     (f,) = r.of(UNATTACHED)
     assert f.severity == "info" and f.messages == [5 + cancel_other] and f.chain is None
-    assert "2 legacy chain request(s)" in f.message
+    assert "2 legacy chain requests were open" in f.message
     assert f.spec.startswith("https://modelcontextprotocol.io/specification/2025-11-25/")
 
 

@@ -14,6 +14,7 @@ Small programs the tests put around or behind mrtr-inspect live here as function
     half_close                writes one line, closes stdout, waits for end of input, exits 0
     until_epipe               writes lines until its stdout breaks, then exits 3
     deaf                      closes its stdin, says `deaf`, waits for a signal
+    die_on_request CODE       reads one line and exits CODE without answering it (a server that crashes)
 """
 
 from __future__ import annotations
@@ -131,6 +132,11 @@ def respond(argv: list[str]) -> None:
     sys.stdout.buffer.write(EOF_LINE)
     sys.stdout.flush()
     sys.exit(int(argv[0]) if argv else 0)
+
+
+def die_on_request(argv: list[str]) -> None:
+    sys.stdin.buffer.readline()
+    os._exit(int(argv[0]))
 
 
 def signals(argv: list[str]) -> None:

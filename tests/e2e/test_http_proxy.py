@@ -280,18 +280,27 @@ def test_a_bad_listen_address_is_one_line_and_exit_2(proxies):
                                                  "not '127.0.0.1:http'"]
 
 
-def test_a_port_in_use_is_one_line_and_exit_2(proxies):
+def test_a_port_in_use_is_one_line_and_exit_2(proxies, tmp_path):
+    """Issue 25 item 16: nothing is written either: no empty session appended to the recording, no
+    new recording file, no report."""
+    earlier, fresh, rep = tmp_path / "earlier.jsonl", tmp_path / "fresh.jsonl", tmp_path / "report.json"
+    earlier.write_bytes(b'{"mrtr-inspect":"recording","version":1,"session":"a","transport":"http","t":1.0}\n')
+    before = earlier.read_bytes()
     taken = socket.socket()
     taken.bind(("127.0.0.1", 0))
     taken.listen(1)
     port = taken.getsockname()[1]
     try:
-        p = proxies("http://127.0.0.1:3000/mcp", listen=f"127.0.0.1:{port}")
-        assert p.proc.wait(WAIT) == 2
-        out = p.err.rest().strip().splitlines()
+        outs = []
+        for record in (earlier, fresh):
+            p = proxies("http://127.0.0.1:3000/mcp", "--record", str(record), "--report", str(rep),
+                        listen=f"127.0.0.1:{port}")
+            assert p.proc.wait(WAIT) == 2
+            outs.append(p.err.rest().strip().splitlines())
     finally:
         taken.close()
-    assert out == [f"mrtr-inspect: cannot listen on 127.0.0.1:{port}: address already in use"]
+    assert outs == [[f"mrtr-inspect: cannot listen on 127.0.0.1:{port}: address already in use"]] * 2
+    assert earlier.read_bytes() == before and not fresh.exists() and not rep.exists()
 
 
 def test_an_unwritable_recording_is_one_line_and_exit_2(proxies, tmp_path):

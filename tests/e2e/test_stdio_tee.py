@@ -142,6 +142,29 @@ def test_exit_status_is_the_childs(procs):
     assert done.returncode == 7
 
 
+def test_a_server_that_dies_with_a_request_open_is_said_live_and_by_check_of_the_recording(procs, tmp_path):
+    """Issue 25 item 9: the child exits 3 with the client's request unanswered (the client still
+    connected): the live warning names the status and the request, the chain ends `error`, and the
+    recording (its session end carries the exit status) gives `check` the same."""
+    rec, rep = tmp_path / "died.jsonl", tmp_path / "report.json"
+    p = procs.start(tee_cmd("--record", str(rec), "--report", str(rep), cmd=helper("die_on_request", "3")))
+    assert p.stdin is not None and p.stderr is not None
+    p.stdin.write(FORGED.replace(b'"requestState":"forged",', b""))
+    p.stdin.flush()  # and keep stdin open: the client waits for its answer
+    assert p.wait(60) == 3
+    said = b"mrtr-inspect: warning upstream-error [c1 #0] the server process exited with status 3, leaving 1 request " \
+           b"unanswered: tools/call id=1 (message #0); 1 chain waiting on it ended as error"
+    assert said in p.stderr.read()
+    report = json.loads(rep.read_text())
+    assert [c["outcome"] for c in report["chains"]] == ["error"]
+    assert records(rec)[-1]["info"] == {"exit": 3}
+    checked = procs.run([*tee_cmd(cmd=[])[:3], "check", "--format", "json", str(rec)])
+    again = json.loads(checked.stdout)
+    assert [c["outcome"] for c in again["chains"]] == ["error"]
+    assert [f["message"] for f in again["findings"] if f["rule"] == "upstream-error"] == \
+           [f["message"] for f in report["findings"] if f["rule"] == "upstream-error"]
+
+
 def test_end_of_input_reaches_the_child(procs):
     p = procs.start(tee_cmd(cmd=helper("respond")))
     p.stdin.write(FORGED)

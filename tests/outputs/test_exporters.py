@@ -15,7 +15,7 @@ from mrtr_inspect.core.events import HttpEnd, HttpRequest, HttpResponse, SseEven
 from mrtr_inspect.outputs.exporters.capture import load
 from mrtr_inspect.outputs.show import render_mermaid
 from tests.outputs.conftest import HOSTILE, HTTP_FIXTURE, STDIO_FIXTURE, faulty, run_cli, save
-from tests.traffic import Traffic
+from tests.traffic import ACCEPT, ELICIT, Traffic
 
 
 def export(src: Path, to: str, out: Path) -> str:
@@ -185,6 +185,24 @@ def test_html_shows_chains_round_by_round_findings_and_messages(tmp_path):
     assert "https://modelcontextprotocol.io/specification/2026-07-28/basic/patterns/mrtr" in spec_links
     local = {a["href"][1:] for t, a in p.tags if t == "a" and a.get("href", "").startswith("#")}
     assert local <= ids  # every in-page link has its target
+
+
+def test_html_and_mermaid_count_in_words_one_info_one_round_zero_rounds(tmp_path):
+    """Issue 25 item 16: "1 infos", "0 round(s)" read as a machine's; one is singular, the rest plural."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, {"confirm": ELICIT}, state="s1")
+    b = t.tool("deploy", {"env": "prod"}, inputResponses={"confirm": ACCEPT}, requestState="s1")
+    t.result(b, {"content": []})
+    c = t.tool("status", {})
+    t.result(c, {"content": []})
+    rec = save(t.frames, tmp_path / "r.jsonl")
+    page = export(rec, "html", tmp_path / "r.html")
+    assert "6 messages · 2 chains · 0 errors · 0 warnings · 1 info</p>" in page  # chain-linked, the one info
+    assert ">1 round · " in page and ">0 rounds · " in page and "(s)" not in page
+    diagrams = export(rec, "mermaid", tmp_path / "r.mmd")
+    assert "%% c1 tools/call deploy: complete, 1 round\n" in diagrams
+    assert "%% c2 tools/call status: complete, 0 rounds\n" in diagrams
 
 
 # -- Mermaid ----------------------------------------------------------------------------------------

@@ -144,7 +144,7 @@ def test_diagram_of_a_plain_name_is_unchanged(tmp_path):
     t = Traffic()
     t.result(t.tool("deploy", {}), {"content": []})
     out = run_cli("show", save(t.frames, tmp_path / "p.jsonl"), "--format", "mermaid").stdout
-    assert out.splitlines()[0] == "%% c1 tools/call deploy: complete, 0 round(s)"
+    assert out.splitlines()[0] == "%% c1 tools/call deploy: complete, 0 rounds"
 
 
 def _mrtr(*args) -> subprocess.CompletedProcess:

@@ -71,7 +71,7 @@ def test_html_shows_the_legacy_round(tmp_path):
     page = export(save(legacy().frames, tmp_path / "l.jsonl"), "html", tmp_path / "r.html")
     assert "round 1: server request id <code>0</code>" in page
     assert "… the user took 1501 ms to answer round 1" in page
-    assert "answers 0: model m1 a summary" in page and "1 round(s)" in page
+    assert "answers 0: model m1 a summary" in page and "1 round ·" in page
 
 
 def test_otlp_waiting_span_of_a_legacy_round(tmp_path):

@@ -208,7 +208,7 @@ def test_mermaid_messages_show_names_literally(tmp_path):
 def test_mermaid_of_plain_names_is_unchanged(tmp_path):
     text = run_cli("show", save(hostile("deploy").frames, tmp_path / "p.jsonl"), "--format", "mermaid").stdout
     assert text.splitlines()[:6] == [
-        "%% c1 tools/call deploy: complete, 1 round(s)", "sequenceDiagram", "    participant C as Client",
+        "%% c1 tools/call deploy: complete, 1 round", "sequenceDiagram", "    participant C as Client",
         "    participant S as Server", "    C->>S: tools/call deploy id 2",
         "    S-->>C: input_required (confirm: elicitation/create (form) 'Proceed?' fields confirm)"]
 

@@ -116,5 +116,5 @@ def test_a_miss_fails_the_test_unless_allowed(user):
     assert r.returncode == 1, r.stdout + r.stderr
     assert "1 failed, 1 passed" in r.stdout
     assert "FAILED test_user.py::test_staging" in r.stdout
-    assert "1 request(s) matched nothing in" in r.stdout
+    assert "1 request matched nothing in" in r.stdout
     assert 'tools/call id=2: no recorded request matches tools/call deploy; closest: tools/call deploy id=2' in r.stdout

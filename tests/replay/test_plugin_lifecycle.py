@@ -79,7 +79,7 @@ def test_a_miss_of_one_stdio_process_fails_the_test_though_a_later_one_had_none(
     them all: the second process (no miss) no longer hides the first one's miss."""
     user = project(tmp_path, TWICE)
     r = pytest_run(user, "-rf")
-    assert "FAILED test_user.py::test_miss_then_ok - Failed: mrtr-inspect: 1 request(s) matched nothing" in r.stdout
+    assert "FAILED test_user.py::test_miss_then_ok - Failed: mrtr-inspect: 1 request matched nothing" in r.stdout
     assert "1 failed, 2 passed" in r.stdout, r.stdout + r.stderr
     s = json.loads(re.search(r"SUMMARY (\{.*\})$", r.stdout, re.M)[1])
     assert s["processes"] == 2

@@ -16,7 +16,7 @@ from html import escape
 from typing import Iterable
 
 from ...version import __version__
-from ...core.findings import spec_url
+from ...core.findings import plural, spec_url
 from ...core.messages import format_id
 from ..show import _answered, _asked, _ms, legacy_rounds
 from ..text import printable_lines
@@ -127,7 +127,7 @@ def _chain(c: dict, findings: list[dict], times: dict[int, float], numbers: dict
             steps.append(f"<li>✗ {_badge(resp)} {'cancelled' if resp == 'cancelled' else 'no response (the stream ended)'}</li>")
         else:
             steps.append('<li class="wait">… no response yet</li>')
-    meta = (f"{_e(c.get('rounds'))} round(s) · {_e(_ms(c.get('duration_ms')))} · link {_e(c.get('link') or '—')} · "
+    meta = (f"{_e(plural(c.get('rounds'), 'round'))} · {_e(_ms(c.get('duration_ms')))} · link {_e(c.get('link') or '—')} · "
             f"era {_e(c.get('era') or '?')} · started {_e(_clock(start))}")
     title = chain_label(c)
     return (f'<article class="chain" id="{_e(c["id"])}"><h3>{_e(title)} {_badge(c.get("outcome"))}</h3>'
@@ -302,8 +302,8 @@ def to_html(cap: Capture) -> str:
         '<meta name="viewport" content="width=device-width, initial-scale=1">',
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
-        f"<p>{len(cap.messages)} messages · {len(cap.chains)} chains · {counts['error']} errors · "
-        f"{counts['warning']} warnings · {counts['info']} infos</p>",
+        f"<p>{plural(len(cap.messages), 'message')} · {plural(len(cap.chains), 'chain')} · "
+        f"{plural(counts['error'], 'error')} · {plural(counts['warning'], 'warning')} · {plural(counts['info'], 'info')}</p>",
         f'<p class="meta">sessions: {_e(sessions) or "none"} · written by mrtr-inspect {_e(__version__)}</p>',
         _wrong(cap.findings, numbers),
         '<p><a href="#chains">Chains</a> · <a href="#findings">Findings</a> · <a href="#messages">Messages</a></p>',

@@ -6,10 +6,11 @@ from __future__ import annotations
 import json
 
 from ...core.era import LEGACY
+from ...core.findings import plural
 from ...core.messages import BATCH, ERROR as ERROR_KIND, INVALID, NOTIFICATION, REQUEST, RESULT, Message, target_of
 from ...core.observations import Decoded, InFlightReuse, SessionOver
 from .. import spec
-from ..common import at, side
+from ..common import at, foreign_answer, side
 from ..registry import ERROR, WARNING, rule
 from .messages import MESSAGES, _State
 
@@ -55,14 +56,17 @@ def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A message whose `jsonrpc` is not "2.0", that is neither a request, a notification nor a
     response, a response with both or neither of `result` and `error`, a `result` that is not an
     object, an `error` that is not an object with a `code` and a string `message`, or (on HTTP) a
-    server's response body or SSE data that is not JSON at all. Any era: both revisions require
-    JSON-RPC 2.0."""
+    server's response body or SSE data that is not JSON at all (not the body of a non-2xx answer
+    whose Content-Type is not JSON: that is no MCP answer, `upstream-not-mcp`). Any era: both
+    revisions require JSON-RPC 2.0."""
     msg, x = obs.msg, obs.exchange
     reason = msg.problem_reason
     if reason == "envelope":
         ctx.emit(f"message #{msg.index} from the {side(msg)} is not a valid JSON-RPC 2.0 message: {msg.problem}",
                  messages=[msg.index])
     elif reason in ("json", "extra-data", "constant") and x is not None and msg.direction == "s2c":
+        if foreign_answer(x):  # a 404 page, a 405 of another URL: no MCP answer (`upstream-not-mcp` says so)
+            return
         where = "an SSE event's data" if x.event_stream else "the response body"
         ctx.emit(f"{where} (message #{msg.index}) on HTTP exchange {x.number} is not one JSON value: {msg.problem}; "
                  "every message must be a JSON-RPC 2.0 message", messages=[msg.index])
@@ -224,9 +228,9 @@ def request_id_in_flight_reuse(obs, ctx) -> None:
             prior, msg = g.first
             listed = "" if g.overlaps <= LOOK_ALIKE_LISTED else f" (the first {LOOK_ALIKE_LISTED} in this finding's messages)"
             ctx.emit(
-                f"{g.overlaps} request(s) of {look_alike_group(peer)} reused an id still in flight ({len(g.ids)}"
+                f"{plural(g.overlaps, 'request')} of {look_alike_group(peer)} reused an id still in flight ({len(g.ids)}"
                 f"{'+' if len(g.ids) >= LOOK_ALIKE_LISTED else ''} "
-                f"distinct id(s){listed}; the first: {at(msg)} and {at(prior)}); on HTTP, client processes of one "
+                f"distinct {'id' if len(g.ids) == 1 else 'ids'}{listed}; the first: {at(msg)} and {at(prior)}); on HTTP, client processes of one "
                 "machine and SDK look alike (one address and clientInfo, often one token, each counting its ids from "
                 "1): if these are several clients this is no fault; name a request header that differs per client "
                 "as peer_header (docs/http-proxy.md) to tell them apart and judge each sender's ids",

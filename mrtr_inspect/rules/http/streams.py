@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from ...core.era import MODERN
 from ...core.events import header
+from ...core.findings import plural
 from ...core.messages import Message, format_id, id_key
 from ...core.observations import Decoded, ExchangeDone, SseSeen
 from .. import spec
@@ -135,7 +136,7 @@ def sse_no_response(obs: ExchangeDone, ctx) -> None:
         return
     req, resp = _response_to(x)
     if req is not None and resp is None:
-        ctx.emit(f"the SSE stream of {_where(req)} ended after {x.events} event(s) without a response"
+        ctx.emit(f"the SSE stream of {_where(req)} ended after {plural(x.events, 'event')} without a response"
                  + (f" ({x.error})" if x.error else "") + "; the client must re-issue the request with a new id",
                  messages=[req.index])
 
@@ -182,7 +183,7 @@ def http_irr_on_sse(obs: ExchangeDone, ctx) -> None:
         return
     req, resp = _response_to(x)
     if resp is not None and _result_type(resp) == "input_required":
-        tail = "as the last event" if not x.after_response_events else f"followed by {x.after_response_events} event(s)"
+        tail = "as the last event" if not x.after_response_events else f"followed by {plural(x.after_response_events, 'event')}"
         ctx.emit(f"the input_required result (message #{resp.index}) for {_where(req)} came on an SSE stream, {tail}",
                  messages=[req.index, resp.index])
 
