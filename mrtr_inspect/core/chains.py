@@ -266,6 +266,8 @@ class Stitcher:
         self._states = StateIndex(retired_states)  # state hash -> the rounds that issued it
         self._open_by_peer: dict[str, list[Round]] = {}
         self._open_chains: dict[str, Chain] = {}  # chain id -> chain, insertion (start) order
+        # the chains waiting after a refused retry (RULES.md decision 13), in the order they were refused
+        self._refused: dict[Chain, None] = {}
         self._completed: OrderedDict[tuple, tuple[Chain, bool]] = OrderedDict()  # (peer,key) -> (chain, stray)
         self._stray_states: OrderedDict[str, Chain] = OrderedDict()  # state hashes on complete results
         # the last chains closed, released (`release`) once as many others have closed after them:
@@ -318,12 +320,24 @@ class Stitcher:
                 if type(o) is Linked:
                     return o.creq, [o]
                 break
+        out = self._moved_on(peer) if self._refused else []
         creq = self._open(msg, peer, digest)
         if o is not None:  # refused: the fields of another chain
             creq.chain.tainted = True
         else:
             o = self._unlinked(msg, peer, key, st, ir, cand, covered)
-        return creq, [o] if o is not None else []
+        if o is not None:
+            out.append(o)
+        return creq, out
+
+    def _moved_on(self, peer: str) -> list:
+        """A peer starts a new logical request: its chains waiting after a refused retry were given up
+        (a client that retries after a refusal does so before it calls anything else); they close in
+        error (RULES.md decision 13)."""
+        obs: list = []
+        for chain in [c for c in self._refused if c.peer == peer and not c.in_flight]:
+            self._close(chain, "error", obs)
+        return obs
 
     def _link_by_state(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
                        cand: list | None) -> Linked | NotLinked | None:
@@ -436,6 +450,7 @@ class Stitcher:
             chain.vias.append(via)
             if chain.refused is not None:  # a retry after a refused one continues it (RULES.md decision 13)
                 chain.refused = chain.outcome = chain.error_code = chain.final_index = None
+                self._refused.pop(chain, None)
             if msg.time > chain.end:  # max(chain.end, msg.time)
                 chain.end = msg.time
             chain.requests.append(creq)
@@ -471,11 +486,13 @@ class Stitcher:
             err = resp.error if type(resp.error) is dict else {}
             creq.error_code = err.get("code")
             chain.error_code = creq.error_code
-            if creq.round is not None and any(rd.state is not None for rd in chain.rounds):
-                # a refused retry: the chain ends in error unless a retry echoing a state it issued
+            if creq.round is not None and not _presented(creq) and any(rd.state is not None for rd in chain.rounds):
+                # a refused retry that presented another state (altered, fabricated): the chain ends
+                # in error unless a retry echoing a state it issued
                 # continues it (RULES.md decision 13); it closes with that outcome at the end of its
-                # session or capture, or once it has waited `abandon_after`
+                # session or capture, once it has waited `abandon_after`, or when its peer starts another
                 chain.outcome, chain.final_index, chain.refused = "error", resp.index, t
+                self._refused[chain] = None
             else:
                 self._finish(chain, "error", resp, obs)
         elif rtype == "input_required" and stitch:
@@ -569,7 +586,9 @@ class Stitcher:
             rd.answered = summarize_responses({format_id(rd.id): resp.result})
 
     def _finish(self, chain: Chain, outcome: str, resp: Message, obs: list) -> None:
-        chain.refused = None
+        if chain.refused is not None:
+            chain.refused = None
+            self._refused.pop(chain, None)
         chain.outcome = outcome
         chain.final_index = resp.index
         self._maybe_close(chain, obs)
@@ -586,7 +605,9 @@ class Stitcher:
     def _close(self, chain: Chain, outcome: str, obs: list) -> None:
         chain.outcome = outcome
         chain.closed = True
-        chain.refused = None
+        if chain.refused is not None:
+            chain.refused = None
+            self._refused.pop(chain, None)
         self._open_chains.pop(chain.id, None)
         # the index keeps the retired form of the chain's rounds; the chain itself goes out whole
         for rd in chain.rounds:

@@ -808,3 +808,16 @@ def test_a_session_without_its_end_ends_at_its_own_last_frame_not_at_later_traff
     for r in (both.run(), a.run()):
         ends = {c["target"]: (c["outcome"], c["end"]) for c in r.chains}
         assert ends["deploy"] == ("open", a_last) and ends["release"] == ("abandoned", a_last), ends
+
+
+def test_a_refused_retry_nobody_corrects_ends_in_error_when_its_peer_calls_anything_else():
+    """A client that retries after a refusal does so before it calls anything else: a new logical
+    request of the same peer closes the waiting chain in error at once (the live view shows it then)."""
+    t, a, b = refused()
+    d = t.tool("other", {})
+    t.result(d, {"content": []})
+    r = t.run()
+    assert shape(r.chain("c1"))[:3] == ([a, b], 1, "error")
+    ev = events(r)
+    assert ev[:4] == [("opened", "c1"), ("round", "c1"), ("retry", "c1"), ("refused", "c1")]
+    assert ev.index(("closed", "c1")) < ev.index(("closed", "c2"))  # with the new call, not at the end
