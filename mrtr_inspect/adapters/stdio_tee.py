@@ -72,20 +72,24 @@ class Tap:
     Once the line being read in a direction is past `limit` bytes (max_message_bytes: the analysis
     keeps none of it then), the analysis gets no more of its bytes, only their number (a CUT item
     per chunk) and then the rest from its LF on: it is handed at most `limit` bytes and one chunk of
-    a line, so a huge line waits neither in this process' queue nor in the analysis process. One
-    `rfind` per chunk (two for the chunk that ends such a line) follows the length of the line."""
+    a line, so a huge line waits neither in this process' queue nor in the analysis process. The
+    cost per chunk: a chunk that ends a line, after one that did, is one comparison; another is
+    one `rfind` (two for the chunk that ends a line past the limit)."""
 
     def __init__(self, spool: Spooler, recorder: StdioRecorder | None, limit: int | None = None) -> None:
         self.spool = spool
         self.recorder = recorder
         self.lock = threading.Lock()
-        self.limit = limit
-        self._open = {C2S: 0, S2C: 0}  # bytes of the line being read (its LF not yet seen)
+        self.limit = limit if limit is not None else sys.maxsize
+        self._open = [0, 0]  # bytes of the line being read (its LF not yet seen), by C2S, S2C
 
     def put(self, kind: int, t: float, data: bytes = b"") -> None:
         with self.lock:
             if kind == C2S or kind == S2C:
-                self._hand(kind, t, data)
+                if self._open[kind] or not data.endswith(b"\n"):  # a line left open: follow its length
+                    self._follow(kind, t, data)
+                else:
+                    self.spool.put(kind, t, data)
                 if self.recorder is not None:
                     self.recorder.chunk(t, DIRECTION[kind], data)
             else:
@@ -93,14 +97,11 @@ class Tap:
                 if self.recorder is not None:
                     self.recorder.close(t, DIRECTION[kind])
 
-    def _hand(self, kind: int, t: float, data: bytes) -> None:
-        """The chunk to the analysis; of a line past the limit, its number of bytes only."""
-        limit = self.limit
-        if limit is None:
-            self.spool.put(kind, t, data)
-            return
+    def _follow(self, kind: int, t: float, data: bytes) -> None:
+        """The chunk to the analysis, the length of the open line followed; of a line past the
+        limit, its number of bytes only."""
         n = self._open[kind]
-        if n > limit:
+        if n > self.limit:
             i = data.find(b"\n")
             if i < 0:
                 self._open[kind] = n + len(data)
