@@ -12,7 +12,11 @@
 Peaks are the processes' own high-water marks (/proc/PID/status VmHWM), read every 20 ms until they
 exit, so the largest value read is the peak up to the last read.
 
-    python bench/hostile.py [--tree PATH] [--bomb-mib 1024] [--line-mib 500] [--requests 5] [--only bomb|line]
+    python bench/hostile.py [--tree PATH] [--bomb-mib 1024] [--line-mib 500] [--limit-mib N] [--requests 5]
+                            [--only bomb|line]
+
+`--limit-mib` runs the huge line with `max_message_bytes` at N MiB (a config file; default: the
+tool's default, 64 MiB).
 
 `--tree` runs another checkout's mrtr-inspect (the tree before a change) against the same inputs.
 """
@@ -184,7 +188,7 @@ def bomb(tree: Path, mib: int, requests: int) -> None:
 # -- the huge line ---------------------------------------------------------------------------------
 
 
-def huge_line(tree: Path, mib: int) -> None:
+def huge_line(tree: Path, mib: int, limit_mib: int | None = None) -> None:
     piece = b"x" * (1 << 20)
     head = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"blob":"'
     tail = b'"}}}\n'
@@ -193,7 +197,11 @@ def huge_line(tree: Path, mib: int) -> None:
     with tempfile.TemporaryDirectory() as d:
         rec = Path(d) / "r.jsonl"
         env = env_for(tree)
-        p = subprocess.Popen([PY, "-m", "mrtr_inspect", "stdio", "--record", str(rec), "--quiet", "--", "cat"],
+        conf: list[str] = []
+        if limit_mib is not None:
+            (Path(d) / "c.toml").write_text(f"max_message_bytes = {limit_mib << 20}\n")
+            conf = ["--config", str(Path(d) / "c.toml")]
+        p = subprocess.Popen([PY, "-m", "mrtr_inspect", "stdio", *conf, "--record", str(rec), "--quiet", "--", "cat"],
                              env=env, cwd=tree, stdin=subprocess.PIPE, stdout=subprocess.PIPE)
         peaks = Peaks(p.pid)
         got = [0]
@@ -219,11 +227,12 @@ def huge_line(tree: Path, mib: int) -> None:
         reader.join()
         tee, *analysis = peaks.stop()
         size = rec.stat().st_size
-        check = measure([PY, "-m", "mrtr_inspect", "check", "--format", "json", str(rec)], env=env)
+        check = measure([PY, "-m", "mrtr_inspect", "check", *conf, "--format", "json", str(rec)], env=env)
         page = Path(d) / "p.html"
-        export = measure([PY, "-m", "mrtr_inspect", "export", "--to", "html", "--output", str(page), str(rec)], env=env)
+        export = measure([PY, "-m", "mrtr_inspect", "export", *conf, "--to", "html", "--output", str(page), str(rec)], env=env)
         page_size = page.stat().st_size if page.exists() else 0
-    print(f"huge line: one line of {mib} MiB and a small one through the tee (`cat`), {seconds:.1f} s to pass")
+    limit = f"max_message_bytes {limit_mib} MiB" if limit_mib is not None else "max_message_bytes the default"
+    print(f"huge line: one line of {mib} MiB and a small one through the tee (`cat`), {limit}, {seconds:.1f} s to pass")
     print(f"  peak memory: tee {tee:.0f} MiB, analysis {sum(analysis):.0f} MiB, together {tee + sum(analysis):.0f} MiB")
     print(f"  recording: {size / (1 << 20):.0f} MiB ({size / total:.2f}x the line)")
     print(f"  check: peak {check.maxrss_mb:.0f} MiB, {check.seconds:.1f} s, exit {check.code}")
@@ -235,6 +244,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--tree", type=Path, default=ROOT)
     ap.add_argument("--bomb-mib", type=int, default=1024)
     ap.add_argument("--line-mib", type=int, default=500)
+    ap.add_argument("--limit-mib", type=int, help="max_message_bytes in MiB for the huge line (default: the tool's)")
     ap.add_argument("--requests", type=int, default=5)
     ap.add_argument("--only", choices=["bomb", "line"])
     args = ap.parse_args(argv)
@@ -242,7 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     if args.only != "line":
         bomb(args.tree.resolve(), args.bomb_mib, args.requests)
     if args.only != "bomb":
-        huge_line(args.tree.resolve(), args.line_mib)
+        huge_line(args.tree.resolve(), args.line_mib, args.limit_mib)
 
 
 if __name__ == "__main__":

@@ -13,6 +13,9 @@ methods, called in order on the analysis process' main thread:
 
 - `chunk(time, direction, data)` for `C2S`/`S2C` items (the tee's bytes; the proxy sends its
   batched frames, encoded as recording records, as `C2S`),
+- `skip(time, direction, n)` for `C2S_CUT`/`S2C_CUT` (the tee only): `n` more bytes of the line
+  being read, already past `max_message_bytes`, that the tee counted and did not send (their
+  bytes are recorded, not analysed: the analysis needs their number only),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -34,14 +37,16 @@ import time
 from typing import Callable, Protocol
 
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-C2S, S2C, C2S_EOF, S2C_EOF, END, GONE = range(6)  # GONE: the pipe broke before END (never sent)
-DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c"}
+C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT = range(8)  # GONE: the pipe broke before END (never sent)
+DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c", C2S_CUT: "c2s", S2C_CUT: "s2c"}
+SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
 
 
 class Analysis(Protocol):
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
+    def skip(self, t: float, direction: str, n: int) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
     def end(self, info: dict, t: float, gone: bool = False) -> int | None: ...
 
@@ -122,6 +127,8 @@ def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
         kind, t, data = items.get()
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
+        elif kind == C2S_CUT or kind == S2C_CUT:
+            analysis.skip(t, DIRECTION[kind], SKIPPED.unpack(data)[0])
         elif kind == END:
             return analysis.end(json.loads(data) if data else {}, t) or 0
         elif kind == GONE:

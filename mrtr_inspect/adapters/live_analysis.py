@@ -196,6 +196,10 @@ class StdioAnalysis(LiveAnalysis):
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
 
+    def skip(self, t: float, direction: str, n: int) -> None:
+        """`n` bytes of a line past the limit the tee counted and did not send (stdio_tee.Tap)."""
+        self.framer.skip(direction, n)  # type: ignore[arg-type]
+
     def eof(self, t: float, direction: str) -> None:
         self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
 

@@ -11,7 +11,7 @@ The client starts the tee instead of the server; the tee starts the server and s
 Forwarding never waits for the analysis. Each forwarding thread, just before writing its chunk on
 (bytes unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill
 of any process, or of all, loses no line that crossed) and hands the chunk to an unbounded queue (a
-reference, never blocking); both under one lock, so the recording and the analysis see the chunks
+reference, never blocking; of a line past max_message_bytes only its length: `Tap`); both under one lock, so the recording and the analysis see the chunks
 in one order, and the analysis sees a message before anything the peer answers to it. A spooler
 thread moves the queue into a pipe to the analysis process, which a reader thread there drains
 eagerly: framing and rules run in another process and never hold this one's GIL. The analysis may
@@ -53,8 +53,8 @@ from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
-from .analysis_process import (C2S, C2S_EOF, DIRECTION, END, S2C, S2C_EOF, Spooler, fork_analysis, to_devnull,
-                               write_all)
+from .analysis_process import (C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED, Spooler,
+                               fork_analysis, to_devnull, write_all)
 from .exports import Exports
 from .live_analysis import StdioAnalysis
 from .recorder import StdioRecorder
@@ -67,21 +67,53 @@ CHUNK = 1 << 16
 
 class Tap:
     """Where the forwarding threads hand each chunk before passing it on: the recording (durable at
-    once) and the spooler (the analysis), in one order, under one lock."""
+    once) and the spooler (the analysis), in one order, under one lock.
 
-    def __init__(self, spool: Spooler, recorder: StdioRecorder | None) -> None:
+    Once the line being read in a direction is past `limit` bytes (max_message_bytes: the analysis
+    keeps none of it then), the analysis gets no more of its bytes, only their number (a CUT item
+    per chunk) and then the rest from its LF on: it is handed at most `limit` bytes and one chunk of
+    a line, so a huge line waits neither in this process' queue nor in the analysis process. The
+    cost per chunk: a chunk that ends a line, after one that did, is one comparison; another is
+    one `rfind` (two for the chunk that ends a line past the limit)."""
+
+    def __init__(self, spool: Spooler, recorder: StdioRecorder | None, limit: int | None = None) -> None:
         self.spool = spool
         self.recorder = recorder
         self.lock = threading.Lock()
+        self.limit = limit if limit is not None else sys.maxsize
+        self._open = [0, 0]  # bytes of the line being read (its LF not yet seen), by C2S, S2C
 
     def put(self, kind: int, t: float, data: bytes = b"") -> None:
         with self.lock:
-            self.spool.put(kind, t, data)
-            if self.recorder is not None:
-                if kind == C2S or kind == S2C:
-                    self.recorder.chunk(t, DIRECTION[kind], data)
+            if kind == C2S or kind == S2C:
+                if self._open[kind] or not data.endswith(b"\n"):  # a line left open: follow its length
+                    self._follow(kind, t, data)
                 else:
+                    self.spool.put(kind, t, data)
+                if self.recorder is not None:
+                    self.recorder.chunk(t, DIRECTION[kind], data)
+            else:
+                self.spool.put(kind, t, data)
+                if self.recorder is not None:
                     self.recorder.close(t, DIRECTION[kind])
+
+    def _follow(self, kind: int, t: float, data: bytes) -> None:
+        """The chunk to the analysis, the length of the open line followed; of a line past the
+        limit, its number of bytes only."""
+        n = self._open[kind]
+        if n > self.limit:
+            i = data.find(b"\n")
+            if i < 0:
+                self._open[kind] = n + len(data)
+                self.spool.put(C2S_CUT if kind == C2S else S2C_CUT, t, SKIPPED.pack(len(data)))
+                return
+            if i:
+                self.spool.put(C2S_CUT if kind == C2S else S2C_CUT, t, SKIPPED.pack(i))
+                data = data[i:]  # from the LF that ends the line
+            n = 0
+        i = data.rfind(b"\n")
+        self._open[kind] = n + len(data) if i < 0 else len(data) - i - 1
+        self.spool.put(kind, t, data)
 
     def finish(self, info: dict, t: float) -> None:
         """The session is over: the recording ends (the tee writes its end), then the analysis' END."""
@@ -167,7 +199,8 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True, exports=exports)
 
     analysis_pid, spool = fork_analysis(make)
-    tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None)
+    tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None,
+              config.max_message_bytes)
     if exports is not None:
         exports.forked()
 

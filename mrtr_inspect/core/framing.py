@@ -79,6 +79,15 @@ class LineSplitter:
                 self._pending_len = 0
         return parts
 
+    def skip(self, n: int) -> None:
+        """`n` more bytes of the unfinished line, not handed over: its sender counted them, the line
+        being past the limit already (the tee: stdio_tee.Tap). They count as a cut line's bytes."""
+        if not self._cut:  # the sender's limit was lower: what is held goes too
+            self._cut = self._pending_len
+            self._pending = []
+            self._pending_len = 0
+        self._cut += n
+
     @property
     def pending(self) -> int:
         """How many bytes wait for their LF."""
@@ -601,6 +610,10 @@ class StdioFramer:
         s = self.session
         return [StdioLine(time, s, direction, line) if type(line) is bytes else StdioLine(time, s, direction, b"", cut=line)
                 for line in self._split[direction].feed(chunk)]
+
+    def skip(self, direction: Direction, n: int) -> None:
+        """`n` bytes of a line past the limit that the adapter counted instead of passing them."""
+        self._split[direction].skip(n)
 
     def close(self, time: float, direction: Direction) -> list[StdioLine | StdioClose]:
         out: list[StdioLine | StdioClose] = []

@@ -98,3 +98,52 @@ def test_a_child_gone_but_not_yet_waited_for_counts_as_exited():
         if child.poll() is None:
             child.kill()
             child.wait()
+
+
+def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp_path):
+    """A 5 MiB line, max_message_bytes at 1 MiB, cut in many chunks each way: the tee hands the
+    analysis at most the limit and one chunk of it (the rest as counts), the recording holds it
+    whole, and the live report (message-too-large, its size) is `check`'s of the recording."""
+    import json
+
+    from mrtr_inspect.adapters.live_analysis import StdioAnalysis
+    from mrtr_inspect.adapters.offline import analyze
+    from mrtr_inspect.adapters.recorder import StdioRecorder
+    from mrtr_inspect.config import Config
+    from mrtr_inspect.outputs.report import ReportBuilder
+    from mrtr_inspect.recording.writer import RecordingWriter
+
+    limit = 1 << 20
+    config = Config(max_message_bytes=limit)
+    rec, rep = tmp_path / "rec.jsonl", tmp_path / "report.json"
+    writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, session="s1")
+    spool = Recorder()
+    tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes)  # type: ignore[arg-type]
+    big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"blob":"' + \
+          b"x" * (5 << 20) + b'"}}}'
+    after = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n'
+    wire = big + b"\n" + after
+    chunks = {ap.C2S: tee.CHUNK, ap.S2C: 50_000}
+    for kind, size in chunks.items():
+        for i in range(0, len(wire), size):
+            tap.put(kind, 1.0, wire[i:i + size])
+    tap.put(ap.C2S_EOF, 2.0)
+    tap.put(ap.S2C_EOF, 2.0)
+    tap.finish({"exit": 0}, 3.0)
+    for kind, size in chunks.items():
+        handed = sum(len(data) for k, data, _ in spool.items if k == kind)
+        assert handed <= limit + size + len(b"\n" + after)  # not 5 MiB
+    r, w = os.pipe()  # the analysis process' end, as `fork_analysis` runs it
+    real = ap.Spooler(w)
+    for kind, data, _ in spool.items:
+        real.put(kind, 1.0, data)
+    make = lambda: StdioAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
+                                 forwarder_records=True)
+    assert ap.analysis_main(r, make) == 0
+    live = json.loads(rep.read_text())
+    large = [f["message"] for f in live["findings"] if f["rule"] == "message-too-large"]
+    assert len(large) == 2 and all(f"({len(big)} bytes)" in m for m in large)
+    assert live["summary"]["messages"] == 4  # the cut line and `after`, both ways
+    again = ReportBuilder([str(rec)])
+    analyze([str(rec)], again.add, config)
+    assert again.to_dict() == live

@@ -78,6 +78,18 @@ def test_line_splitter_pending_counts_the_unfinished_line():
     assert s.close() == b"{" and s.pending == 0 and s.close() is None
 
 
+def test_line_splitter_bytes_skipped_count_as_the_cut_lines_bytes():
+    """What the tee counts instead of sending (`skip`) makes the length of a line past the limit,
+    whether the splitter had cut the line already or (a sender's lower limit) not yet."""
+    s = LineSplitter(limit=4)
+    assert s.feed(b"abcdef") == [] and s.pending == 6
+    s.skip(10)
+    assert s.feed(b"\nok\n") == [16, b"ok"]
+    assert s.feed(b"abc") == [] and s.pending == 3  # not past the limit: held
+    s.skip(2)
+    assert s.pending == 5 and s.close() == 5
+
+
 # ---------------------------------------------------------------------------------------------
 # SseDecoder and parse_sse_event
 
