@@ -157,11 +157,22 @@ def timed_posts(port: int, n: int, want: bytes) -> float:
     return statistics.median(times)
 
 
+def plain_mitmdump(port: int, requests: int, body: bytes) -> float:
+    """The client's time per response through mitmdump without mrtr-inspect (reverse mode, no flow
+    file): what the bomb costs with no tool of ours in the way."""
+    from http_peers import proxy
+
+    with tempfile.TemporaryDirectory() as cache:
+        with proxy("mitmdump", f"http://127.0.0.1:{port}/mcp", cache) as (url, _):
+            return timed_posts(int(url.split(":")[2].split("/")[0]), requests, body)
+
+
 def bomb(tree: Path, mib: int, requests: int) -> None:
     body = make_bomb(mib)
     up = upstream(body)
     port = up.server_address[1]
     direct = timed_posts(port, requests, body)
+    plain = plain_mitmdump(port, requests, body)
     with tempfile.TemporaryDirectory() as d:
         rec = Path(d) / "r.jsonl"
         p = subprocess.Popen([PY, "-m", "mrtr_inspect", "--upstream", f"http://127.0.0.1:{port}/mcp", "--listen",
@@ -179,8 +190,8 @@ def bomb(tree: Path, mib: int, requests: int) -> None:
         proxy, *analysis = peaks.stop()
     up.shutdown()
     print(f"bomb: {len(body) / 1024:.1f} KiB of zstd that decodes to {mib} MiB, {requests} requests")
-    print(f"  client time per response: direct {direct * 1000:.1f} ms, through the proxy {proxied * 1000:.1f} ms "
-          f"({proxied / direct:.1f}x)")
+    print(f"  client time per response: direct {direct * 1000:.1f} ms, plain mitmdump {plain * 1000:.1f} ms, "
+          f"through mrtr-inspect {proxied * 1000:.1f} ms ({proxied / plain:.2f}x plain mitmdump)")
     print(f"  peak memory: proxy {proxy:.0f} MiB, analysis {sum(analysis):.0f} MiB")
     print(f"  recording grew by {grown / 1024:.1f} KiB ({grown / (len(body) * requests):.2f}x the wire bytes)")
 

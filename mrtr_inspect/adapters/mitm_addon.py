@@ -75,16 +75,15 @@ class ThreadedAnalysis:
         self.thread.start()
 
     def put(self, step: tuple) -> None:
-        frames = self.recorder.put(step)
-        if frames:
-            self._put(frames)
+        self.recorder.feed(step, self._put)
 
     def after(self, fn: Callable[[], Any]) -> None:
         """`fn()` on the analysis thread once the steps put before it are analysed."""
-        self._put(fn)
+        self.recorder.in_order(fn, self._put)
 
     def finish(self, info: dict) -> None:
         t = time.time()
+        self.recorder.drain()
         for step in self.recorder.end_open(t, CAPTURE_ENDED):
             self.put(step)
         self.recorder.finish(info, t)

@@ -161,12 +161,12 @@ class _ForkedAnalysis:
         self.status = 0  # the analysis process' exit status, once finished
 
     def put(self, step) -> None:  # on mitmproxy's event loop
-        records = self.recorder.records(step)
-        if not records:
-            return
+        self.recorder.feed(step, self._batch, as_records=True)
+
+    def _batch(self, records: bytes) -> None:  # on mitmproxy's event loop
         first = not self._records
         self._records.append(records)
-        if first:
+        if first and not self._finished:  # `finish` flushes what its own steps gave
             if self._loop is None:
                 self._loop = asyncio.get_running_loop()
             self._loop.call_later(FLUSH_AFTER, self._flush)
@@ -185,6 +185,7 @@ class _ForkedAnalysis:
         if not self._finished:
             self._finished = True
             t = time.time()
+            self.recorder.drain()
             self._records += [self.recorder.records(step) for step in self.recorder.end_open(t, CAPTURE_ENDED)]
             self.recorder.finish(info, t)
             self._flush()

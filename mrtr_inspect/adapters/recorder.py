@@ -8,7 +8,9 @@ Each chunk's (each step's) records are appended to the recording in one `write()
 fsync: the promise is about processes killed, not power lost) *before* the bytes are passed on, so
 whatever crossed is on file whatever is killed afterwards: the forwarding process alone, or every
 process of the tool at once. What may be lost is what had not crossed whole: a line whose end had
-not arrived (the tee), a body still streaming (the proxy). The analysis process gets the same bytes
+not arrived (the tee), a body still streaming (the proxy), and a body that decodes past QUICK_DECODE
+bytes, with the steps after it, until the recorder's thread has recorded them just after they
+crossed (`HttpRecorder.feed`: no decoding of size in mitmproxy's hooks). The analysis process gets the same bytes
 or frames through its pipe and no longer writes the recording; it only ends the session when the
 forwarding process died before it could (`RecordingWriter.close(after_kill=True)`).
 
@@ -20,10 +22,14 @@ or that holds a secret member's name (`Redactor.may_redact`: one bytes search of
 
 from __future__ import annotations
 
+import asyncio
 import codecs
+import collections
 import json
+import queue
 import tempfile
-from typing import Callable, Iterator
+import threading
+from typing import Any, Callable, Iterator
 
 from ..core.events import StdioClose, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
@@ -90,6 +96,10 @@ class _Recorder:
 
 #: bytes of an unfinished stdio line the tee holds in memory; a longer one waits in a temporary file
 SPILL_ABOVE = 1 << 20
+
+#: bytes a body may decode to on mitmproxy's event loop; a body that decodes further (a large
+#: compressed answer, a decompression bomb) is framed and recorded on a thread, after it is forwarded
+QUICK_DECODE = 256 * 1024
 
 
 class LongLine:
@@ -239,6 +249,10 @@ class StdioRecorder(_Recorder):
         self._close(info, t)
 
 
+def _same(item: Any) -> Any:
+    return item
+
+
 class HttpRecorder(_Recorder):
     """The proxy's (and the addon's) frames, made from mitmproxy's steps where it forwards them.
 
@@ -255,6 +269,99 @@ class HttpRecorder(_Recorder):
         self.writer = writer
         self.failed = failed  # told once when the recording cannot be written (then it stops)
         self.errors = 0
+        # `feed`'s thread: the steps given to it, what it made for the loop, counted on the loop
+        self._thread: threading.Thread | None = None
+        self._loop: asyncio.AbstractEventLoop | None = None
+        self._jobs: queue.SimpleQueue = queue.SimpleQueue()
+        self._ready: collections.deque = collections.deque()
+        self._sent = self._done = 0
+
+    def feed(self, step: tuple, deliver: Callable[[Any], None], as_records: bool = False) -> None:
+        """`put` (or `records`, `as_records`) the step and `deliver` what it gives, in the order of the
+        steps, on the event loop. A step whose framing would decode more than QUICK_DECODE bytes is
+        not done here: it goes to a thread of the recorder's, and every step after it follows it
+        there until the thread has caught up, so the forwarding never waits for a decoding and the
+        recording keeps the order of the steps. Such a body is recorded just after it crossed (the
+        promise of this module holds for it as for a body still streaming)."""
+        do = self.records if as_records else self.put
+        if self._sent == self._done and not self._heavy(step):
+            out = do(step)
+            if out:
+                deliver(out)
+            return
+        if self._thread is None:
+            try:
+                self._loop = asyncio.get_running_loop()
+            except RuntimeError:  # not on an event loop (a test, a file read whole): no one waits
+                self.drain()
+                out = do(step)
+                if out:
+                    deliver(out)
+                return
+            self._thread = threading.Thread(target=self._work, name="mrtr-inspect-decode", daemon=True)
+            self._thread.start()
+        self._sent += 1
+        self._jobs.put((do, step, deliver))
+
+    def in_order(self, item: Any, deliver: Callable[[Any], None]) -> None:
+        """`deliver(item)` after what the steps fed before it gave."""
+        if self._sent == self._done:
+            deliver(item)
+        else:
+            self._sent += 1
+            self._jobs.put((_same, item, deliver))
+
+    def _heavy(self, step: tuple) -> bool:
+        name, args = step
+        if name not in ("request_end", "response_end", "response_data"):
+            return False
+        try:
+            return self.framer.decodes_past(name, args[1], QUICK_DECODE)
+        except Exception:  # judged by `_frames`, which says what went wrong
+            return False
+
+    def _work(self) -> None:
+        while True:
+            job = self._jobs.get()
+            if job is None:
+                return
+            if isinstance(job, threading.Event):
+                job.set()
+                continue
+            do, step, deliver = job
+            self._ready.append((do(step), deliver))
+            loop = self._loop
+            try:
+                if loop is not None:
+                    loop.call_soon_threadsafe(self._pump)
+            except RuntimeError:  # the loop closed: `drain` delivers
+                pass
+
+    def _pump(self) -> None:
+        """On the loop: what the thread made, delivered in order."""
+        ready = self._ready
+        while ready:
+            out, deliver = ready.popleft()
+            self._done += 1
+            if out:
+                try:
+                    deliver(out)
+                except Exception as e:  # pragma: no cover - the deliverers never raise
+                    self._said_failed(e)
+
+    def drain(self) -> None:
+        """Wait for the thread to be done with what it was given, and deliver that (on the loop, or
+        once the loop stopped)."""
+        if self._thread is not None and self._sent != self._done:
+            done = threading.Event()
+            self._jobs.put(done)
+            done.wait()
+        self._pump()
+
+    def _said_failed(self, e: Exception) -> None:
+        self.errors += 1
+        if self.errors <= 3 and self.failed is not None:
+            self.failed(f"internal recording error (traffic unaffected): {type(e).__name__}: {e}")
 
     def put(self, step: tuple) -> list:
         """The step's frames (redacted), recorded when there is a writer."""
@@ -279,9 +386,7 @@ class HttpRecorder(_Recorder):
             name, args = step
             return [self.redact(f) for f in getattr(self.framer, name)(*args)]
         except Exception as e:
-            self.errors += 1
-            if self.errors <= 3 and self.failed is not None:
-                self.failed(f"internal recording error (traffic unaffected): {type(e).__name__}: {e}")
+            self._said_failed(e)
             return []
 
     def end_open(self, t: float, reason: str) -> list[tuple]:
@@ -289,5 +394,10 @@ class HttpRecorder(_Recorder):
         return [("response_end", (t, x, reason)) for x in self.framer.open_exchanges()]
 
     def finish(self, info: dict, t: float) -> None:
-        """The session's end written, the file closed (after the `end_open` steps)."""
+        """The session's end written, the file closed (after the `end_open` steps); the thread ends."""
+        self.drain()
+        if self._thread is not None:
+            self._jobs.put(None)
+            self._thread.join()
+            self._thread = None
         self._close(info, t)

@@ -738,3 +738,27 @@ class HttpFramer:
 
     def open_exchanges(self) -> list[int]:
         return list(self._x)
+
+    def decodes_past(self, name: str, exchange: int, quick: int) -> bool:
+        """Whether framing step `name` of `exchange` would decode more than `quick` bytes: the end of
+        a body that decodes further, or any chunk of a compressed event stream (decoded as it
+        comes). Costs at most `quick` bytes of decoding, none of them kept."""
+        x = self._x.get(exchange)
+        if x is None:
+            return False
+        if name == "response_data":
+            return x.resp_sse is not None and x.resp_decoder is not None and not x.resp_decoder.identity
+        if name == "request_end":
+            enc, chunks = header(x.headers, "content-encoding"), x.req_chunks
+        elif name == "response_end" and x.resp_sse is None and x.resp_decoder is not None:
+            enc, chunks = x.resp_decoder.encoding, x.resp_chunks
+        else:
+            return False
+        probe = BodyDecoder(enc, quick)
+        if probe.identity or probe.error is not None or not chunks:
+            return False
+        probe.count_only = True
+        for chunk in chunks:
+            probe.feed(chunk)
+        probe.flush()
+        return probe.over

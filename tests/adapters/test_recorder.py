@@ -201,3 +201,57 @@ def test_the_analysis_ends_a_session_its_killed_forwarder_left_mid_line(tmp_path
     w = RecordingWriter(clean, "stdio", {}, Redactor(b"k"), session="s2", start_time=0.0)
     w.close({}, 1.0, after_kill=True)  # nothing torn: nothing added
     assert fmt.TORN not in clean.read_bytes()
+
+
+def test_a_body_that_decodes_far_is_framed_off_the_event_loop_and_the_steps_keep_their_order(tmp_path):
+    """A compressed answer that decodes past QUICK_DECODE (a bomb, say) is not decoded in mitmproxy's
+    hook: `feed` returns at once and the answer is framed, recorded and delivered by the recorder's
+    thread; the steps fed after it (another exchange) wait for it, so the analysis and the file see
+    the steps in the order they were fed. A small compressed body is framed on the loop, as before."""
+    import asyncio
+    import gzip
+
+    from mrtr_inspect.adapters.recorder import QUICK_DECODE
+
+    w = RecordingWriter(tmp_path / "r.jsonl", "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+    rec = HttpRecorder("h", w.redactor, w)
+    far = gzip.compress(b"\0" * (QUICK_DECODE * 8))
+    small = gzip.compress(b'{"jsonrpc":"2.0","id":2,"result":{}}')
+    gz = (("content-type", "application/json"), ("content-encoding", "gzip"))
+
+    async def run() -> tuple[list, list, list]:
+        got: list = []
+        all_in = asyncio.Event()
+
+        def deliver(frames: list) -> None:
+            got.extend(frames)
+            if any(f.exchange == 3 for f in frames):
+                all_in.set()
+
+        for x in (1, 2):
+            rec.feed(("request_head", (1.0, x, "POST", "/mcp", (), "")), deliver)
+            rec.feed(("request_data", (1.0, x, b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % x)), deliver)
+            rec.feed(("request_end", (1.0, x, True)), deliver)
+        rec.feed(("response_head", (1.1, 2, 200, gz)), deliver)
+        rec.feed(("response_data", (1.1, 2, small)), deliver)
+        rec.feed(("response_end", (1.2, 2, None)), deliver)  # small: framed here and now
+        at_once = [type(f).__name__ for f in got]
+        rec.feed(("response_head", (1.3, 1, 200, gz)), deliver)
+        rec.feed(("response_data", (1.3, 1, far)), deliver)
+        rec.feed(("response_end", (1.4, 1, None)), deliver)  # far: to the thread
+        rec.feed(("request_head", (1.5, 3, "DELETE", "/mcp", (), "")), deliver)  # after it, in order
+        rec.feed(("request_end", (1.5, 3, True)), deliver)
+        not_yet = [type(f).__name__ for f in got]
+        await asyncio.wait_for(all_in.wait(), 60)
+        return at_once, not_yet, got
+
+    at_once, not_yet, got = asyncio.run(run())
+    assert at_once == ["HttpRequest", "HttpRequest", "HttpResponse", "HttpBody", "HttpEnd"]
+    assert not_yet == at_once + ["HttpResponse"]  # the head came before the body that decodes far
+    kinds = [(type(f).__name__, f.exchange) for f in got]
+    assert kinds[len(not_yet):] == [("HttpBody", 1), ("HttpEnd", 1), ("HttpRequest", 3)]
+    body = got[len(not_yet)]
+    assert body.data == b"\0" * (QUICK_DECODE * 8) and body.body_note == "decoded from content-encoding gzip"
+    rec.finish({}, 2.0)
+    on_file = [(type(f).__name__, getattr(f, "exchange", None)) for f in read_frames(tmp_path / "r.jsonl")]
+    assert [k for k in on_file if k[0].startswith("Http")] == kinds
