@@ -364,6 +364,41 @@ def stats(paths, fmt) -> None:
         st.write_text(doc, sys.stdout, color=sys.stdout.isatty())
 
 
+@main.command("ui")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--follow", is_flag=True, help="Keep reading the recordings as a tee or a proxy appends to them.")
+@click.option("--filter", "filter_text", metavar="EXPR", default="",
+              help="Show only what this filter expression matches (`/` changes it in the view).")
+@rule_options
+def ui_command(paths, follow, filter_text, severity, disable) -> None:
+    """An interactive terminal view of recordings: the chains (a list you can scroll, filter and
+    open), each chain's rounds, questions, state digests and findings, the raw bytes of each
+    message. `--follow` shows a recording as it is written. The footer shows the keys; q quits.
+
+    \b
+      mrtr-inspect ui session.jsonl
+      mrtr-inspect ui --follow ~/.mrtr-inspect/recordings/github.jsonl
+    """
+    from .ui import filter_parser, run_ui
+
+    config = build_config(severity, disable)
+    parse = filter_parser()
+    if filter_text.strip():
+        if parse is None:
+            fail("--filter: the filter language is not available in this version")
+        try:
+            parse(filter_text)
+        except Exception as e:  # FilterError: one line naming the term
+            fail(f"--filter: {e}")
+    from .recording.reader import check_readable
+
+    for path in paths:  # before the screen is taken: UnreadableRecording is one line, exit 2
+        check_readable(path)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):
+        fail("ui needs a terminal (for a report use `check`, for the chains `show`)")
+    sys.exit(run_ui(paths, follow=follow, filter_text=filter_text, config=config, parse=parse))
+
+
 @main.command("rules")
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
 @rule_options

@@ -180,3 +180,91 @@ def check_readable(path: str | os.PathLike) -> None:
         pass
     finally:
         it.close()
+
+
+class Follower:
+    """A recording read as it grows (`ui --follow`: a tee or a proxy appends to it): each `poll()`
+    yields what was appended since the last one, as (offset, length, item) with the byte offset and
+    length of the record's line, the item a line tuple (`read_frames(lines_as_tuples=True)`) or a
+    frame. A line not yet ended (the writer is in the middle of it) waits for the next poll. An empty
+    file waits for its header; a first line that is not one raises UnreadableRecording."""
+
+    def __init__(self, path: str | os.PathLike, limit: int | None = MAX_MESSAGE_BYTES) -> None:
+        self.path = path
+        self.notes = ReadNotes()
+        self.pos = 0
+        self._cap = limit + HEAD_ROOM if limit is not None else -1
+        self._sessions: dict[bytes, str] = {}
+        self._line = 0
+        self._want_header = True
+        try:
+            self._f = open(path, "rb")
+        except OSError as e:
+            raise UnreadableRecording(f"{path}: {e.strerror}") from None
+
+    def close(self) -> None:
+        self._f.close()
+
+    def poll(self) -> Iterator[tuple[int, int, object]]:
+        f, cap = self._f, self._cap
+        f.seek(self.pos)
+        while line := f.readline(cap):
+            start, size = self.pos, len(line)
+            if not line.endswith(b"\n"):
+                if size != cap:
+                    return  # the writer is in the middle of this line
+                rest, ended = _rest(f)
+                if not ended:
+                    return
+                self.pos += size + rest
+                self._line += 1
+                try:
+                    frame = _long_record(line, rest)
+                except fmt.FormatError:
+                    frame = None
+                if frame is None:
+                    self.notes.skipped.append((self._line, f"a record of {size + rest} bytes, not read"))
+                else:
+                    yield start, size + rest, frame
+                f.seek(self.pos)
+                continue
+            self.pos += size
+            self._line += 1
+            item = self._item(line)
+            if item is not None:
+                self.notes.frames += 1
+                yield start, size, item
+
+    def _item(self, line: bytes) -> object | None:
+        if self._want_header:
+            if line.endswith(fmt.TORN + b"\n") and fmt.is_torn_header(line[:-2]):
+                self.notes.skipped.append((self._line, "a session header cut short (the recorder stopped while "
+                                                       "writing it)"))
+                return None
+            self._want_header = False
+            if not fmt.is_header(line):
+                raise UnreadableRecording(f"{self.path}: not an mrtr-inspect recording (no recording header on "
+                                          "the first line)")
+        m = _LINE_RECORD.match(line)
+        if m is not None and not line.endswith(b"\xff\n"):
+            t, fraction, sid, d = m.groups()
+            session = self._sessions.get(sid)
+            if session is None:
+                if len(self._sessions) > 1024:
+                    self._sessions.clear()
+                session = self._sessions[sid] = sid.decode("ascii")
+            return (float(t) if fraction else int(t), session, _DIRECTIONS[d], line[m.end():-1])
+        try:
+            frame = fmt.decode(line)
+        except fmt.FormatError as e:
+            if "version" in str(e):
+                raise UnreadableRecording(f"{self.path}:{self._line}: {e}") from None
+            self.notes.skipped.append((self._line, str(e)))
+            return None
+        if type(frame) is SessionStart:
+            self.notes.sessions += 1
+        return frame
+
+    def record(self, offset: int, length: int) -> bytes:
+        """The line of a record `poll` yielded (for the raw bytes of a message)."""
+        return os.pread(self._f.fileno(), length, offset)
