@@ -244,13 +244,14 @@ class Report:
         return [f for f in self.findings if f.rule == rule]
 
 
-def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any = None) -> ReportBuilder:
+def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any = None,
+             sessions: bool = False) -> ReportBuilder:
     """The report builder of the recordings, analysed as one capture, with the reader's notes; the
     caller closes it. Raises `UnreadableRecording` for an input that is not a recording. `watch`:
     a function of the builder returning a context manager held around the analysis (the command
-    line's progress bar)."""
+    line's progress bar). `sessions`: keep each chain's session id (`builder.sessions`)."""
     inputs = [os.fspath(p) for p in paths]
-    builder = ReportBuilder(inputs)
+    builder = ReportBuilder(inputs, sessions)
     notes: dict[str, ReadNotes] = {}
     try:
         if watch is None:

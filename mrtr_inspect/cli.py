@@ -245,9 +245,34 @@ def stdio(record, report, quiet, hop, otlp_endpoint, metrics, allow_host, severi
     sys.exit(run_tee(list(cmd), record=record, report=report, quiet=quiet, config=config, exports=exports, hop=hop))
 
 
-def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None):
-    """Run recordings through the analysis; returns the report builder. Raises UnreadableRecording
-    (a UserError: one line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py)."""
+def _parse_filter(_ctx: click.Context, _param, value: str | None):
+    """`--filter EXPR` parsed before anything runs: a bad one is one line naming the term, exit 2.
+    An empty expression is no filter (it keeps everything)."""
+    if value is None:
+        return None
+    from .filter import FilterError, parse
+
+    try:
+        flt = parse(value)
+    except FilterError as e:
+        fail(f"--filter: {e}")
+    return None if flt.empty else flt
+
+
+def filter_option(what: str):
+    """`--filter EXPR` (docs/filter.md); `what` says what it narrows in this command."""
+    def deco(fn):
+        return click.option("--filter", "flt", metavar="EXPR", callback=_parse_filter,
+                            help=f"Only {what} this filter keeps: terms such as tool:NAME, rule:ID, "
+                                 "severity:LEVEL, outcome:O, id:N, rounds>N, a word; and, or, not, "
+                                 "parentheses (docs/filter.md).")(fn)
+    return deco
+
+
+def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None, flt=None):
+    """Run recordings through the analysis; returns the report builder, narrowed by the filter
+    `flt` when one is given (outputs/narrow.py). Raises UnreadableRecording (a UserError: one
+    line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py)."""
     from .api import analysed
     from .outputs import progress as bar
 
@@ -256,10 +281,17 @@ def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None
         def watch(builder):
             return bar.Progress(progress, bar.total_bytes(paths), bar.bytes_read(paths),
                                 lambda: builder.chain_count, "chains", enabled=True)
-    builder = analysed(paths, config, watch)
+    builder = analysed(paths, config, watch, sessions=flt is not None and "session" in flt.fields)
     for line in builder.notes:
         say(f"note: {line}")
-    return builder
+    if flt is None:
+        return builder
+    from .outputs.narrow import narrow_report
+
+    try:
+        return narrow_report(builder, flt, builder.sessions)
+    finally:
+        builder.close()
 
 
 @main.command()
@@ -270,16 +302,18 @@ def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding at or above this severity is reported.")
 @click.option("--verbose", "-v", is_flag=True, help="Text format: list info findings too.")
+@filter_option("the chains and findings")
 @rule_options
-def check(paths, fmt, output, fail_on, verbose, severity, disable) -> None:
+def check(paths, fmt, output, fail_on, verbose, flt, severity, disable) -> None:
     """Analyse recordings offline. Exit 0: nothing at or above --fail-on; 1: findings at or
-    above it; 2: unreadable input or bad usage."""
+    above it; 2: unreadable input or bad usage. With --filter, the report holds the chains and
+    findings the filter keeps, and the exit status counts those findings."""
     from .recording.files import open_private, unwritable, why
 
     config = build_config(severity, disable)
     if output and (reason := unwritable(output, "output")):
         fail(reason)  # before the analysis, not after it
-    builder = _analyse(paths, config, progress="check")
+    builder = _analyse(paths, config, progress="check", flt=flt)
     try:
         # 0600 when new (it may quote answers); `-` is stdout; a link or a FIFO is written through
         with open_private(output) if output else contextlib.nullcontext(sys.stdout) as out:
@@ -322,24 +356,29 @@ def _check_text(builder, out, verbose: bool) -> None:
     line = summary_line(s)
     if s["infos"] and not verbose:
         line += " (-v lists the infos)"
+    if builder.filter is not None:
+        line += f", kept by --filter {builder.filter!r}"
     printer.line(line, style="bold")
 
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "mermaid", "json"]), default="text", show_default=True)
+@filter_option("the chains")
 @config_option
-def show(paths, fmt) -> None:
+def show(paths, fmt, flt) -> None:
     """The logical requests (chains) of a recording, round by round: what was asked, what was
     answered, how long the user took. Several recordings are one capture; when their sessions name
     their hops (--hop), each front chain is drawn with the back chains it caused."""
     from .outputs.show import render_json, render_mermaid_hops, render_text
 
-    builder = _analyse(tuple(paths), build_config())
+    builder = _analyse(tuple(paths), build_config(), flt=flt)
     chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
     hops = builder.hops
     builder.close()
-    if fmt == "text":  # without named hops, the views of one hop (hop_story: each chain alone)
+    if fmt == "text" and flt is not None and not chains:
+        click.echo(f"no chain matches --filter {flt.text!r}")
+    elif fmt == "text":  # without named hops, the views of one hop (hop_story: each chain alone)
         render_text(chains, sys.stdout, color=sys.stdout.isatty(), hops=hops)
     elif fmt == "mermaid":
         render_mermaid_hops(chains, hops, sys.stdout)
@@ -350,16 +389,21 @@ def show(paths, fmt) -> None:
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["text", "json"]), default="text", show_default=True)
-def stats(paths, fmt) -> None:
+@filter_option("the chains")
+def stats(paths, fmt, flt) -> None:
     """Per method and target: chains, outcomes, rounds, and the percentiles (p50, p90, p99, max) of
     the whole chain, of the server's time and of the user's answering time (docs/observability.md)."""
     from .outputs import stats as st
 
-    builder = _analyse(paths, build_config())
+    builder = _analyse(paths, build_config(), flt=flt)
     doc = st.stats(builder.chains())
     builder.close()
+    if flt is not None:  # the JSON names the filter, after its format
+        doc = {"format": doc["format"], "filter": flt.text, "groups": doc["groups"]}
     if fmt == "json":
         st.write_json(doc, sys.stdout)
+    elif flt is not None and not doc["groups"]:
+        click.echo(f"no chain matches --filter {flt.text!r}")
     else:
         st.write_text(doc, sys.stdout, color=sys.stdout.isatty())
 
@@ -581,8 +625,9 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
 @click.option("--redact-path", multiple=True, metavar="PATH",
               help="Redact the strings at this JSON path (docs/configuration.md) too; a path that matches nothing is said.")
 @click.option("--redact-header", multiple=True, metavar="NAME", help="Redact this header too.")
+@filter_option("the chains (fixture: with --chain, those of them) and findings")
 @rule_options
-def export(paths, to, output, chains, only_chains, redact_path, redact_header, severity, disable) -> None:
+def export(paths, to, output, chains, only_chains, redact_path, redact_header, flt, severity, disable) -> None:
     """A recording in another form. `--to fixture`: trimmed to chosen chains, redacted, without
     machine details in its session headers, ready to commit and to replay. `har`, `html`, `mermaid`
     (Markdown when PATH ends in .md), `otlp`: see docs/formats.md. `html` and `mermaid` take several
@@ -594,12 +639,27 @@ def export(paths, to, output, chains, only_chains, redact_path, redact_header, s
         from .outputs.exporters import export as export_to
 
         config = build_config(severity, disable)
-        sys.exit(_say(export_to(list(paths), to, output, config, redact_path, redact_header)))
+        sys.exit(_say(export_to(list(paths), to, output, config, redact_path, redact_header, flt)))
     if len(paths) != 1:
         fail("--to fixture exports one recording at a time")
     path = paths[0]
+    config = build_config(severity, disable)
+    if flt is not None:
+        chains = _filtered_chains(path, config, flt, chains)
     sys.exit(run.export(path, to, output, chains=chains, only_chains=only_chains, redact_paths=redact_path,
-                        redact_headers=redact_header, config=build_config(severity, disable)))
+                        redact_headers=redact_header, config=config))
+
+
+def _filtered_chains(path: str, config: Config, flt, chains: tuple[str, ...]) -> tuple[str, ...]:
+    """The chains of `path` the filter keeps (of `chains`, when some are named); none is one line, exit 2."""
+    builder = _analyse((path,), config, flt=flt)
+    kept = [c["id"] for c in sorted(builder.chains(), key=lambda c: int(c["id"][1:]))]
+    builder.close()
+    if chains:
+        kept = [c for c in dict.fromkeys(chains) if c in kept]
+    if not kept:
+        fail(f"{path}: no chain {'named by --chain ' if chains else ''}matches --filter {flt.text!r}")
+    return tuple(kept)
 
 
 def _say(lines: list[str]) -> int:

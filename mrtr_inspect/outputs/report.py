@@ -104,8 +104,13 @@ class _Spool:
 
 
 class ReportBuilder:
-    def __init__(self, inputs: Iterable[str] = ()) -> None:
+    def __init__(self, inputs: Iterable[str] = (), sessions: bool = False) -> None:
+        """`sessions`: keep each chain's session id (`self.sessions`, chain id -> session), which
+        the report does not show, for a filter's `session:` terms."""
         self.inputs = list(inputs)
+        self.sessions: dict[str, str] | None = {} if sessions else None
+        #: the filter expression the report was narrowed by (outputs/narrow.py), else None
+        self.filter: str | None = None
         self.messages = 0
         self.severity_counts = {"error": 0, "warning": 0, "info": 0}
         self.rule_counts: dict[str, int] = {}
@@ -127,6 +132,8 @@ class ReportBuilder:
                 self.add_finding(out)
             elif t is ChainEvent and out.kind == "closed":
                 self._chains.add(out.chain.summary())
+                if self.sessions is not None:
+                    self.sessions[out.chain.id] = out.chain.session
             elif t is HopsCorrelated:
                 self.hops = out.entries()
                 if out.left_out:
@@ -134,9 +141,17 @@ class ReportBuilder:
                                       "kept for tying the hops (RULES.md §11): their pairs are missing")
 
     def add_finding(self, f: Finding) -> None:
-        self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1
-        self.rule_counts[f.rule] = self.rule_counts.get(f.rule, 0) + 1
-        self._findings.add(f.to_json())
+        self.add_finding_json(f.to_json())
+
+    def add_finding_json(self, f: dict) -> None:
+        """A finding in its report form (`Finding.to_json`)."""
+        self.severity_counts[f["severity"]] = self.severity_counts.get(f["severity"], 0) + 1
+        self.rule_counts[f["rule"]] = self.rule_counts.get(f["rule"], 0) + 1
+        self._findings.add(f)
+
+    def add_chain(self, c: dict) -> None:
+        """A closed chain in its report form (`Chain.summary`)."""
+        self._chains.add(c)
 
     @property
     def chain_count(self) -> int:
@@ -165,6 +180,8 @@ class ReportBuilder:
             "inputs": self.inputs,
             "summary": self.summary(),
         }
+        if self.filter is not None:
+            head["filter"] = self.filter
         if self.notes:
             head["notes"] = self.notes
         text = _dumps(head, indent=2)
@@ -198,6 +215,8 @@ class ReportBuilder:
             "chains": list(self.chains()),
             "findings": list(self.findings()),
         }
+        if self.filter is not None:
+            d["filter"] = self.filter
         if self.hops is not None:
             d["hops"] = self.hops
         if self.notes:

@@ -95,14 +95,29 @@ def _otlp(cap: Capture) -> str:
 RENDER: dict[str, Callable[[Capture], str]] = {"html": _html, "mermaid": _mermaid, "otlp": _otlp}  # HAR: in export
 
 
+def _narrow(cap: Capture, flt, to: str) -> None:
+    """`--filter`: the chains, findings and pairs it keeps; an HTML page lists only their
+    messages, a HAR only the exchanges that carry them (docs/filter.md)."""
+    from ..narrow import narrow_capture
+
+    wanted = narrow_capture(cap, flt)
+    if to == "html":
+        cap.messages = {i: m for i, m in cap.messages.items() if i in wanted}
+    elif to == "har":
+        exchanges = {(m.session, m.exchange) for i, m in cap.messages.items() if i in wanted and m.exchange is not None}
+        cap.frames = [(i, line, f) for i, line, f in cap.frames
+                      if getattr(f, "exchange", None) is None or (f.session, f.exchange) in exchanges]
+
+
 def export(path: "str | list[str]", to: str, output: str, config: Config | None = None,
-           redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = ()) -> list[str]:
+           redact_paths: Iterable[str] = (), redact_headers: Iterable[str] = (), flt=None) -> list[str]:
     """Write `path` (or several recordings, as one capture) as `to` to `output` (mode 0600: it holds the recording's traffic), redacted as a
     live recording is (the defaults, the configuration's redaction settings, `redact_paths` and
     `redact_headers`): a recording made before a secret was known as one, or by another tool,
     does not carry it into the export. Returns the lines to tell the user (with a warning for each
     redaction path that matched nothing, and a note for each value that looks like a secret);
-    raises a UserError with a one-line reason (UnreadableRecording, ExportError, CannotWrite)."""
+    raises a UserError with a one-line reason (UnreadableRecording, ExportError, CannotWrite).
+    `flt`: a filter (mrtr_inspect.filter) narrowing what is exported."""
     from ...recording.secrets import SecretScan
     from ...recording.writer import redactor_for
 
@@ -111,6 +126,8 @@ def export(path: "str | list[str]", to: str, output: str, config: Config | None 
     c.redact_headers = [*c.redact_headers, *redact_headers]
     redactor = redactor_for(c)
     cap = load([path] if isinstance(path, str) else list(path), config, redactor.frame)
+    if flt is not None:
+        _narrow(cap, flt, to)
     said = f"{_count(len(cap.chains), 'chain')}, {_count(len(cap.findings), 'finding')}"
     if to == "har":
         har = _har_doc(cap)
