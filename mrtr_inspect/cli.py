@@ -168,13 +168,15 @@ class _Cli(click.Group):
 @click.option("--record", metavar="PATH", help="Record the session to PATH (appends a new session).")
 @click.option("--report", metavar="PATH", help="Write the JSON report to PATH on exit.")
 @click.option("--quiet", is_flag=True, help="No live view; findings only in the report.")
+@click.option("--ui", "with_ui", is_flag=True, help="Show the interactive terminal view (`mrtr-inspect ui`) of "
+              "the traffic as it passes, in this terminal; q stops the proxy.")
 @hop_option
 @export_options
 @rule_options
 @click.version_option(__version__, prog_name="mrtr-inspect")
 @click.pass_context
-def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_endpoint, metrics, allow_host,
-         severity, disable) -> None:
+def main(ctx: click.Context, upstream, listen, record, report, quiet, with_ui, hop, otlp_endpoint, metrics,
+         allow_host, severity, disable) -> None:
     """Watch MCP traffic, stitch multi-round requests (MRTR), check them against the 2026-07-28
     specification, record and replay them.
 
@@ -200,6 +202,19 @@ def main(ctx: click.Context, upstream, listen, record, report, quiet, hop, otlp_
     except ImportError as e:  # pragma: no cover - depends on the installation
         fail(f"the HTTP proxy is not available: {e}")
     allow = _allowed_hosts(allow_host)
+    if with_ui:
+        from .ui import filter_parser
+        from .ui.live import run_proxy_with_ui
+
+        if not (sys.stdin.isatty() and sys.stdout.isatty()):
+            fail("--ui needs a terminal")
+
+        def start(path: str) -> int:  # in the proxy's process, which has no thread yet
+            exports = open_exports(otlp_endpoint, metrics, True, allow)
+            return run_proxy(upstream, listen=listen, record=path, report=report, quiet=True, config=config,
+                             exports=exports, hop=hop, allow_host=allow)
+
+        sys.exit(run_proxy_with_ui(start, record, config, filter_parser()))
     exports = open_exports(otlp_endpoint, metrics, quiet, allow)
     sys.exit(run_proxy(upstream, listen=listen, record=record, report=report, quiet=quiet, config=config,
                        exports=exports, hop=hop, allow_host=allow))

@@ -20,13 +20,15 @@ def filter_parser() -> Callable | None:
 
 
 def run_ui(paths: Iterable[str], *, follow: bool = False, filter_text: str = "", config: Config | None = None,
-           parse: Callable | None = None) -> int:
+           parse: Callable | None = None, said: list[str] | None = None) -> int:
     """Show the recordings until the user quits (`q`): exit status 0. Raises UnreadableRecording
     (a UserError) for an input that is not a recording, before the screen is taken."""
     from .app import InspectApp
     from .store import Feeder, Store
 
     store = Store(paths)
+    if said is not None:
+        store.said = said
     feeder = Feeder(store, config, follow)
     try:
         feeder.open()

@@ -272,7 +272,8 @@ class InspectApp(App[int]):
         self.showing_findings = False
         self._seen_generation = -1
         self._problem = ""  # the filter's complaint
-        self._messages: list[int] = []
+        self._messages: list[tuple[int, str]] = []
+        self._said = 0
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -304,8 +305,9 @@ class InspectApp(App[int]):
     # -- the store, a few times a second ----------------------------------------------------------
     def _tick(self) -> None:
         store = self.store
-        if store.generation == self._seen_generation:
+        if store.generation == self._seen_generation and len(store.said) == self._said:
             return
+        self._said = len(store.said)
         self._seen_generation = store.generation
         self.query_one("#chains", VirtualList).sync()
         self.query_one("#findings", VirtualList).sync()
@@ -338,6 +340,8 @@ class InspectApp(App[int]):
                  else "red")
         if self._problem:
             t.append("  " + printable(self._problem), style="bold red")
+        if s.said:
+            t.append("  " + printable(s.said[-1].rstrip("\n").removeprefix("mrtr-inspect: ")), style="dim")
         return t
 
     # -- the lists --------------------------------------------------------------------------------

@@ -38,11 +38,11 @@ POLL_SECONDS = 0.2  # --follow: how often the recordings are looked at again
 
 
 class Query(Protocol):
-    """A parsed filter expression (query/filter.py: `parse(text)`)."""
+    """A parsed filter expression (filter.py: `parse(text)`)."""
 
-    def matches(self, chain: dict, findings: list[dict]) -> bool: ...
+    def matches(self, chain: dict, findings: list[dict], session: str | None = None) -> bool: ...
 
-    def matches_finding(self, finding: dict) -> bool: ...
+    def matches_finding(self, finding: dict, chain: dict | None = None, session: str | None = None) -> bool: ...
 
 
 class Row:
@@ -137,6 +137,7 @@ class Store:
         self.hop_names: dict[str, int] = {}
         self.hops: list[dict] | None = None
         self.notes: list[str] = []
+        self.said: list[str] = []  # what the proxy said (its --ui): the view shows the last line
         self.status = "reading"  # reading, following, done, failed: …
         # findings: severity rank, rule, chain number (0: none), place in the spool
         self.f_rank = array("b")
@@ -221,6 +222,8 @@ class Store:
             if seq in self._orphans:
                 for i in self._orphans.pop(seq):
                     self._attach(row, i)
+                    if self.query is not None:  # judged without its chain when it came
+                        self._fmatch[i] = _safe(self.query.matches_finding, self.finding(i), c, row.session)
         row.outcome = _short(c.get("outcome"))
         row.rounds = c.get("rounds", 0)
         row.duration_ms = c.get("duration_ms") or 0.0
@@ -242,9 +245,9 @@ class Store:
         self.f_where.append(self._findings.add(d))
         self.f_rule.append(_short(f.rule))
         q = self.query
-        self._fmatch.append(1 if q is None else _safe(q.matches_finding, d))
+        row = self.rows[seq] if 0 < seq < len(self.rows) else None
+        self._fmatch.append(1 if q is None else _safe(q.matches_finding, d, *self._about(row)))
         if seq:
-            row = self.rows[seq] if seq < len(self.rows) else None
             if row is None:
                 self._orphans.setdefault(seq, []).append(i)
             else:
@@ -267,7 +270,11 @@ class Store:
             return
         if c is None:
             c = self.chain(row.seq)
-        self._cmatch[row.seq] = _safe(q.matches, c, self.findings_of(row.seq))
+        self._cmatch[row.seq] = _safe(q.matches, c, self.findings_of(row.seq), row.session)
+
+    def _about(self, row: Row | None) -> tuple[dict | None, str | None]:
+        """A finding's chain and session, for the filter's chain terms."""
+        return (self.chain(row.seq), row.session) if row is not None else (None, None)
 
     # -- from the view's thread -------------------------------------------------------------------
     def row(self, seq: int) -> Row | None:
@@ -347,7 +354,8 @@ class Store:
         for n, s in enumerate(seqs):
             if self._query_gen != gen:
                 return
-            ok = _safe(query.matches, self.chain(s), self.findings_of(s))
+            row = self.rows[s]
+            ok = _safe(query.matches, self.chain(s), self.findings_of(s), row.session if row else None)
             with self._lock:
                 if self._query_gen != gen:
                     return
@@ -358,7 +366,8 @@ class Store:
         for i in range(nf):
             if self._query_gen != gen:
                 return
-            ok = _safe(query.matches_finding, self.finding(i))
+            seq = self.f_chain[i]
+            ok = _safe(query.matches_finding, self.finding(i), *self._about(self.row(seq)))
             with self._lock:
                 if self._query_gen != gen:
                     return
