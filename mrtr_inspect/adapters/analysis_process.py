@@ -9,7 +9,8 @@ child starts), in a session of its own, so terminal and process-group signals do
 The forwarding side only hands references to a queue; one spooler thread writes them to the pipe in
 batches, and a reader thread in the analysis process drains the pipe eagerly, so a backlog waits in
 the analysis process, never in the process that forwards the traffic. The analysis object has three
-methods, called in order on the analysis process' main thread:
+methods (the `Consumer` protocol: live_analysis.LiveAnalysis), called in order on the analysis
+process' main thread:
 
 - `chunk(time, direction, data)` for `C2S`/`S2C` items (the tee's bytes; the proxy sends its
   batched frames, encoded as recording records, as `C2S`),
@@ -44,7 +45,9 @@ SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
 
 
-class Analysis(Protocol):
+class Consumer(Protocol):
+    """What the analysis process feeds (live_analysis.LiveAnalysis)."""
+
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
     def skip(self, t: float, direction: str, n: int) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
@@ -118,7 +121,7 @@ def read_items(fd: int, put: Callable) -> None:
     put((GONE, time.time(), b""))  # the tee went away before the end of the session
 
 
-def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
+def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
     """Run the analysis until END; returns the process' exit status."""
     items: queue.SimpleQueue = queue.SimpleQueue()
     threading.Thread(target=read_items, args=(fd, items.put), daemon=True).start()
@@ -137,7 +140,7 @@ def analysis_main(fd: int, make: Callable[[], Analysis]) -> int:
             analysis.eof(t, DIRECTION[kind])
 
 
-def fork_analysis(make: Callable[[], Analysis]) -> tuple[int, Spooler]:
+def fork_analysis(make: Callable[[], Consumer]) -> tuple[int, Spooler]:
     """Fork the analysis process (before any thread exists); returns its pid and the spooler feeding it."""
     r, w = os.pipe()
     sys.stdout.flush()

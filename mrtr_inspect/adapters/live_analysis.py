@@ -1,14 +1,17 @@
-"""The analysis of a live session: frames inspected, the outputs printed and reported.
+"""A live session's analysis, the same for the tee, the proxy and the addon: what crossed is redacted,
+recorded, analysed, then printed, reported and exported. `new_analysis` makes it for all three.
 
-    tee chunks ─────▶ StdioAnalysis ─▶ lines ▶ redact ─┐                    ┌▶ report (at the end)
-                                                       ├▶ (record) ▶ inspect ┼▶ printer (stderr)
-    proxy/addon frames (or steps) ▶ HttpAnalysis ──────┘                    └▶ sinks: live view, flow notes
+    tee chunks ──────────▶ StdioInput: lines ──▶ redact ─┐                     ┌▶ report (at the end)
+    proxy/addon records ─▶ HttpInput: frames (redacted) ─┼▶ (record) ▶ analyse ─┼▶ printer (stderr)
+    steps (tests, tools) ▶ HttpInput: FlowFramer ▶ redact┘                     └▶ sinks: live view, flow
+                                                                                   notes, OTLP, metrics
 
-`StdioAnalysis` splits the tee's chunks into lines (`StdioFramer`); `HttpAnalysis` takes the frames
-the proxy made of its exchange steps where it forwarded them (recorder.HttpRecorder), or makes
-them itself from steps (`step`). They run away from the traffic: in the analysis process of the
-tee and of the embedded proxy (analysis_process.py, whose protocol `chunk`, `eof`, `end` they
-speak), or on a thread of stock mitmproxy's process (mitm_addon.ThreadedAnalysis).
+`LiveAnalysis` runs away from the traffic: in the analysis process of the tee and of the embedded
+proxy (analysis_process.py, whose protocol `chunk`, `skip`, `eof`, `end` it speaks), or on a thread
+of stock mitmproxy's process (mitm_thread.AnalysisThread, which hands it `frames`). Its input turns
+what it is handed into frames: `StdioInput` splits the tee's chunks into lines (`StdioFramer`);
+`HttpInput` decodes the records the forwarding process made of its exchange steps where it forwarded
+them (recorder.HttpRecorder), or frames steps itself (`step`).
 
 A live session's recording is written where the bytes are forwarded (recorder.py), so a kill loses
 nothing that crossed; the analysis then has `forwarder_records` and writes nothing to it, unless
@@ -24,13 +27,14 @@ before it is recorded and analysed, so the live findings are those of `check` on
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Callable, Iterable, Protocol
+import time
+from typing import TYPE_CHECKING, Callable, Protocol
 
+from ..analysis import Analysis
 from ..config import Config
 from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import StdioFramer
-from ..analysis import Analysis
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
 from ..outputs.report import ReportBuilder
@@ -38,7 +42,7 @@ from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
 from ..recording.format import decode
 from ..recording.secrets import SecretScan
-from ..recording.writer import RecordingWriter, redactor_for
+from ..recording.writer import RecordingWriter, new_session_id, redactor_for
 from .flows import FlowFramer
 
 if TYPE_CHECKING:
@@ -55,38 +59,167 @@ class Sink(Protocol):
     def add(self, out) -> None: ...
 
 
+def http_info(upstream: str, live: bool = True, hop: str | None = None) -> dict:
+    """What a proxy session's header says of it: its upstream, whether it forwards traffic (not flows
+    read from a file, which may have begun late: RULES.md §10.8), its hop."""
+    info: dict = {"upstream": upstream, "live": live}
+    if hop:
+        info["hop"] = hop
+    return info
+
+
+def session_start(writer: RecordingWriter | None, transport: str, info: dict) -> SessionStart:
+    """A capture session's start: the recording's header when there is one."""
+    return writer.start if writer is not None else SessionStart(time.time(), new_session_id(), transport, dict(info))
+
+
+def new_analysis(start: SessionStart, config: Config, writer: RecordingWriter | None = None,
+                 report_path: str | None = None, *, record: str | None = None, printer: FindingPrinter | None = None,
+                 view: LiveView | None = None, notes: Sink | None = None, forwarder_records: bool = False,
+                 exports: Exports | None = None) -> LiveAnalysis:
+    """The analysis of one live session (the tee's, the proxy's, the addon's), its input chosen by
+    `start.transport`. `report_path`: where the report goes at the end (it names `record`, else the
+    writer's file); `printer`: findings on a terminal (the tee); `view`: the proxy's live view;
+    `notes`: the addon's flow notes; `forwarder_records`: an `HttpRecorder` or `StdioRecorder`
+    records where the bytes are forwarded; `exports`: the live OTLP and metrics exports."""
+    recorded = record if record else str(writer.path) if writer is not None else None
+    builder = ReportBuilder([recorded] if recorded else []) if report_path else None
+    return LiveAnalysis(start, config, writer, printer, builder, report_path, view=view, notes=notes,
+                        forwarder_records=forwarder_records, exports=exports)
+
+
+class StdioInput:
+    """The tee's chunks of both pipes, split into lines (`StdioFramer`; a line past the limit is cut,
+    not held)."""
+
+    redacted = False  # the analysis redacts its frames
+
+    def __init__(self, session: str, limit: int | None) -> None:
+        self.framer = StdioFramer(session, limit)
+
+    def chunk(self, t: float, direction: str, data: bytes) -> list:
+        return self.framer.data(t, direction, data)  # type: ignore[arg-type]
+
+    def skip(self, direction: str, n: int) -> None:
+        """`n` bytes of a line past the limit the tee counted and did not send (stdio_tee.Tap)."""
+        self.framer.skip(direction, n)  # type: ignore[arg-type]
+
+    def eof(self, t: float, direction: str) -> list:
+        return self.framer.close(t, direction)  # type: ignore[arg-type]
+
+    def rest(self, t: float) -> list:
+        """The lines the streams ended in: no end of file, so no close frame."""
+        return [f for d in ("c2s", "s2c") for f in self.framer.close(t, d) if type(f) is StdioLine]  # type: ignore[arg-type]
+
+
+class HttpInput:
+    """The proxy's (and the addon's) frames: `chunk` has the records the forwarding process appended to
+    the recording (`HttpRecorder.records`, redacted there); `step(name, args)` is a step framed here
+    (`name` one of the framer's methods: `request_head` … `response_end`, or `exchange`: a whole
+    exchange read from a file). The proxy's `eof` means it is ready (`ready`)."""
+
+    redacted = True  # what `chunk` gives was redacted where it was recorded
+
+    def __init__(self, session: str, limit: int | None, ready: Callable[[], None]) -> None:
+        self.framer = FlowFramer(session, limit)
+        self.ready = ready
+
+    def chunk(self, t: float, direction: str, data: bytes) -> list:
+        return [decode(line) for line in data.split(b"\n")[:-1]]
+
+    def skip(self, direction: str, n: int) -> None:  # pragma: no cover - the proxy sends no CUT item
+        pass
+
+    def eof(self, t: float, direction: str) -> list:
+        """The proxy says it is ready (its ready line is out, the recording's header written)."""
+        self.ready()
+        return []
+
+    def step(self, name: str, args: tuple) -> list:
+        return getattr(self.framer, name)(*args)
+
+    def rest(self, t: float) -> list:
+        """The exchanges still open (of the steps framed here) end with the capture."""
+        return [f for x in self.framer.open_exchanges() for f in self.framer.response_end(t, x, CAPTURE_ENDED)]
+
+
 class LiveAnalysis:
     """Records and analyses the frames of one session, in order (`_analyse`), then ends it (`end`).
 
-    The subclasses turn what they are handed into frames: `StdioAnalysis` the tee's chunks,
-    `HttpAnalysis` the proxy's exchange steps.
-    """
+    It speaks the analysis-process protocol (`chunk`, `skip`, `eof`, `end`: analysis_process.py);
+    `frames(list)` takes frames redacted and recorded where they were forwarded (the addon's thread),
+    `step(name, args)` an HTTP step to frame here (`HttpInput.step`). The outputs go to the report,
+    the printer, the live view, the flow notes and the exports."""
 
     say: Callable[[str], None] | None = None  # where its own lines go without a printer (default stderr)
 
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 sinks: Iterable[Sink] = (), forwarder_records: bool = False, exports: Exports | None = None) -> None:
+                 *, view: LiveView | None = None, notes: Sink | None = None, forwarder_records: bool = False,
+                 exports: Exports | None = None) -> None:
         self.session = start.session
+        limit = config.max_message_bytes
+        self.input = StdioInput(start.session, limit) if start.transport == "stdio" else \
+            HttpInput(start.session, limit, self.ready)
         self.writer = writer
         self.forwarder_records = forwarder_records  # the forwarding process writes the recording
         self.inspector = Analysis(config)
         self.printer = printer
         self.report = report
         self.report_path = report_path
+        self.view = view
         self.errors = 0
         # what the recording holds is what the analysis sees (docs/recording-format.md, Redacted)
         self.redactor = writer.redactor if writer is not None else redactor_for(config)
         self.redact = self.redactor.frame
         self.exports = exports  # the live OTLP and metrics exports: sinks too (adapters/exports.py)
-        self.sinks = tuple(sinks) + tuple(self._exports(self.redact(start)))
+        sinks: tuple = tuple(s for s in (view, notes) if s is not None)
+        self.sinks = sinks + tuple(self._exports(self.redact(start)))
+        if notes is not None:
+            notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
         self.secrets = SecretScan()  # what the redaction missed, said at the end
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
+    # -- what it is handed ------------------------------------------------------------------------
+    def chunk(self, t: float, direction: str, data: bytes) -> None:
+        try:
+            frames = self.input.chunk(t, direction, data)
+        except Exception as e:  # pragma: no cover - the framers do not raise; the records were encoded by format.encode
+            self._internal(e, "framing")
+            return
+        self._analyse(frames, redacted=self.input.redacted)
+
+    def skip(self, t: float, direction: str, n: int) -> None:
+        self.input.skip(direction, n)
+
+    def eof(self, t: float, direction: str) -> None:
+        self._analyse(self.input.eof(t, direction))
+
+    def frames(self, frames: list) -> None:
+        """Frames redacted (and recorded) where they were forwarded."""
+        self._analyse(frames, redacted=True)
+
+    def step(self, name: str, args: tuple) -> None:
+        try:
+            frames = self.input.step(name, args)  # type: ignore[union-attr]
+        except Exception as e:  # pragma: no cover - the framer does not raise
+            self._internal(e, "framing")
+            return
+        self._analyse(frames)
+
+    def ready(self) -> None:
+        """The forwarding side is ready (the proxy listens, its recording's header written): the live
+        view may take the screen."""
+        if self.writer is not None:
+            self.writer.began()
+        if self.view is not None:
+            self.view.start()
+
     def end(self, info: dict, t: float, gone: bool = False) -> int:
-        """The session is over: the session end, the recording closed, the report. Returns the
-        analysis process' exit status: REPORT_FAILED when the report could not be written, else 0.
-        `gone`: the forwarding process went away without ending the session (killed)."""
+        """The session is over: what the streams ended in, the session end, the recording closed, the
+        report. Returns the analysis process' exit status: REPORT_FAILED when the report could not be
+        written, else 0. `gone`: the forwarding process went away without ending the session (killed)."""
+        self._analyse(self.input.rest(t), record=not gone)  # after a kill the forwarder never recorded it
         self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
         self._handle(self.inspector.close(t))
         if self.writer is not None:
@@ -117,8 +250,11 @@ class LiveAnalysis:
                 self._say(f"cannot write report {self.report_path}: {why(e)}")
                 status = REPORT_FAILED
             self.report.close()
+        if self.view is not None:
+            self.view.stop()  # the session's totals
         return status
 
+    # -- the pipeline -----------------------------------------------------------------------------
     def _exports(self, start: SessionStart) -> list:
         if self.exports is None:
             return []
@@ -181,93 +317,3 @@ class LiveAnalysis:
                 sys.stderr.flush()
         except Exception:
             pass
-
-
-class StdioAnalysis(LiveAnalysis):
-    """The tee's session: the chunks of both pipes split into lines (`StdioFramer`)."""
-
-    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
-                 forwarder_records: bool = False, exports: Exports | None = None) -> None:
-        self.framer = StdioFramer(start.session, config.max_message_bytes)  # a longer line: not held (cut)
-        super().__init__(start, config, writer, printer, report, report_path, forwarder_records=forwarder_records,
-                         exports=exports)
-
-    def chunk(self, t: float, direction: str, data: bytes) -> None:
-        self._analyse(self.framer.data(t, direction, data))  # type: ignore[arg-type]
-
-    def skip(self, t: float, direction: str, n: int) -> None:
-        """`n` bytes of a line past the limit the tee counted and did not send (stdio_tee.Tap)."""
-        self.framer.skip(direction, n)  # type: ignore[arg-type]
-
-    def eof(self, t: float, direction: str) -> None:
-        self._analyse(self.framer.close(t, direction))  # type: ignore[arg-type]
-
-    def end(self, info: dict, t: float, gone: bool = False) -> int:
-        """A line the stream ended in, then the session's end (`LiveAnalysis.end`)."""
-        for direction in ("c2s", "s2c"):
-            rest = self.framer.close(t, direction)  # type: ignore[arg-type]
-            # not an end of file: no close frame; after a kill the forwarder never recorded it
-            self._analyse([f for f in rest if type(f) is StdioLine], record=not gone)
-        return super().end(info, t, gone)
-
-
-class HttpAnalysis(LiveAnalysis):
-    """The proxy's (and the addon's) session, fed with frames or with HTTP steps.
-
-    `frames(list)`: frames made, redacted and recorded where mitmproxy forwards them
-    (recorder.HttpRecorder); the live proxy and the addon feed these. `step(name, args)`: a step
-    framed here (`name` one of the framer's methods: `request_head`, `request_data`, `request_end`,
-    `response_head`, `response_data`, `response_end`, or `exchange`: a whole exchange read from a
-    file), then redacted, recorded and analysed. The outputs go to the report, the live view and
-    the flow notes. It speaks the analysis-process protocol too (`chunk`: the frames' records,
-    `eof`: the proxy is ready, `end`), so the embedded proxy runs it in a process of its own
-    (adapters/proxy.py); in stock mitmproxy `mitm_addon.ThreadedAnalysis` runs it on a thread.
-    """
-
-    def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
-                 report: ReportBuilder | None, report_path: str | None, view: LiveView | None = None,
-                 notes: Sink | None = None, forwarder_records: bool = False, exports: Exports | None = None) -> None:
-        self.http = FlowFramer(start.session, config.max_message_bytes)
-        self.view = view
-        super().__init__(start, config, writer, None, report, report_path,
-                         sinks=(s for s in (view, notes) if s is not None), forwarder_records=forwarder_records,
-                         exports=exports)
-        if notes is not None:
-            notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
-
-    def frames(self, frames: list) -> None:
-        self._analyse(frames, redacted=True)
-
-    def step(self, name: str, args: tuple) -> None:
-        try:
-            frames = getattr(self.http, name)(*args)
-        except Exception as e:  # pragma: no cover - the framer does not raise
-            self._internal(e, "framing")
-            return
-        self._analyse(frames)
-
-    def chunk(self, t: float, direction: str, data: bytes) -> None:
-        """Records as the forwarding process appended them to the recording (`HttpRecorder.records`)."""
-        try:
-            frames = [decode(line) for line in data.split(b"\n")[:-1]]
-        except Exception as e:  # pragma: no cover - the records were encoded by format.encode
-            self._internal(e, "framing")
-            return
-        self.frames(frames)
-
-    def eof(self, t: float, direction: str) -> None:
-        """The proxy says it is ready (its ready line is out, the recording's header written): the live
-        view may take the screen."""
-        if self.writer is not None:
-            self.writer.began()
-        if self.view is not None:
-            self.view.start()
-
-    def end(self, info: dict, t: float, gone: bool = False) -> int:
-        for x in self.http.open_exchanges():  # of the steps framed here
-            self._analyse(self.http.response_end(t, x, CAPTURE_ENDED))
-        status = super().end(info, t, gone)
-        if self.view is not None:
-            self.view.stop()  # the session's totals
-        return status

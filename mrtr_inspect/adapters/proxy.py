@@ -5,10 +5,11 @@ proxy uses: `reverse_proxy_master`) with its console output off
 and its configuration folder under the user's cache folder, in reverse mode towards the upstream's
 origin; the upstream's path (`/mcp`) is not part of a mitmproxy reverse spec, and needs not be:
 paths pass through unchanged, so the client uses the same path on the proxy. The addon
-(`mitm_addon.MrtrInspect`) hands every step of every exchange to `_ForkedAnalysis`, which frames it
+(`mitm_addon.MrtrInspect`) hands every step of every exchange to `AnalysisProcess`, which frames it
 and appends its frames to the recording at once, on mitmproxy's event loop (so a kill loses no
 message that crossed), then sends the frames to an analysis process forked before mitmproxy starts
-(the stdio tee's): the rules, the report and the live view run there.
+(the stdio tee's): the rules, the report and the live view run there (live_analysis.LiveAnalysis,
+made by `new_analysis` as for the tee and the addon).
 
 Startup: a bad URL or listen address, an unwritable recording or report, or a port in use is one
 line on stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
@@ -48,8 +49,8 @@ from ..recording.files import unwritable
 from ..recording.writer import RecordingError, RecordingWriter, cache_dir, redactor_for
 from .exports import Exports, parse_host_port
 from .host_guard import HostGuard
-from .live_analysis import NOT_STARTED, HttpAnalysis
-from .mitm_addon import MrtrInspect, new_analysis, session_info, session_start
+from .live_analysis import NOT_STARTED, LiveAnalysis, http_info, new_analysis, session_start
+from .mitm_addon import MrtrInspect
 from .recorder import HttpRecorder
 from .analysis_process import C2S as RECORDS, C2S_EOF as READY, END, fork_analysis
 
@@ -141,8 +142,8 @@ def _why(e: BaseException | None) -> str:
     return str(e).splitlines()[0] if e is not None else "not started"
 
 
-class _ForkedAnalysis:
-    """The addon's analysis in a process of its own, the tee's way (`stdio_tee.fork_analysis`: forked
+class AnalysisProcess:
+    """The addon's analysis (`LiveAnalysis`) in a process of its own, the tee's way (`stdio_tee.fork_analysis`: forked
     before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
     shares its GIL with the rules. `put(step)` frames the step and records its frames at once, on the
     event loop, before mitmproxy forwards what the step saw (`recorder.HttpRecorder`: a kill loses no
@@ -221,21 +222,21 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
         if hop is not None and (reason := hop_problem(hop)):
             raise ValueError(f"--hop: {reason}")
         guard = HostGuard(tuple(allow_host), say)
-        writer = RecordingWriter(record, "http", session_info(upstream, True, hop), redactor_for(config),
+        writer = RecordingWriter(record, "http", http_info(upstream, True, hop), redactor_for(config),
                                  deferred=True) if record else None  # its header once the proxy listens
     except (ValueError, RecordingError) as e:
         say(str(e))
         return 2
 
-    start = session_start(writer, upstream, True, hop)
+    start = session_start(writer, "http", http_info(upstream, True, hop))
     redactor = writer.redactor if writer is not None else redactor_for(config)
 
-    def make() -> HttpAnalysis:  # in the analysis process
+    def make() -> LiveAnalysis:  # in the analysis process
         os.nice(ANALYSIS_NICENESS)  # when the CPUs are short, forwarding goes first; the analysis trails
-        return new_analysis(config, writer, report, upstream, None if quiet else LiveView(err), start=start,
-                            forwarder_records=True, exports=exports)
+        return new_analysis(start, config, writer, report, view=None if quiet else LiveView(err), forwarder_records=True,
+                            exports=exports)
 
-    analysis = _ForkedAnalysis(make, HttpRecorder(start.session, redactor, writer, failed=say,
+    analysis = AnalysisProcess(make, HttpRecorder(start.session, redactor, writer, failed=say,
                                                     limit=config.max_message_bytes))
     if exports is not None:
         exports.forked()
@@ -257,7 +258,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     return code or analysis.status
 
 
-async def _serve(addon: MrtrInspect, analysis: _ForkedAnalysis, origin: str, path: str, host: str, port: int,
+async def _serve(addon: MrtrInspect, analysis: AnalysisProcess, origin: str, path: str, host: str, port: int,
                  say, log: _MitmLog, guard: HostGuard) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()

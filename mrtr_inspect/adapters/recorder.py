@@ -23,13 +23,11 @@ or that holds a secret member's name (`Redactor.may_redact`: one bytes search of
 from __future__ import annotations
 
 import asyncio
-import codecs
 import collections
 import json
 import queue
-import tempfile
 import threading
-from typing import Any, Callable, Iterator
+from typing import Any, Callable
 
 from ..core.events import StdioClose, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
@@ -37,6 +35,7 @@ from ..recording import format as fmt
 from ..recording.redaction import Redactor
 from ..recording.writer import RecordingWriter
 from .flows import FlowFramer
+from .long_line import LongLine
 
 
 def _needles(redactor: Redactor) -> tuple[bytes, ...] | None:
@@ -100,54 +99,6 @@ SPILL_ABOVE = 1 << 20
 #: bytes a body may decode to on mitmproxy's event loop; a body that decodes further (a large
 #: compressed answer, a decompression bomb) is framed and recorded on a thread, after it is forwarded
 QUICK_DECODE = 256 * 1024
-
-
-class LongLine:
-    """An unfinished stdio line past SPILL_ABOVE bytes, in an unnamed temporary file (0600, removed
-    when closed) until its LF comes: the tee's memory does not grow with a line's length. Whether it
-    is UTF-8 without CR is followed as it comes (the record then keeps it verbatim, as `encode`
-    would; else in base64)."""
-
-    def __init__(self, first: bytes) -> None:
-        self.file = tempfile.TemporaryFile()
-        self.utf8 = codecs.getincrementaldecoder("utf-8")()
-        self.plain = True
-        self.size = 0
-        self.add(first)
-
-    def add(self, data: bytes) -> None:
-        if self.plain:
-            if b"\r" in data:
-                self.plain = False
-            else:
-                try:
-                    self.utf8.decode(data)
-                except UnicodeDecodeError:
-                    self.plain = False
-        self.file.write(data)
-        self.size += len(data)
-
-    def take(self) -> bytes:
-        """All its bytes; the file is closed."""
-        try:
-            self.file.seek(0)
-            return self.file.read()
-        finally:
-            self.file.close()
-
-    def records(self, t: float, session: str, direction: str, eol: bool) -> Iterator[bytes]:
-        """Its record, in pieces; the file is closed at the end."""
-        plain = self.plain
-        try:
-            if plain:
-                try:
-                    self.utf8.decode(b"", final=True)
-                except UnicodeDecodeError:
-                    plain = False
-            self.file.seek(0)
-            yield from fmt.long_line(t, session, direction, eol, plain, self.file.read)
-        finally:
-            self.file.close()
 
 
 class StdioRecorder(_Recorder):

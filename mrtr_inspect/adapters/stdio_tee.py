@@ -32,7 +32,7 @@ cannot be written is one line and exit status 2 before the child starts; a repor
 written at the end after all is one line, and the status stays the child's.
 
 What the analysis process does with the chunks (frame, redact, inspect, print, report) is
-live_analysis.py's `StdioAnalysis`.
+live_analysis.py's `LiveAnalysis`, as for the proxy and the addon.
 """
 
 from __future__ import annotations
@@ -47,16 +47,14 @@ import time
 from typing import Callable
 
 from ..config import Config
-from ..core.events import SessionStart
 from ..core.hops import hop_problem
-from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
-from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
+from ..recording.writer import RecordingError, RecordingWriter, redactor_for
 from .analysis_process import (C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED, Spooler,
                                fork_analysis, to_devnull, write_all)
 from .exports import Exports
-from .live_analysis import StdioAnalysis
+from .live_analysis import LiveAnalysis, new_analysis, session_start
 from .recorder import StdioRecorder
 
 CHUNK = 1 << 16
@@ -172,7 +170,6 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
             config: Config | None = None, exports: Exports | None = None, hop: str | None = None) -> int:
     """Run the tee around `cmd` on this process' stdin and stdout; returns the exit status."""
     config = config or Config()
-    session = new_session_id()
     writer = None
     info: dict = {"command": list(cmd), "live": True}
     if hop is not None:
@@ -187,16 +184,16 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         if report and (reason := unwritable(report, "report")):
             raise RecordingError(reason)
         if record:
-            writer = RecordingWriter(record, "stdio", dict(info), redactor_for(config), session=session)
+            writer = RecordingWriter(record, "stdio", dict(info), redactor_for(config))
     except RecordingError as e:
         sys.stderr.write(tool_line(e))
         return 2
-    start = writer.start if writer is not None else SessionStart(time.time(), session, "stdio", dict(info))
+    start = session_start(writer, "stdio", info)
 
-    def make() -> StdioAnalysis:
+    def make() -> LiveAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
-        builder = ReportBuilder([record] if record else []) if report else None
-        return StdioAnalysis(start, config, writer, printer, builder, report, forwarder_records=True, exports=exports)
+        return new_analysis(start, config, writer, report, record=record, printer=printer, forwarder_records=True,
+                            exports=exports)
 
     analysis_pid, spool = fork_analysis(make)
     tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None,

@@ -337,22 +337,82 @@ def test_a_bad_settings_file_or_report_path_is_one_error_line_at_startup(tmp_pat
     asyncio.run(main())
 
 
+def test_a_bad_option_while_mitmproxy_runs_keeps_the_session_and_a_good_one_begins_another(tmp_path):
+    """As mitmproxy's own addons: a bad value set while it runs is an `OptionsError`, mitmproxy puts
+    the option back and the session goes on, recording into the same file; a good value ends the
+    session (its end in its recording) and begins another with the new settings."""
+    import pytest
+    from mitmproxy import exceptions
+
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            first = addon.analysis
+            with pytest.raises(exceptions.OptionsError, match="cannot write report"):
+                tctx.configure(addon, mrtr_report=str(tmp_path / "missing" / "r.json"))
+            assert tctx.options.mrtr_report == str(tmp_path / "r.json") and addon.analysis is first
+            _request(addon, _flow(), [dumps(CALL)])
+            tctx.configure(addon, mrtr_record=str(tmp_path / "next.jsonl"))
+            assert addon.analysis is not first
+            addon.done()
+
+    asyncio.run(main())
+    first = list(read_frames(tmp_path / "s.jsonl"))
+    assert [type(f).__name__ for f in first] == ["SessionStart", "HttpRequest", "HttpEnd", "SessionEnd"]
+    assert [type(f).__name__ for f in read_frames(tmp_path / "next.jsonl")] == ["SessionStart", "SessionEnd"]
+
+
+class _Save:
+    """What HeldSaves needs of mitmproxy's Save addon: `save_flow`, and `stream` while a file is open."""
+
+    def __init__(self) -> None:
+        self.stream = object()
+        self.saved: list = []
+
+    def save_flow(self, flow) -> None:
+        self.saved.append(flow.id)
+
+
+def test_a_flow_file_waits_for_a_flow_s_notes_and_other_flows_are_saved_at_once():
+    from mrtr_inspect.adapters.flow_notes import HeldSaves
+
+    save, waiting = _Save(), []
+    original = save.save_flow
+    held = HeldSaves(save, lambda write, flow: waiting.append((write, flow)) is None)
+    ours, other = _flow(), _flow()
+    held.ended_flow(ours)
+    save.save_flow(ours)  # as Save's `response` hook does, right after ours
+    save.save_flow(other)
+    assert save.saved == [other.id]  # ours waits for the analysis
+    [(write, flow)] = waiting
+    write(flow)  # the analysis noted it
+    assert save.saved == [other.id, ours.id]
+    save.save_flow(ours)  # saved again later (mitmweb's edit, say): at once
+    assert save.saved == [other.id, ours.id, ours.id] and len(waiting) == 1
+    save.stream = None  # no file open: nothing waits
+    held.ended_flow(ours)
+    save.save_flow(ours)
+    assert len(waiting) == 1
+    held.release()
+    assert save.save_flow == original
+
+
 def test_a_flow_s_comment_and_mark_follow_its_notes_and_leave_the_user_s_own():
-    from mrtr_inspect.adapters.mitm_addon import _apply_note
+    from mrtr_inspect.adapters.flow_notes import apply_note
 
     f = _flow()
-    _apply_note(f, "messages", {"index": 0, "label": "tools/call id=6", "direction": "c2s",
+    apply_note(f, "messages", {"index": 0, "label": "tools/call id=6", "direction": "c2s",
                                 "chain": "c2 tools/call release", "step": "retry of round 1"})
     assert (f.comment, f.marked) == ("c2 tools/call release · retry of round 1", "")
-    _apply_note(f, "messages", {"index": 1, "label": "result id=6", "direction": "s2c",
+    apply_note(f, "messages", {"index": 1, "label": "result id=6", "direction": "s2c",
                                 "chain": "c2 tools/call release", "step": "round 2: input_required"})
-    _apply_note(f, "findings", {"rule": "chain-linked", "severity": "info", "message": "…"})
+    apply_note(f, "findings", {"rule": "chain-linked", "severity": "info", "message": "…"})
     assert (f.comment, f.marked) == ("c2 tools/call release · retry of round 1 → round 2: input_required", "")
-    _apply_note(f, "findings", {"rule": "irr-missing-input-requests", "severity": "warning", "message": "…"})
+    apply_note(f, "findings", {"rule": "irr-missing-input-requests", "severity": "warning", "message": "…"})
     assert f.marked == ":warning:" and f.comment.endswith(" · warning irr-missing-input-requests")
-    _apply_note(f, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
+    apply_note(f, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
     assert f.marked == ":red_circle:"  # the worst finding
     g = _flow()
     g.comment, g.marked = "mine", ":star:"
-    _apply_note(g, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
+    apply_note(g, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
     assert (g.comment, g.marked) == ("mine", ":star:")

@@ -12,7 +12,7 @@ import os
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from mrtr_inspect.adapters.live_analysis import REPORT_FAILED, StdioAnalysis
+from mrtr_inspect.adapters.live_analysis import REPORT_FAILED, LiveAnalysis
 from mrtr_inspect.adapters.offline import analyze
 from mrtr_inspect.config import Config
 from mrtr_inspect.core.events import SessionStart, StdioLine
@@ -24,7 +24,7 @@ from tests.captures import capture_frames
 def _analysis(tmp_path, printer=None):
     writer = RecordingWriter(tmp_path / "rec.jsonl", "stdio", {"command": ["server"]}, session="s1")
     report = ReportBuilder([str(tmp_path / "rec.jsonl")])
-    return StdioAnalysis(writer.start, Config(), writer, printer, report, str(tmp_path / "report.json"))
+    return LiveAnalysis(writer.start, Config(), writer, printer, report, str(tmp_path / "report.json"))
 
 
 def _wire(frames) -> list[tuple[float, str, bytes]]:
@@ -98,7 +98,7 @@ def _email_chain(email: str) -> list[bytes]:
     )]
 
 
-def _run_lines(a: StdioAnalysis, lines: list[bytes]) -> None:
+def _run_lines(a: LiveAnalysis, lines: list[bytes]) -> None:
     for i, line in enumerate(lines):
         a.chunk(float(i + 1), "s2c" if b'"result"' in line else "c2s", line)
     a.end({"exit": 0}, 10.0)
@@ -112,7 +112,7 @@ def test_configured_paths_are_redacted_and_the_analysis_sees_what_is_recorded(tm
     config = Config(redact_paths=["params.inputResponses.*.content.email"])
     rec, rep = tmp_path / "rec.jsonl", tmp_path / "report.json"
     writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, redactor_for(config), session="s1")
-    a = StdioAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep))
+    a = LiveAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep))
     _run_lines(a, _email_chain("alice@example.com"))
     assert b"alice@example.com" not in rec.read_bytes()
     assert b"[redacted:" in rec.read_bytes()
@@ -129,7 +129,7 @@ def test_without_a_recording_the_analysis_still_sees_the_redacted_frames(tmp_pat
     """Findings do not depend on --record: the same configuration gives the same report."""
     config = Config(redact_paths=["params.inputResponses.*.content.email"])
     start = SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
-    a = StdioAnalysis(start, config, None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    a = LiveAnalysis(start, config, None, None, ReportBuilder([]), str(tmp_path / "report.json"))
     _run_lines(a, _email_chain("alice@example.com"))
     text = (tmp_path / "report.json").read_text()
     assert "alice@example.com" not in text
@@ -139,7 +139,7 @@ def test_without_a_recording_the_analysis_still_sees_the_redacted_frames(tmp_pat
 def test_unredacted_a_valid_address_is_no_finding(tmp_path):
     """The near miss: the same traffic without the path configured is judged on the address itself."""
     start = SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
-    a = StdioAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    a = LiveAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
     _run_lines(a, _email_chain("alice@example.com"))
     report = json.loads((tmp_path / "report.json").read_text())
     assert "elicit-result-schema-mismatch" not in {f["rule"] for f in report["findings"]}
@@ -147,13 +147,13 @@ def test_unredacted_a_valid_address_is_no_finding(tmp_path):
 
 def test_the_report_is_created_private_and_a_failed_write_is_the_exit_status(tmp_path):
     start = SessionStart(0.0, "s1", "stdio", {"command": ["server"]})
-    a = StdioAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
+    a = LiveAnalysis(start, Config(), None, None, ReportBuilder([]), str(tmp_path / "report.json"))
     assert a.end({"exit": 0}, 1.0) == 0
     assert os.stat(tmp_path / "report.json").st_mode & 0o777 == 0o600
     said = io.StringIO()
     from mrtr_inspect.outputs.text import FindingPrinter
 
     gone = tmp_path / "gone" / "report.json"
-    a = StdioAnalysis(start, Config(), None, FindingPrinter(said), ReportBuilder([]), str(gone))
+    a = LiveAnalysis(start, Config(), None, FindingPrinter(said), ReportBuilder([]), str(gone))
     assert a.end({"exit": 0}, 1.0) == REPORT_FAILED
     assert f"cannot write report {gone}: No such file or directory" in said.getvalue()

@@ -106,7 +106,7 @@ def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp
     whole, and the live report (message-too-large, its size) is `check`'s of the recording."""
     import json
 
-    from mrtr_inspect.adapters.live_analysis import StdioAnalysis
+    from mrtr_inspect.adapters.live_analysis import LiveAnalysis
     from mrtr_inspect.adapters.offline import analyze
     from mrtr_inspect.adapters.recorder import StdioRecorder
     from mrtr_inspect.config import Config
@@ -137,8 +137,8 @@ def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp
     real = ap.Spooler(w)
     for kind, data, _ in spool.items:
         real.put(kind, 1.0, data)
-    make = lambda: StdioAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
-                                 forwarder_records=True)
+    make = lambda: LiveAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
+                                forwarder_records=True)
     assert ap.analysis_main(r, make) == 0
     live = json.loads(rep.read_text())
     large = [f["message"] for f in live["findings"] if f["rule"] == "message-too-large"]

@@ -8,7 +8,7 @@ import re
 
 from click.testing import CliRunner
 
-from mrtr_inspect.adapters.mitm_addon import new_analysis
+from mrtr_inspect.adapters.live_analysis import new_analysis
 from mrtr_inspect.cli import main
 from mrtr_inspect.config import Config
 from mrtr_inspect.outputs.live import LiveView
@@ -34,7 +34,7 @@ def test_a_proxy_stopped_mid_chain_reports_what_was_waiting_as_check_does(tmp_pa
     rec, report = tmp_path / "live.jsonl", tmp_path / "report.json"
     lines: list[str] = []
     writer = RecordingWriter(rec, "http", {}, start_time=T0)
-    a = new_analysis(Config(), writer, str(report), "http://upstream", LiveView(write=lambda s, _: lines.append(s)))
+    a = new_analysis(writer.start, Config(), writer, str(report), view=LiveView(write=lambda s, _: lines.append(s)))
     head = HTTP_HEADERS + (("mcp-protocol-version", "2026-07-28"), ("mcp-method", "tools/call"))
     for x, name, t in ((1, "ask", T0 + 0.01), (2, "slow", T0 + 0.02)):
         a.step("request_head", (t, x, "POST", "/mcp", head + (("mcp-name", name),), "127.0.0.1:5000"))
