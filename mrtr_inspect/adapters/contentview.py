@@ -17,7 +17,7 @@ from ..core.canonical import state_hash
 from ..core.framing import SseDecoder, media_type, parse_sse_event
 from ..core.messages import INVALID, RESULT, decode_message
 from ..outputs.text import printable
-from .mitm_addon import NOTES_KEY
+from .flow_notes import NOTES_KEY
 
 
 def body_messages(data: bytes, content_type: str | None) -> list[bytes]:
