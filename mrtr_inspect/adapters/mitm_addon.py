@@ -72,7 +72,6 @@ class _Forward:
         return data
 
 
-
 class _Flow:
     __slots__ = ("x", "request_done", "streamed", "kept")
 
@@ -81,7 +80,6 @@ class _Flow:
         self.request_done = False
         self.streamed = False  # the body in hand (request, then response) goes through a stream callback
         self.kept: bytearray | None = None  # the streamed response body so far, under store_streamed_bodies
-
 
 
 class MrtrInspect:
@@ -172,7 +170,7 @@ class MrtrInspect:
 
     def _begin(self) -> None:
         s, self._next_session = self._next_session, None
-        if s is None:  # pragma: no cover - mitmproxy configures an addon before any flow
+        if s is None:  # its options were refused at startup (mitmproxy's startup check stops it)
             return
         self.config = s.config
         for note in s.notes:
