@@ -178,6 +178,15 @@ class VirtualList(ScrollView, can_focus=True):
         self.refresh()
 
 
+class FilterBar(Input):
+    """The filter expression; its keys in the footer while it has the focus."""
+
+    BINDINGS = [Binding("enter", "submit", "Apply the filter"), Binding("escape", "leave", "Back to the list")]
+
+    def action_leave(self) -> None:
+        self.app.action_back()
+
+
 class Picker(ModalScreen[str | None]):
     """Choose a session or a hop (or all of them): returns the name, "" for all, None when cancelled."""
 
@@ -278,7 +287,7 @@ class InspectApp(App[int]):
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
         yield Static(id="top")
-        yield Input(value=self.filter_text, placeholder="filter: tool:NAME severity:error id:17 rounds>1 … "
+        yield FilterBar(value=self.filter_text, placeholder="filter: tool:NAME severity:error id:17 rounds>1 … "
                     "(Enter applies, Esc leaves)", id="filter")
         with Horizontal(id="main"):
             with Vertical(id="left"):
@@ -450,7 +459,9 @@ class InspectApp(App[int]):
 
     # -- actions ----------------------------------------------------------------------------------
     def action_filter(self) -> None:
-        self.query_one("#filter", Input).focus()
+        bar = self.query_one("#filter", FilterBar)
+        bar.focus()
+        bar.select_all()  # what is typed replaces the expression; an arrow key keeps it
 
     @on(Input.Submitted, "#filter")
     def filter_submitted(self, event: Input.Submitted) -> None:

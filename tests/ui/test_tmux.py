@@ -78,26 +78,26 @@ def _list(screen: str) -> list[str]:
     return re.findall(r"^(c\d+) ", screen, re.M)
 
 
+def filter_(term: Terminal, text: str) -> None:
+    """`/`, then (once the footer shows the filter bar's keys) the expression and Enter."""
+    term.type("/")
+    term.wait_for("Apply the filter")
+    term.type(text)
+    term.keys("Enter")
+    term.wait_for("⏎ Open")  # back in the list (its keys in the footer)
+
+
 def test_the_view_in_a_terminal_filter_open_quit(term, tmp_path):
-    pytest.importorskip("mrtr_inspect.filter", reason="the filter language (issue 29 item 1) is not merged yet")
     rec = sample(tmp_path / "sample.jsonl")
     term.run(f"echo before; {PY} -m mrtr_inspect ui {shlex.quote(str(rec))}; echo exit=$?")
     screen = term.wait_for("showing 6 chains")
     assert _list(screen) == ["c1", "c2", "c3", "c4", "c5", "c6"]
     assert "/ Filter" in screen and "q Quit" in screen  # the footer shows the keys
-    term.type("/")
-    term.type("tool:wizard")
-    term.keys("Enter")
+    filter_(term, "tool:wizard")
     assert _list(term.wait_for("showing 2 chains")) == ["c1", "c3"]
-    term.type("/")
-    term.keys("C-u")
-    term.type("severity:error")
-    term.keys("Enter")
+    filter_(term, "severity:error")
     assert _list(term.wait_for("showing 1 chains")) == ["c5"]
-    term.type("/")
-    term.keys("C-u")
-    term.type("id:6")  # a retry of c3
-    term.keys("Enter")
+    filter_(term, "id:6")  # a retry of c3
     screen = term.wait_for(re.compile(r"showing 1 chains.*\n(.*\n)*c3 "))
     assert _list(screen) == ["c3"]
     term.keys("Enter")

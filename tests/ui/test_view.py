@@ -166,3 +166,47 @@ def test_q_quits_with_status_0(tmp_path):
 
     app = drive([rec], steps)
     assert app.return_value == 0
+
+
+def test_the_filter_bar(tmp_path):
+    rec = sample(tmp_path / "sample.jsonl")
+
+    def listed(s) -> list[str]:
+        return [s.store.rows[q].id for q in s.store.visible()]
+
+    async def steps(s):
+        await s.pilot.press("slash")
+        await s.type("tool:wizard")
+        await s.pilot.press("enter")
+        await s.settle()
+        assert listed(s) == ["c1", "c3"] and "showing 2 chains" in s.screen
+        assert s.app.focused is s.app.query_one("#chains")
+        await s.pilot.press("slash")
+        await s.type("rounds>1 or severity:error")  # typed over the expression: `/` selects it
+        await s.pilot.press("enter")
+        await s.settle()
+        assert listed(s) == ["c1", "c3", "c5"]
+        snapshot("filtered", s.screen)
+        await s.pilot.press("f")
+        await s.settle()
+        # the findings of those chains (rounds>1: a finding's chain terms are its chain's), and the error
+        assert "showing 5 findings" in s.screen
+        assert {s.store.f_chain[i] for i in s.store.visible_findings()} == {1, 3, 5}
+        await s.pilot.press("f", "slash")
+        await s.type("rounds>")
+        await s.pilot.press("enter")
+        await s.settle()
+        assert listed(s) == ["c1", "c3", "c5"]  # a bad expression changes nothing, and says why in one line
+        top = s.screen.splitlines()[0]
+        assert "rounds>" in top.split("infos", 1)[1]
+
+    drive([rec], steps)
+
+
+def test_filter_given_on_the_command_line(tmp_path):
+    rec = sample(tmp_path / "sample.jsonl")
+
+    async def steps(s):
+        assert [s.store.rows[q].id for q in s.store.visible()] == ["c3"]
+
+    drive([rec], steps, filter_text="id:6")
