@@ -772,6 +772,30 @@ def unwrap_command(config, client) -> None:
     sys.exit(_say(wrap.unwrap(_config_file(config, client))))
 
 
+@main.command("mcp")
+@click.option("--recordings", metavar="DIR", help="The folder of recordings to serve (*.jsonl, subfolders too; "
+              "default: ~/.mrtr-inspect/recordings, where `wrap` records).")
+@rule_options
+def mcp_command(recordings, severity, disable) -> None:
+    """An MCP server (stdio) for coding agents over a folder of recordings: list them, check one
+    (with --filter's language), read a chain round by round, list findings, explain a rule, diff
+    two recordings, read stats; the recordings as resources. Add it to a client as the command
+    `mrtr-inspect mcp --recordings DIR` (docs/agents.md).
+    """
+    import os
+
+    from .wrap import DEFAULT_RECORD_DIR
+
+    config = build_config(severity, disable)
+    if recordings is not None and not os.path.isdir(os.path.expanduser(recordings)):
+        fail(f"--recordings {recordings}: not a folder")
+    try:
+        from .agent.server import run as serve
+    except ImportError as e:  # pragma: no cover - depends on the installation
+        fail(f"the MCP server needs the mcp package (pip install 'mcp>=2.3,<2.4'): {e}")
+    sys.exit(serve(recordings or DEFAULT_RECORD_DIR, config))
+
+
 @main.command("addon-path")
 def addon_path() -> None:
     """The path of the mitmproxy addon script the package ships, for stock mitmproxy:
