@@ -245,20 +245,21 @@ class Report:
 
 
 def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any = None,
-             sessions: bool = False) -> ReportBuilder:
+             sessions: bool = False, observe: Any = None) -> ReportBuilder:
     """The report builder of the recordings, analysed as one capture, with the reader's notes; the
     caller closes it. Raises `UnreadableRecording` for an input that is not a recording. `watch`:
     a function of the builder returning a context manager held around the analysis (the command
-    line's progress bar). `sessions`: keep each chain's session id (`builder.sessions`)."""
+    line's progress bar). `sessions`: keep each chain's session id (`builder.sessions`). `observe`:
+    sees every observation (`Analysis`), as `offered.Offered` does."""
     inputs = [os.fspath(p) for p in paths]
     builder = ReportBuilder(inputs, sessions)
     notes: dict[str, ReadNotes] = {}
     try:
         if watch is None:
-            analyze_all(inputs, builder.add_all, config, notes)
+            analyze_all(inputs, builder.add_all, config, notes, observe)
         else:
             with watch(builder):
-                analyze_all(inputs, builder.add_all, config, notes)
+                analyze_all(inputs, builder.add_all, config, notes, observe)
     except BaseException:
         builder.close()
         raise
@@ -267,15 +268,50 @@ def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any
     return builder
 
 
+def judged(paths: Iterable[PathLike], config: Config, watch: Any = None, sessions: bool = False,
+           observe: Any = None) -> ReportBuilder:
+    """`analysed`, then what `check` judges besides the rules: the servers' definitions against
+    `config.baseline` (definition-* findings) and the run against `config.contract` (contract-*
+    findings), each added to the report after the analysis' findings, with their notes. A bad
+    baseline file raises `BadBaseline` (a UserError) before anything is read."""
+    if config.baseline is None and config.contract is None:
+        return analysed(paths, config, watch, sessions, observe)
+    from . import baseline
+    from .offered import Offered
+
+    doc = baseline.load(config.baseline) if config.baseline is not None else None
+    offered = Offered()
+
+    def both(obs: Any) -> None:
+        offered.observe(obs)
+        if observe is not None:
+            observe(obs)
+
+    builder = analysed(paths, config, watch, sessions, both)
+    servers = offered.servers()
+    if doc is not None:
+        found, notes = baseline.compare(doc, servers, config, config.baseline)
+        builder.notes.extend(notes)
+        for f in found:
+            builder.add_finding(f)
+    if config.contract is not None:
+        from .contract import evaluate
+
+        for f in evaluate(config.contract, builder, servers, config):
+            builder.add_finding(f)
+    return builder
+
+
 def check(paths: PathLike | Iterable[PathLike], *, config: Config | None = None) -> Report:
     """Analyse recordings offline, as `mrtr-inspect check PATH...` does: several paths are one
     capture, in the order given. `config` changes what is reported (severities, disabled rules,
-    limits); None is the defaults (no settings file is read; `mrtr_inspect.settings.load` reads one).
+    limits, `baseline` and `contract`); None is the defaults (no settings file is read;
+    `mrtr_inspect.settings.load` reads one).
 
     Raises `UnreadableRecording` (the command's exit status 2) for an input that is not a recording."""
     if isinstance(paths, (str, os.PathLike)):
         paths = [paths]
-    builder = analysed(paths, config)
+    builder = judged(paths, config or Config())
     try:
         return Report.from_dict(builder.to_dict())
     finally:

@@ -284,11 +284,14 @@ def filter_option(what: str):
     return deco
 
 
-def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None, flt=None):
+def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None, flt=None, judge: bool = False,
+             observe=None):
     """Run recordings through the analysis; returns the report builder, narrowed by the filter
     `flt` when one is given (outputs/narrow.py). Raises UnreadableRecording (a UserError: one
-    line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py)."""
-    from .api import analysed
+    line, exit 2). `progress`: the bar's label, on a terminal (outputs/progress.py). `judge`:
+    `check`'s judgments too (the baseline, the contract: api.judged). `observe`: sees every
+    observation (`Analysis`)."""
+    from .api import analysed, judged
     from .outputs import progress as bar
 
     watch = None
@@ -296,7 +299,8 @@ def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None
         def watch(builder):
             return bar.Progress(progress, bar.total_bytes(paths), bar.bytes_read(paths),
                                 lambda: builder.chain_count, "chains", enabled=True)
-    builder = analysed(paths, config, watch, sessions=flt is not None and "session" in flt.fields)
+    builder = (judged if judge else analysed)(paths, config, watch, sessions=flt is not None and "session" in flt.fields,
+                                              observe=observe)
     for line in builder.notes:
         say(f"note: {line}")
     if flt is None:
@@ -311,24 +315,40 @@ def _analyse(paths: tuple[str, ...], config: Config, progress: str | None = None
 
 @main.command()
 @click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
-@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit"]), default="text",
-              show_default=True)
+@click.option("--format", "fmt", type=click.Choice(["text", "json", "sarif", "junit", "markdown"]), default="text",
+              show_default=True, help="markdown: for a job summary or a pull-request comment (docs/ci.md).")
 @click.option("--output", type=click.Path(dir_okay=False), help="Write there instead of stdout.")
 @click.option("--fail-on", type=click.Choice(["error", "warning", "info", "never"]), default="error",
               show_default=True, help="Exit 1 when a finding at or above this severity is reported.")
-@click.option("--verbose", "-v", is_flag=True, help="Text format: list info findings too.")
+@click.option("--verbose", "-v", is_flag=True, help="Text and markdown formats: list info findings too.")
+@click.option("--baseline", "baseline_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Compare the servers' tools, prompts and resources with this lock file (`mrtr-inspect baseline "
+                   "save`): each change is a definition-* finding (docs/ci.md).")
+@click.option("--contract", "contract_file", metavar="FILE", type=click.Path(dir_okay=False),
+              help="Judge the run against this contract (TOML; instead of the settings' [contract] table): each "
+                   "breach is a contract-* finding (docs/contracts.md).")
 @filter_option("the chains and findings")
 @rule_options
-def check(paths, fmt, output, fail_on, verbose, flt, severity, disable) -> None:
+def check(paths, fmt, output, fail_on, verbose, baseline_file, contract_file, flt, severity, disable) -> None:
     """Analyse recordings offline. Exit 0: nothing at or above --fail-on; 1: findings at or
     above it; 2: unreadable input or bad usage. With --filter, the report holds the chains and
-    findings the filter keeps, and the exit status counts those findings."""
+    findings the filter keeps, and the exit status counts those findings.
+
+    \b
+      mrtr-inspect check session.jsonl --baseline mcp-baseline.json --contract contract.toml
+    """
     from .recording.files import open_private, unwritable, why
 
     config = build_config(severity, disable)
+    if baseline_file is not None:
+        config.baseline = baseline_file
+    if contract_file is not None:
+        from .contract import read_contract
+
+        config.contract = read_contract(contract_file)
     if output and (reason := unwritable(output, "output")):
         fail(reason)  # before the analysis, not after it
-    builder = _analyse(paths, config, progress="check", flt=flt)
+    builder = _analyse(paths, config, progress="check", flt=flt, judge=True)
     try:
         # 0600 when new (it may quote answers); `-` is stdout; a link or a FIFO is written through
         with open_private(output) if output else contextlib.nullcontext(sys.stdout) as out:
@@ -336,6 +356,10 @@ def check(paths, fmt, output, fail_on, verbose, flt, severity, disable) -> None:
                 builder.write_json(out)
             elif fmt == "text":
                 _check_text(builder, out, verbose)
+            elif fmt == "markdown":
+                from .outputs import markdown
+
+                markdown.write(builder, out, fail_on, verbose)
             else:
                 from .outputs import formats
 
@@ -407,14 +431,21 @@ def show(paths, fmt, flt) -> None:
 @filter_option("the chains")
 def stats(paths, fmt, flt) -> None:
     """Per method and target: chains, outcomes, rounds, and the percentiles (p50, p90, p99, max) of
-    the whole chain, of the server's time and of the user's answering time (docs/observability.md)."""
+    the whole chain, of the server's time and of the user's answering time; and per tool, prompt and
+    resource what it costs a model's context: the bytes of its definition as offered, a token
+    estimate, the bytes of its results (docs/observability.md)."""
+    from .offered import Offered
     from .outputs import stats as st
 
-    builder = _analyse(paths, build_config(), flt=flt)
-    doc = st.stats(builder.chains())
+    offered = Offered()
+    builder = _analyse(paths, build_config(), flt=flt, observe=offered.observe)
+    doc = st.stats(builder.chains(), offered.servers())
     builder.close()
-    if flt is not None:  # the JSON names the filter, after its format
-        doc = {"format": doc["format"], "filter": flt.text, "groups": doc["groups"]}
+    if flt is not None:  # the JSON names the filter, after its format; the costs of the targets kept
+        targets = {g["target"] for g in doc["groups"]}
+        doc = {"format": doc["format"], "filter": flt.text, "groups": doc["groups"],
+               "token_estimate": doc["token_estimate"], "offered": [o for o in doc["offered"] if o["name"] in targets],
+               "lists": []}
     if fmt == "json":
         st.write_json(doc, sys.stdout)
     elif flt is not None and not doc["groups"]:
@@ -456,6 +487,51 @@ def ui_command(paths, follow, filter_text, severity, disable) -> None:
     if not (sys.stdin.isatty() and sys.stdout.isatty()):
         fail("ui needs a terminal (for a report use `check`, for the chains `show`)")
     sys.exit(run_ui(paths, follow=follow, filter_text=filter_text, config=config, parse=parse))
+
+
+@main.group("baseline")
+def baseline_group() -> None:
+    """Lock files of what servers offer: `baseline save` writes one from recordings, `check
+    --baseline FILE` reports what changed since (docs/ci.md)."""
+
+
+@baseline_group.command("save")
+@click.argument("paths", nargs=-1, required=True, type=click.Path(dir_okay=False))
+@click.option("--output", metavar="FILE", required=True, type=click.Path(dir_okay=False),
+              help="The lock file to write ('-': standard output).")
+@config_option
+def baseline_save(paths, output) -> None:
+    """The tools, prompts, resources and resource templates each server offered in the
+    recordings (by its serverInfo name), as a lock file to review and commit: sorted, so saving
+    the same recordings again gives the same bytes.
+
+    \b
+      mrtr-inspect baseline save session.jsonl --output mcp-baseline.json
+    """
+    from . import baseline
+    from .recording.files import write_private
+
+    offered = _offered(paths)
+    doc = baseline.lock(offered.servers())
+    if not doc["servers"]:
+        fail("the recordings hold no tools/list, prompts/list, resources/list or resources/templates/list result: "
+             "nothing to save")
+    write_private(output, baseline.dumps(doc))
+    if output != "-":
+        say(f"baseline of {baseline.counts(doc)} written to {output}")
+
+
+def _offered(paths: tuple[str, ...]):
+    """What the servers of the recordings offered (offered.Offered), the recordings analysed once."""
+    from .api import analysed
+    from .offered import Offered
+
+    offered = Offered()
+    builder = analysed(paths, build_config(), None, observe=offered.observe)
+    for line in builder.notes:
+        say(f"note: {line}")
+    builder.close()
+    return offered
 
 
 @main.command("rules")

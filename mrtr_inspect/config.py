@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from .core.framing import MAX_MESSAGE_BYTES
 
@@ -45,3 +46,9 @@ class Config:
     #: gateways that wrap calls (RULES.md §11): each `{"target": T, "tool": PATH, "arguments": PATH}` says a
     #: front `tools/call T` names the back tool and its arguments at those dotted paths of its arguments
     hop_map: list[dict] = field(default_factory=list)
+    #: tool name (a pattern, `*` any run of characters) -> the tool-poisoning rules silenced for it
+    per_tool_ignores: dict[str, list[str]] = field(default_factory=dict)
+    #: `check`: the lock file whose definitions the servers' are compared with (definition-* findings)
+    baseline: str | None = None
+    #: `check`: the run's contract (`contract.Contract`, parsed from the settings or `--contract`)
+    contract: Any = None

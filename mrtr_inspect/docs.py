@@ -43,6 +43,8 @@ SECTION_TITLES = {
     "11": "Two hops: a gateway in the middle",
     "12": "Active probes",
     "tool": "The tool's own findings",
+    "definitions": "Definitions: changes since a baseline (check --baseline), tool poisoning",
+    "contracts": "Contracts (check --contract)",
 }
 
 NOT_OBSERVABLE = "not observable passively"
@@ -60,8 +62,9 @@ def registered() -> list[Rule]:
 def _section_key(section: str) -> tuple:
     try:
         return (0, tuple(int(p) for p in section.split(".")))
-    except ValueError:  # "tool", or a rule with no section: after the catalog
-        return (1, (section,))
+    except ValueError:  # "tool", then what check judges besides the traffic, or a rule with no section
+        after = ("tool", "definitions", "contracts")
+        return (1, (after.index(section) if section in after else len(after), section))
 
 
 def section_title(section: str) -> str:

@@ -14,7 +14,6 @@ file instead. Command-line options apply on top (docs/configuration.md).
 from __future__ import annotations
 
 import difflib
-import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Callable, Collection
@@ -22,6 +21,7 @@ from typing import Any, Callable, Collection
 from .config import Config
 from .core.findings import SEVERITIES
 from .errors import UserError
+from .tomlfile import read_toml
 
 DEDICATED = ".mrtr-inspect.toml"
 PYPROJECT = "pyproject.toml"
@@ -39,36 +39,8 @@ class Settings:
     notes: list[str] = field(default_factory=list)
 
 
-# byte order marks of the encodings TOML is not written in (the UTF-32 ones first: they begin as UTF-16's)
-_OTHER_BOMS = ((b"\xff\xfe\x00\x00", "UTF-32"), (b"\x00\x00\xfe\xff", "UTF-32"),
-               (b"\xff\xfe", "UTF-16"), (b"\xfe\xff", "UTF-16"))
-
-
-def _toml_text(path: Path, data: bytes) -> str:
-    """A TOML file's text: UTF-8, with or without the byte order mark Windows editors write (as
-    `utf-8-sig` reads it). Any other encoding is one line that names it."""
-    save = "save it as UTF-8, as TOML files are"
-    for bom, name in _OTHER_BOMS:
-        if data.startswith(bom):
-            raise SettingsError(f"{path}: not UTF-8 but {name} (it starts with a {name} byte order mark): {save}")
-    try:
-        text = data.decode("utf-8-sig")
-    except UnicodeDecodeError as e:
-        raise SettingsError(f"{path}: not UTF-8 (byte 0x{data[e.start]:02x} at offset {e.start}): {save}") from None
-    if "\0" in text:
-        raise SettingsError(f"{path}: holds NUL bytes (UTF-16 without a byte order mark?): {save}")
-    return text
-
-
 def _read_toml(path: Path) -> dict[str, Any]:
-    try:
-        data = path.read_bytes()
-    except OSError as e:
-        raise SettingsError(f"{path}: cannot read it: {e.strerror or e}") from None
-    try:
-        return tomllib.loads(_toml_text(path, data))
-    except tomllib.TOMLDecodeError as e:
-        raise SettingsError(f"{path}: not valid TOML: {e}") from None
+    return read_toml(path, SettingsError)
 
 
 def _tool_table(path: Path, doc: dict[str, Any]) -> dict[str, Any] | None:
@@ -157,7 +129,8 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "redact_keep": (_strings, "a list of strings"),
     "hop_map": (_hop_map, 'tables [[hop_map]] of target = "TOOL", tool = "PATH", arguments = "PATH"'),
 }
-KEYS = ("severity", "disable", *FIELDS)
+KEYS = ("severity", "disable", "per_tool_ignores", "contract", *FIELDS)
+LINT = "tool-poisoning-"  # the rules `per_tool_ignores` silences per tool
 
 
 def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Config:
@@ -195,6 +168,19 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
     for key, (accepts, what) in FIELDS.items():
         if key in t and not accepts(t[key]):
             raise bad(key, f"must be {what}, not {t[key]!r}")
+    ignores = t.get("per_tool_ignores", {})
+    if type(ignores) is not dict or not all(type(v) is list for v in ignores.values()):
+        raise bad("per_tool_ignores", 'must be a table of tool name (* wildcards) = ["tool-poisoning-…", …]')
+    for pattern, ids in ignores.items():
+        for rid in ids:
+            if known("per_tool_ignores", rid) and not rid.startswith(LINT):
+                raise bad("per_tool_ignores", f"{pattern} = {rid!r}: only the {LINT}* rules are silenced per tool "
+                                              "(`disable` turns any rule off)")
+    if "contract" in t:
+        from .contract import parse_contract
+
+        config.contract = parse_contract(t["contract"], f"{where}contract")
+    config.per_tool_ignores.update({p: list(ids) for p, ids in ignores.items()})
     config.severity.update(levels)
     config.disabled.update(disabled)
     for key in FIELDS:

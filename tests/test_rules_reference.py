@@ -30,6 +30,12 @@ NOT_IN_CATALOG_HEADINGS = {
     "legacy-server-request-unattached",  # §13: a question no evidence ties is "left unattached, and said so (info)"
     "server-rejected-unknown-key", "server-error-on-decline",  # §12: "warnings defined by this table"
     "hop-link-ambiguous",  # §11: "an ambiguous tie is never linked silently (`hop-link-ambiguous`, info)"
+    # issue 30 (CONTRACTS.md third wave names the families definition-* and contract-*; RULES.md gives no ids yet)
+    "definition-added", "definition-removed", "definition-description-changed", "definition-schema-breaking",
+    "definition-schema-changed", "definition-annotation-riskier", "definition-annotation-changed", "definition-changed",
+    "tool-poisoning-hidden-text", "tool-poisoning-instructions", "tool-poisoning-oversized",
+    "contract-tool-not-offered", "contract-tool-not-called", "contract-tool-forbidden", "contract-rounds-exceeded",
+    "contract-latency-exceeded", "contract-outcome-not-allowed", "contract-findings-exceeded",
 }
 
 

@@ -284,3 +284,80 @@ def scalar_tokens(text: str):
             elif key is not None:
                 yield stack, key, m
             key = None
+
+
+# ---------------------------------------------------------------------------------------------
+# raw spans of values (the bytes of a definition as it was offered)
+
+_SPACE = re.compile(r"[ \t\n\r]*")
+_SCAN_ANY = json.JSONDecoder().scan_once  # repeated names allowed: the span of the last is wanted
+
+
+def _value_end(text: str, i: int) -> int:
+    return _SCAN_ANY(text, i)[1]
+
+
+def _members(text: str, i: int):
+    """(name, start, end) of each member of the object at `i` (raises on what is not JSON)."""
+    i = _SPACE.match(text, i + 1).end()
+    if text[i] == "}":
+        return
+    while True:
+        name, i = json.decoder.scanstring(text, i + 1)
+        i = _SPACE.match(text, i).end()
+        if text[i] != ":":
+            raise ValueError("no colon")
+        start = _SPACE.match(text, i + 1).end()
+        end = _value_end(text, start)
+        yield name, start, end
+        i = _SPACE.match(text, end).end()
+        if text[i] == "}":
+            return
+        if text[i] != ",":
+            raise ValueError("no comma")
+        i = _SPACE.match(text, i + 1).end()
+
+
+def value_span(text: str, path: Path) -> tuple[int, int] | None:
+    """Where the value at `path` (object member names from the top) lies in the JSON `text`, as
+    sent: (start, end) of its characters. The last of repeated names, as the parse keeps; None when
+    absent or `text` is not JSON there."""
+    try:
+        start = _SPACE.match(text).end()
+        span = (start, _value_end(text, start))
+        for name in path:
+            if text[span[0]] != "{":
+                return None
+            found = None
+            for member, s, e in _members(text, span[0]):
+                if member == name:
+                    found = (s, e)
+            if found is None:
+                return None
+            span = found
+        return span
+    except (ValueError, IndexError, StopIteration):
+        return None
+
+
+def element_spans(text: str, span: tuple[int, int]) -> list[tuple[int, int]] | None:
+    """The (start, end) of each element of the array at `span` in `text`; None when it is not one."""
+    i = span[0]
+    if text[i] != "[":
+        return None
+    out = []
+    try:
+        i = _SPACE.match(text, i + 1).end()
+        if text[i] == "]":
+            return out
+        while True:
+            end = _value_end(text, i)
+            out.append((i, end))
+            i = _SPACE.match(text, end).end()
+            if text[i] == "]":
+                return out
+            if text[i] != ",":
+                return None
+            i = _SPACE.match(text, i + 1).end()
+    except (ValueError, IndexError, StopIteration):
+        return None

@@ -11,6 +11,13 @@ outcomes, rounds, and the percentiles of three times (docs/observability.md, "st
 Percentiles are nearest-rank (the smallest recorded value with at least p % of the values at or
 below it), so each figure is one a chain really took; `null` where a group has no value.
 JSON: `mrtr-inspect.stats/1` (CONTRACTS.md).
+
+And what each definition costs a model's context (`offered`, `lists`; docs/observability.md): per
+server, tool, prompt, resource and resource template, the bytes of its definition as it was offered
+(its JSON in the list result, byte for byte), an estimate of its tokens, and the bytes of the
+results it gave (p50, max); per server and list method, the bytes of the whole list result (its
+pages summed). The token estimate is `TOKEN_METHOD`: no tokenizer is bundled (a real one needs
+its vocabulary, downloaded), so it is a rule of thumb, named as such.
 """
 
 from __future__ import annotations
@@ -23,6 +30,13 @@ from .exporters.otlp_spans import legacy_waits, server_ms, waited_ms
 
 FORMAT = "mrtr-inspect.stats/1"
 PERCENTILES = (("p50", 50), ("p90", 90), ("p99", 99))
+BYTES_PER_TOKEN = 4
+TOKEN_METHOD = ("estimate: UTF-8 bytes / 4, rounded up (the usual rule of thumb for BPE tokenizers on English "
+                "text; JSON punctuation and other scripts take more tokens per byte)")
+
+
+def tokens(size: int) -> int:
+    return -(-size // BYTES_PER_TOKEN)
 
 
 def percentiles(values: list[float]) -> dict[str, float | None]:
@@ -34,8 +48,31 @@ def percentiles(values: list[float]) -> dict[str, float | None]:
     return out
 
 
-def stats(chains: Iterable[dict]) -> dict:
-    """The `mrtr-inspect.stats/1` document of the chains (report summaries, with their timelines)."""
+def costs(servers: Iterable) -> dict:
+    """`offered` and `lists` of the stats document: what each definition of the servers
+    (offered.Server) costs."""
+    from ..offered import LISTS, NOUN
+
+    offered, lists = [], []
+    for s in servers:
+        for section, defs in sorted(s.definitions.items()):
+            for name, d in sorted(defs.items()):
+                sizes = sorted(s.results.get((section, name), ()))
+                offered.append({"server": s.name, "kind": NOUN[section], "name": name, "definition_bytes": d.size,
+                                "tokens_estimate": tokens(d.size), "results": len(sizes),
+                                "result_bytes": {"p50": sizes[max(math.ceil(len(sizes) / 2) - 1, 0)] if sizes else None,
+                                                 "max": sizes[-1] if sizes else None}})
+        for method in LISTS:
+            listing = s.listings.get(method)
+            if listing is not None:
+                lists.append({"server": s.name, "method": method, "bytes": listing.size,
+                              "tokens_estimate": tokens(listing.size), "items": listing.items, "pages": listing.pages})
+    return {"token_estimate": TOKEN_METHOD, "offered": offered, "lists": lists}
+
+
+def stats(chains: Iterable[dict], servers: Iterable = ()) -> dict:
+    """The `mrtr-inspect.stats/1` document of the chains (report summaries, with their timelines)
+    and of what the servers offered (`costs`)."""
     groups: dict[tuple, dict] = {}
     for c in chains:
         key = (str(c.get("method")), c.get("target"))
@@ -63,7 +100,7 @@ def stats(chains: Iterable[dict]) -> dict:
         g["server_ms"] = percentiles(g.pop("_server"))
         g["waited_ms"] = percentiles(g.pop("_waited"))
         out.append(g)
-    return {"format": FORMAT, "groups": out}
+    return {"format": FORMAT, "groups": out, **costs(servers)}
 
 
 def write_json(doc: dict, stream: IO[str]) -> None:
@@ -95,7 +132,18 @@ def write_text(doc: dict, stream: IO[str], color: bool = False) -> None:
                       width=None if color else 200)
     if not doc["groups"]:
         console.print("no chains (no tools/call, prompts/get or resources/read in these recordings)")
-        return
+    else:
+        _chain_table(doc, console)
+    if doc.get("offered"):
+        _cost_table(doc, console)
+
+
+def _chain_table(doc: dict, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .text import printable
+
     table = Table(title="chains by method and target; times in ms: p50 / p90 / p99 / max", title_justify="left")
     for name, just in (("method", "left"), ("target", "left"), ("chains", "right"), ("outcomes", "left"),
                        ("rounds", "left"), ("whole chain", "right"), ("server", "right"), ("user answering", "right")):
@@ -109,3 +157,26 @@ def write_text(doc: dict, stream: IO[str], color: bool = False) -> None:
                  _ms(g["duration_ms"]), _ms(g["server_ms"]), _ms(g["waited_ms"]))
         table.add_row(*(Text(printable(x)) for x in cells))
     console.print(table)
+
+
+def _cost_table(doc: dict, console) -> None:
+    from rich.table import Table
+    from rich.text import Text
+
+    from .text import printable
+
+    table = Table(title="what each definition costs a model's context: its bytes as offered, ~tokens (UTF-8 bytes "
+                        "/ 4: an estimate), the bytes of its results p50 / max", title_justify="left")
+    for name, just in (("server", "left"), ("kind", "left"), ("name", "left"), ("bytes", "right"),
+                       ("~tokens", "right"), ("results", "right"), ("result bytes", "right")):
+        table.add_column(name, justify=just, overflow="fold")  # type: ignore[arg-type]
+    for o in doc["offered"]:
+        rb = o["result_bytes"]
+        cells = (o["server"], o["kind"], o["name"], f"{o['definition_bytes']:,}", f"{o['tokens_estimate']:,}",
+                 str(o["results"]), f"{rb['p50']:,} / {rb['max']:,}" if rb["max"] is not None else "–")
+        table.add_row(*(Text(printable(x)) for x in cells))
+    console.print(table)
+    for ls in doc["lists"]:
+        pages = f" in {ls['pages']} pages" if ls["pages"] > 1 else ""
+        console.print(Text(printable(f"{ls['server']}: {ls['method']} is {ls['bytes']:,} bytes{pages} "
+                                     f"(~{ls['tokens_estimate']:,} tokens) for {ls['items']} items")))

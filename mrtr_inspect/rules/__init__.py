@@ -27,6 +27,8 @@ _MODULES = (
     "gateway",  # §11: two hops, a gateway in the middle
     "probes",  # §12: what only an active probe reports (no checks)
     "tool",  # the tool itself: upstream-error
+    "definitions",  # definitions: changes since a baseline, tool poisoning (docs/ci.md)
+    "contracts",  # contract breaches (docs/contracts.md; no checks)
 )
 
 _loaded = False
