@@ -441,11 +441,8 @@ def stats(paths, fmt, flt) -> None:
     builder = _analyse(paths, build_config(), flt=flt, observe=offered.observe)
     doc = st.stats(builder.chains(), offered.servers())
     builder.close()
-    if flt is not None:  # the JSON names the filter, after its format; the costs of the targets kept
-        targets = {g["target"] for g in doc["groups"]}
-        doc = {"format": doc["format"], "filter": flt.text, "groups": doc["groups"],
-               "token_estimate": doc["token_estimate"], "offered": [o for o in doc["offered"] if o["name"] in targets],
-               "lists": []}
+    if flt is not None:  # the JSON names the filter, after its format; the costs are of no chain: left out
+        doc = {"format": doc["format"], "filter": flt.text, "groups": doc["groups"]}
     if fmt == "json":
         st.write_json(doc, sys.stdout)
     elif flt is not None and not doc["groups"]:

@@ -70,9 +70,9 @@ def costs(servers: Iterable) -> dict:
     return {"token_estimate": TOKEN_METHOD, "offered": offered, "lists": lists}
 
 
-def stats(chains: Iterable[dict], servers: Iterable = ()) -> dict:
+def stats(chains: Iterable[dict], servers: Iterable | None = None) -> dict:
     """The `mrtr-inspect.stats/1` document of the chains (report summaries, with their timelines)
-    and of what the servers offered (`costs`)."""
+    and, when `servers` are given (offered.Offered.servers()), of what they offered (`costs`)."""
     groups: dict[tuple, dict] = {}
     for c in chains:
         key = (str(c.get("method")), c.get("target"))
@@ -100,7 +100,7 @@ def stats(chains: Iterable[dict], servers: Iterable = ()) -> dict:
         g["server_ms"] = percentiles(g.pop("_server"))
         g["waited_ms"] = percentiles(g.pop("_waited"))
         out.append(g)
-    return {"format": FORMAT, "groups": out, **costs(servers)}
+    return {"format": FORMAT, "groups": out, **(costs(servers) if servers is not None else {})}
 
 
 def write_json(doc: dict, stream: IO[str]) -> None:
