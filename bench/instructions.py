@@ -7,7 +7,12 @@ generated 20,003-message recording (bench/gen_recording.py, seed 1, the golden c
 recording), once on the same interpreter importing the command line and exiting (the startup),
 and prints both and their difference, the analysis' own instructions.
 
-    python bench/instructions.py [--messages 20000] [--recording PATH] [--tree DIR] [--against DIR]
+    python bench/instructions.py [--messages 20000] [--recording PATH] [--tree DIR] [--against DIR] [--stages]
+
+`--stages` counts the cumulative stages of bench/check_stages.py instead (floor, read, decode, core,
+rules, check: each in its own run, less the same interpreter importing them and loading the rules)
+and prints each per message with its step over the one before, the figure of each step of the
+pipeline (issue 27).
 
 `--tree DIR` counts the code of another checkout (its `mrtr_inspect` first on the path), so a
 change is compared with the tree before it in one run; `--against DIR` does both and prints the
@@ -47,6 +52,27 @@ def _count(tree: Path, code: str, args: list[str]) -> int:
         return int(m.group(1))
 
 
+_STAGE = ("import sys; sys.path.insert(0, sys.argv[3]); import check_stages; from mrtr_inspect.rules import load_rules; "
+          "load_rules(); sys.argv[2] != 'none' and check_stages.stages(sys.argv[1])[sys.argv[2]]()")
+STAGES = ("floor", "read", "decode", "core", "rules", "check")
+
+
+def measure_stages(tree: Path, recording: str) -> dict:
+    bench = str(ROOT / "bench")
+    base = _count(tree, _STAGE, [recording, "none", bench])
+    return {"tree": str(tree), **{s: _count(tree, _STAGE, [recording, s, bench]) - base for s in STAGES}}
+
+
+def _show_stages(r: dict, n: int, before: dict | None) -> None:
+    print(f"{r['tree']}: instructions per message ({n:,} messages)")
+    prev = None
+    for s in STAGES:
+        step = f"  step {(r[s] - r[prev]) / n / 1e3:+8.1f}k" if prev not in (None, "floor") else " " * 16
+        change = f"  {100.0 * (r[s] - before[s]) / before[s]:+6.2f}%" if before else ""
+        print(f"  {s:7s} {r[s] / n / 1e3:8.1f}k{step}  {r[s] / r['floor']:5.2f}x the floor{change}")
+        prev = s
+
+
 def measure(tree: Path, recording: str) -> dict:
     startup = _count(tree, _STARTUP, [])
     check = _count(tree, _CHECK, [recording])
@@ -64,6 +90,7 @@ def main() -> None:
     ap.add_argument("--recording", help="the recording to check (generated there if it does not exist)")
     ap.add_argument("--tree", default=str(ROOT), help="the checkout whose code is counted")
     ap.add_argument("--against", help="a second checkout (the tree before the change) counted in the same run")
+    ap.add_argument("--stages", action="store_true", help="count each stage of bench/check_stages.py")
     a = ap.parse_args()
     from gen_recording import generate
 
@@ -72,6 +99,16 @@ def main() -> None:
         if not Path(rec).exists():
             generate(rec, a.messages)
         rec = str(Path(rec).resolve())
+        if a.stages:
+            from check_speed import n_messages
+
+            n = n_messages(rec)
+            before = measure_stages(Path(a.against).resolve(), rec) if a.against else None
+            after = measure_stages(Path(a.tree).resolve(), rec)
+            if before is not None:
+                _show_stages(before, n, None)
+            _show_stages(after, n, before)
+            return
         before = measure(Path(a.against).resolve(), rec) if a.against else None
         after = measure(Path(a.tree).resolve(), rec)
     if before is not None:

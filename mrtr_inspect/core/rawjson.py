@@ -8,8 +8,15 @@
 * the raw token of a string member (`requestState`), to tell an escape-form change from a value
   change (`request-state-reencoded` against `request-state-altered`).
 
-The common path is one C-speed parse whose object hook only counts members; the slow path, taken
-only when a duplicate is seen, parses again to find where.
+The common path (`parse_value`) is orjson's parse, then the exact-bytes proof: orjson writes the
+value back and the result is used only when that gives the message's bytes back unchanged. orjson's
+form is compact and canonical (no whitespace, each member once, only the escapes it must write,
+numbers in their shortest form), so equal bytes prove there is no repeated member, no unusual escape
+and no number written another way, and that Python's parser reads the same value from these bytes.
+Anything else (a message written by another encoder, with spaces, `\\/`, `1E5`...) takes the
+raw-preserving parser below: one C-speed parse whose object hook only counts members, and, only
+when a duplicate is seen, a second parse to find where. Results are the same either way; only the
+cost differs (docs/performance.md, issue 27: orjson won against msgspec).
 """
 
 from __future__ import annotations
@@ -18,6 +25,9 @@ import json
 import re
 from dataclasses import dataclass, field
 from typing import Any
+
+from orjson import dumps as _canonical
+from orjson import loads as _fast_loads
 
 MAX_DEPTH = 200
 
@@ -159,10 +169,19 @@ _SCAN = _FAST.scan_once
 
 
 def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Duplicate, ...]]:
-    """`parse(raw)` as (value, duplicates), for the pipeline. The common case (one JSON value, no
-    surrounding whitespace, nesting within the bound, no repeated names) is one scan of the strict
-    decoder, without the decoder's Python wrappers; anything else takes `parse_text`, which gives
-    the same value, or the same error."""
+    """`parse(raw)` as (value, duplicates), for the pipeline. The common case (bytes in orjson's
+    canonical form, nesting within the bound) is orjson's parse and the exact-bytes proof (the
+    module's docstring); then the common case of the raw-preserving parser (one value, no
+    surrounding whitespace, no repeated names) is one scan of the strict decoder, without the
+    decoder's Python wrappers; anything else takes `parse_text`. Each gives the same value, or the
+    same error."""
+    if raw.count(b"{") + raw.count(b"[") <= max_depth:
+        try:
+            value = _fast_loads(raw)
+            if _canonical(value) == raw:
+                return value, ()
+        except (ValueError, TypeError):  # not JSON, or beyond what orjson reads (64-bit integers): the parser below says
+            pass
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:
@@ -177,6 +196,18 @@ def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Dupl
                 return value, ()
     p = parse_text(text, max_depth)
     return p.value, p.duplicates
+
+
+def loads(data: bytes) -> Any:
+    """`json.loads(data)`, faster for bytes in orjson's canonical form (the exact-bytes proof), for
+    JSON this package writes itself (a recording's record heads): the same value, the same errors."""
+    try:
+        value = _fast_loads(data)
+        if _canonical(value) == data:
+            return value
+    except (ValueError, TypeError):
+        pass
+    return json.loads(data)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -14,7 +14,6 @@ This module converts between frames and lines, nothing else: no files (see write
 from __future__ import annotations
 
 import base64
-import json
 from typing import Any, Iterator
 
 from ..core.events import (
@@ -30,6 +29,7 @@ from ..core.events import (
     StdioLine,
 )
 from ..core.jsontext import dumps_with
+from ..core.rawjson import loads as _loads
 
 FORMAT = "mrtr-inspect"
 KIND = "recording"
@@ -188,7 +188,7 @@ def decode(line: bytes) -> Frame:
         raise FormatError("a line cut short (its recorder stopped mid-write)")
     head, sep, tail = line.partition(b"\t")
     try:
-        rec = json.loads(head)
+        rec = _loads(head)
     except ValueError as e:
         raise FormatError(f"not a record: {e}") from None
     if type(rec) is not dict:
@@ -239,7 +239,7 @@ def is_header(line: bytes) -> bool:
     """Whether a line starts a session of this format (any version)."""
     head = line.split(b"\t", 1)[0]
     try:
-        rec = json.loads(head)
+        rec = _loads(head)
     except ValueError:
         return False
     return type(rec) is dict and rec.get(FORMAT) == KIND

@@ -138,6 +138,67 @@ def test_parse_value_agrees_with_parse(raw):
     assert _outcome(rawjson.parse_value, raw, max_depth=3) == _outcome(parse, raw, max_depth=3)
 
 
+# the fast path (orjson and the exact-bytes proof) against the raw-preserving parser
+
+_VALUES = st.recursive(
+    st.none() | st.booleans() | st.integers(-2**70, 2**70) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=8),
+    lambda c: st.lists(c, max_size=4) | st.dictionaries(st.text(max_size=4), c, max_size=4), max_leaves=30)
+
+
+def _spellings(value) -> list[bytes]:
+    """`value` written by orjson (its canonical form, when orjson can write it) and by Python's encoder
+    in several styles, with an escaped slash and a repeated first member: the fast path must take
+    only what it proves, and give the raw-preserving parser's answer whichever it takes."""
+    import orjson
+
+    out = []
+    try:
+        canonical = orjson.dumps(value)
+    except TypeError:  # an integer past 64 bits
+        canonical = None
+    for text in (json.dumps(value, ensure_ascii=False, separators=(",", ":")), json.dumps(value),
+                 json.dumps(value, ensure_ascii=True, separators=(",", ":")).replace("/", "\\/")):
+        out.append(text.encode("utf-8", "surrogatepass"))
+    if canonical is not None:
+        out.append(canonical)
+        if canonical.startswith(b"{") and canonical != b"{}":
+            first = canonical[1:].split(b",", 1)[0]  # (a member, or a member's beginning: either way a test)
+            out.append(b"{" + first + b"," + canonical[1:])
+    return out
+
+
+@FUZZ
+@given(_VALUES)
+def test_the_fast_path_agrees_with_the_raw_preserving_parser(value):
+    for raw in _spellings(value):
+        for depth in (rawjson.MAX_DEPTH, 3):
+            assert _outcome(rawjson.parse_value, raw, max_depth=depth) == _outcome(parse, raw, max_depth=depth), raw
+
+
+@pytest.mark.parametrize("raw", [b'{"a":18446744073709551616}', b'{"a":1E5}', b'{"a":1e5}', b'{"a":-0}',
+                                 b'{"a":"\\u00e9"}', b'{"a":"\\/"}', b'{"a":1,"a":1}', b'{"a":"\\ud800"}',
+                                 b'[1.0,1.00,10e-1]', b'{"a":1}\n', b'\xef\xbb\xbf{"a":1}', b'{"a":NaN}'])
+def test_what_the_proof_refuses_gives_the_raw_preserving_answer(raw):
+    assert _outcome(rawjson.parse_value, raw) == _outcome(parse, raw)
+
+
+def test_canonical_bytes_take_the_fast_path_and_others_do_not(monkeypatch):
+    seen = []
+    monkeypatch.setattr(rawjson, "parse_text", lambda text, max_depth: seen.append(text) or parse(text.encode(), max_depth))
+    monkeypatch.setattr(rawjson, "_SCAN", lambda text, at: seen.append(text) or json.JSONDecoder().raw_decode(text, at))
+    msg = b'{"jsonrpc":"2.0","id":7,"params":{"requestState":"eyJ\xc3\xa9","n":-1.5e-7,"x":[true,null]}}'
+    assert rawjson.parse_value(msg) == (json.loads(msg), ()) and seen == []
+    assert rawjson.parse_value(b'{"id":7, "a":1}') == ({"id": 7, "a": 1}, ()) and seen == ['{"id":7, "a":1}']
+
+
+def test_loads_is_json_loads():
+    for raw in (b'{"t":1795997950.62,"s":"ab","k":"req"}', b'{"t":1, "x":18446744073709551616}', b'{"a":1,"a":2}'):
+        assert json.dumps(rawjson.loads(raw)) == json.dumps(json.loads(raw))
+    with pytest.raises(ValueError):
+        rawjson.loads(b"{")
+
+
 @FUZZ
 @given(st.recursive(
     st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False) | st.text(max_size=8),
