@@ -1,27 +1,32 @@
-"""The tee's throughput against a direct pipe (target: tee >= 0.5x the direct pipe).
+"""The tee's throughput against a relay of the same hop count (target 0.85x) and a direct pipe (0.5x).
 
 A driver writes N small JSON-RPC requests (tools/call, SDK-shaped, one write per message) to a trivial
 echo server (bench/echo_server.py, one flushed result per request) and reads the N results back,
 writing and reading at the same time. Timed: from the first request to the last result, after a
-warm-up round trip (so process start-up is not counted). Two ways, alternated, REPEAT times each:
+warm-up round trip (so process start-up is not counted). Three ways, alternated, REPEAT times each:
 
   direct:  driver ⇄ echo server
+  relay:   driver ⇄ relay ⇄ echo server   (bench/relay.c built with `cc -O2 -pthread` when a C compiler
+           is there, else bench/relay.py: two threads copying, the tee's hop count and nothing else)
   tee:     driver ⇄ mrtr-inspect stdio --record FILE -- echo server   (recording and analysis on)
 
-The ratio is median(direct) / median(tee): the tee's throughput as a fraction of the direct pipe's.
+The ratios are median(relay) / median(tee), the tee's throughput as a fraction of the relay's (the
+floor of any tee: what one more process in the pipe costs), and median(direct) / median(tee); each
+with the range of the rounds' own ratios.
 Also shown: how long after the last result the tee exited (its analysis catching up; it may trail
 the stream, never slow it), that the recording holds every message, and the CPU time the tee's own
 process (its forwarding threads: forwarding, recording, the hand-off to the analysis; not the
 analysis process) had spent when the last result arrived, per 1,000 messages: unlike the wall
 times, it hardly depends on what else the machine runs.
 
-    python bench/tee_throughput.py [--messages 100000] [--repeat 5]
+    python bench/tee_throughput.py [--messages 50000] [--repeat 11]
 """
 
 from __future__ import annotations
 
 import argparse
 import os
+import shutil
 import subprocess
 import tempfile
 import threading
@@ -31,6 +36,7 @@ from pathlib import Path
 from _util import PY, ROOT, env_with_project, median, verdict
 
 TARGET = 0.5
+RELAY_TARGET = 0.85
 META = ('"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientInfo":'
         '{"name":"bench","version":"1.0"},"io.modelcontextprotocol/clientCapabilities":{}}')
 
@@ -84,16 +90,45 @@ def drive(cmd: list[str], n: int, stderr, cpu: list | None = None) -> tuple[floa
     return stream, time.perf_counter() - t0 - stream
 
 
+def relay_command(tmp: str) -> tuple[list[str], str]:
+    """The relay: bench/relay.c built into `tmp` when `cc` is there, else bench/relay.py."""
+    cc = shutil.which("cc")
+    if cc is not None:
+        exe = os.path.join(tmp, "relay")
+        built = subprocess.run([cc, "-O2", "-pthread", "-o", exe, str(ROOT / "bench" / "relay.c")],
+                               capture_output=True, text=True)
+        if built.returncode == 0:
+            return [exe], "C relay (bench/relay.c, cc -O2)"
+        print(f"  (cc failed, the Python relay instead: {built.stderr.strip()[:200]})")
+    return [PY, str(ROOT / "bench" / "relay.py")], "Python relay (bench/relay.py; no C compiler)"
+
+
+def _line(name: str, runs: list[float], n: int) -> str:
+    m = median(runs)
+    return (f"  {name}: {m:.3f} s ({2 * n / m:,.0f} msg/s)   range {min(runs):.3f}-{max(runs):.3f}"
+            f"   runs: {', '.join(f'{x:.3f}' for x in runs)}")
+
+
+def _ratio(name: str, base: list[float], tee: list[float], target: float) -> float:
+    ratio = median(base) / median(tee)
+    rounds = [b / t for b, t in zip(base, tee)]
+    print(f"  tee / {name}: {ratio:.2f}x (rounds {min(rounds):.2f}x-{max(rounds):.2f}x; target >= {target}x):"
+          f" {verdict(ratio, target, True)}")
+    return ratio
+
+
 def main() -> float:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--messages", type=int, default=100_000)
-    ap.add_argument("--repeat", type=int, default=5)
+    ap.add_argument("--messages", type=int, default=50_000)
+    ap.add_argument("--repeat", type=int, default=11)
     args = ap.parse_args()
     server = [PY, str(ROOT / "bench" / "echo_server.py")]
-    direct, tee, trail, cpu = [], [], [], []
+    direct, relay, tee, trail, cpu = [], [], [], [], []
     with tempfile.TemporaryDirectory() as tmp:
+        relay_cmd, relay_kind = relay_command(tmp)
         for i in range(args.repeat):
             direct.append(drive(server, args.messages, subprocess.DEVNULL)[0])
+            relay.append(drive([*relay_cmd, *server], args.messages, subprocess.DEVNULL)[0])
             rec = Path(tmp) / f"tee-{i}.jsonl"
             with open(Path(tmp) / "stderr.txt", "wb") as err:
                 s, after = drive([PY, "-m", "mrtr_inspect", "stdio", "--record", str(rec), "--", *server],
@@ -105,16 +140,16 @@ def main() -> float:
                 raise RuntimeError(f"the recording holds {frames} lines, not {2 * (args.messages + 1)}")
             rec.unlink()
     n = args.messages
-    d, t = median(direct), median(tee)
-    ratio = d / t
-    print(f"tee throughput, {n} requests + {n} results, {args.repeat} run(s) each, medians:")
-    print(f"  direct pipe: {d:.3f} s ({2 * n / d:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in direct)}")
-    print(f"  tee (record + analysis): {t:.3f} s ({2 * n / t:,.0f} msg/s)   runs: {', '.join(f'{x:.3f}' for x in tee)}")
+    print(f"tee throughput, {n} requests + {n} results, {args.repeat} alternated round(s), medians:")
+    print(_line("direct pipe", direct, n))
+    print(_line(relay_kind, relay, n))
+    print(_line("tee (record + analysis)", tee, n))
     print(f"  tee exited {median(trail):.3f} s after the last result (analysis catching up)")
     print(f"  tee process CPU (forwarding, recording, hand-off): {median(cpu) / (2 * n) * 1e6:.2f} ms per 1,000 messages"
           f"   runs: {', '.join(f'{x:.3f}' for x in cpu)} s")
-    print(f"  ratio: {ratio:.2f}x the direct pipe (target >= {TARGET}x): {verdict(ratio, TARGET, True)}")
-    return ratio
+    print(f"  relay / direct pipe: {median(direct) / median(relay):.2f}x")
+    _ratio("direct pipe", direct, tee, TARGET)
+    return _ratio("relay", relay, tee, RELAY_TARGET)
 
 
 if __name__ == "__main__":
