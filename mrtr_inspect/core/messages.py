@@ -66,7 +66,7 @@ class Message:
     __slots__ = (
         "index", "time", "session", "direction", "transport", "exchange", "raw", "value", "kind",
         "id", "idk", "method", "params", "result", "error", "duplicates", "problem", "problem_reason",
-        "era", "version", "peer", "batch", "note",
+        "era", "version", "peer", "batch", "note", "canonical",
     )
 
     def __init__(self) -> None:
@@ -93,6 +93,7 @@ class Message:
         self.peer: str = ""
         self.batch: int | None = None  # index of the batch message this one was part of
         self.note: str | None = None  # framing note (a line without LF, a decoded body…)
+        self.canonical = False  # `raw` is orjson's canonical form of `value` (rawjson.parse_message)
 
     # -- convenience --------------------------------------------------------------------------
     @property
@@ -112,6 +113,8 @@ class Message:
         return self.raw.decode("utf-8", "replace")
 
     def raw_token(self, *path: str) -> str | None:
+        if self.canonical:
+            return rawjson.canonical_token(self.value, path)
         try:
             return rawjson.raw_member_token(self.raw.decode("utf-8"), path, self.value)
         except UnicodeDecodeError:
@@ -185,7 +188,7 @@ def decode_message(raw: bytes, max_depth: int = rawjson.MAX_DEPTH) -> Message:
     msg = Message()
     msg.raw = raw
     try:
-        value, duplicates = rawjson.parse_value(raw, max_depth)
+        value, duplicates, msg.canonical = rawjson.parse_message(raw, max_depth)
     except rawjson.ParseError as e:
         msg.kind = INVALID
         msg.problem = e.detail

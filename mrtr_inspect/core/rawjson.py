@@ -169,17 +169,23 @@ _SCAN = _FAST.scan_once
 
 
 def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Duplicate, ...]]:
-    """`parse(raw)` as (value, duplicates), for the pipeline. The common case (bytes in orjson's
-    canonical form, nesting within the bound) is orjson's parse and the exact-bytes proof (the
-    module's docstring); then the common case of the raw-preserving parser (one value, no
-    surrounding whitespace, no repeated names) is one scan of the strict decoder, without the
-    decoder's Python wrappers; anything else takes `parse_text`. Each gives the same value, or the
-    same error."""
+    """`parse(raw)` as (value, duplicates), for the pipeline (`parse_message` says how)."""
+    value, duplicates, _ = parse_message(raw, max_depth)
+    return value, duplicates
+
+
+def parse_message(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Duplicate, ...], bool]:
+    """`parse(raw)` as (value, duplicates, canonical): `canonical` when `raw` is orjson's canonical
+    form of `value` (then `canonical_token` gives its raw tokens). The common case (bytes in that
+    form, nesting within the bound) is orjson's parse and the exact-bytes proof (the module's
+    docstring); then the common case of the raw-preserving parser (one value, no surrounding
+    whitespace, no repeated names) is one scan of the strict decoder, without the decoder's Python
+    wrappers; anything else takes `parse_text`. Each gives the same value, or the same error."""
     if raw.count(b"{") + raw.count(b"[") <= max_depth:
         try:
             value = _fast_loads(raw)
             if _canonical(value) == raw:
-                return value, ()
+                return value, (), True
         except (ValueError, TypeError):  # not JSON, or beyond what orjson reads (64-bit integers): the parser below says
             pass
     try:
@@ -193,9 +199,24 @@ def parse_value(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Dupl
             pass
         else:
             if end == len(text):
-                return value, ()
+                return value, (), False
     p = parse_text(text, max_depth)
-    return p.value, p.duplicates
+    return p.value, p.duplicates, False
+
+
+def canonical_token(value: Any, path: Path) -> str | None:
+    """`raw_member_token(text, path)` of a `text` that is orjson's canonical form of `value`
+    (`parse_message` said so): there each token is orjson's form of its value, so no search."""
+    for name in path:
+        if type(value) is not dict:
+            return None
+        value = value.get(name, _ABSENT)
+    if value is _ABSENT or type(value) is dict or type(value) is list:
+        return None
+    return _canonical(value).decode("utf-8")
+
+
+_ABSENT = object()
 
 
 def loads(data: bytes) -> Any:

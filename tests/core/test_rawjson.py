@@ -252,6 +252,21 @@ def test_raw_member_token_shortcut_agrees_with_the_tokenizer(value, ascii_only):
     assert raw_member_token(text, STATE_PATH, value) == raw_member_token(text, STATE_PATH)
 
 
+@FUZZ
+@given(st.recursive(st.none() | st.booleans() | st.integers(-2**63, 2**64 - 1) | st.floats(allow_nan=False, allow_infinity=False)
+                    | st.text(alphabet='"\\é:{}a\x01\u2028', max_size=6),
+                    lambda c: st.lists(c, max_size=3) | st.dictionaries(
+                        st.sampled_from(["params", "requestState", "a", 're"q']), c, max_size=3), max_leaves=20))
+def test_the_canonical_token_is_the_raw_token(value):
+    import orjson
+
+    raw = orjson.dumps({"params": value}) if type(value) is not dict else orjson.dumps(value)
+    parsed, dups, canonical = rawjson.parse_message(raw)
+    assert canonical and dups == ()
+    for path in (STATE_PATH, ("params",), ("a",), ("params", "a", "requestState")):
+        assert rawjson.canonical_token(parsed, path) == raw_member_token(raw.decode(), path)
+
+
 def test_raw_member_token_agrees_with_the_parsed_value():
     text = '{"jsonrpc":"2.0","result":{"resultType":"input_required","requestState":"\\u00e9t\\u00E9\\n"}}'
     tok = raw_member_token(text, ("result", "requestState"))
