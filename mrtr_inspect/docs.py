@@ -42,6 +42,7 @@ SECTION_TITLES = {
     "13": "Legacy chains: the 2025-11-25 way of asking",
     "11": "Two hops: a gateway in the middle",
     "12": "Active probes",
+    "14": "Client probes",
     "tool": "The tool's own findings",
     "definitions": "Definitions: changes since a baseline (check --baseline), tool poisoning",
     "contracts": "Contracts (check --contract)",

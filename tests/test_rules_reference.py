@@ -29,6 +29,8 @@ NOT_IN_CATALOG_HEADINGS = {
     "duplicate-member-name",  # §7.23: "report duplicates from raw bytes everywhere, at info outside inputRequests"
     "legacy-server-request-unattached",  # §13: a question no evidence ties is "left unattached, and said so (info)"
     "server-rejected-unknown-key", "server-error-on-decline",  # §12: "warnings defined by this table"
+    "client-ignored-state-only", "client-retry-storm", "client-answered-undeclared",  # §14: "defined by this table"
+    "client-retried-after-32021", "client-hung",
     "hop-link-ambiguous",  # §11: "an ambiguous tie is never linked silently (`hop-link-ambiguous`, info)"
     # issue 30 (CONTRACTS.md third wave names the families definition-* and contract-*; RULES.md gives no ids yet)
     "definition-added", "definition-removed", "definition-description-changed", "definition-schema-breaking",

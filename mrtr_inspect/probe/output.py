@@ -102,15 +102,15 @@ def write_sarif(run: ProbeRun, chains: list[dict], out: IO[str]) -> None:
     write_log(sarif(_Builder(run, chains, [run.record] if run.record else [])), out)
 
 
-def junit(run: ProbeRun, path: str, fail_on: str = "error") -> str:
+def junit(run: ProbeRun, path: str, fail_on: str = "error", command: str = "probe") -> str:
     """A test suite for the recording, a test case per chain × mutation: a failure at or above
     `fail_on` fails it, a skipped probe is skipped."""
-    root = ET.Element("testsuites", name="mrtr-inspect probe")
+    root = ET.Element("testsuites", name=f"mrtr-inspect {command}")
     suite = ET.SubElement(root, "testsuite", name=_x(path))
     bar = RANK.get(fail_on, 99)
     n = {"tests": 0, "failures": 0, "skipped": 0}
     for r in run.probes:
-        case = ET.SubElement(suite, "testcase", classname=_x(f"mrtr-inspect.probe.{r.chain} {r.label}"),
+        case = ET.SubElement(suite, "testcase", classname=_x(f"mrtr-inspect.{command}.{r.chain} {r.label}"),
                              name=_x(r.mutation), time="0.000")
         n["tests"] += 1
         f = r.finding

@@ -24,13 +24,14 @@ from typing import Any, Callable
 import h11
 
 from ..config import Config
-from ..core.events import CLIENT_DISCONNECTED, Headers
+from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers
 from ..core.findings import Finding
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..hosts import HostPolicy, forbidden_body, header
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import open_private, unwritable, why
 from ..recording.redaction import Redactor
+from .faults import Fault, FaultPicker, cut, error_reply
 from .live import OWN_REPLY, LiveLog
 from .matching import Match, Matcher
 from .script import Exchange, ReplayError, Script
@@ -59,6 +60,30 @@ class ServeOptions:
     redactor: Redactor | None = None
     answers: bool = False  # compare the values of inputResponses too (match_on "answers")
     custom: tuple = ()  # (name, function) custom matchers (matching.custom_verdict)
+    faults: tuple[Fault, ...] = ()  # faults injected on purpose (faults.py)
+    fault_seed: int | None = None  # faults without @WHICH at random, from this seed
+    fault_rate: float = 0.25  # ... with this probability per request after the handshake
+
+
+class Gate:
+    """An answer held until another is sent (probe-client's parallel mutation). Used on the
+    transport's event loop only."""
+
+    def __init__(self) -> None:
+        self.opened = False
+        self._callbacks: list[Callable[[], None]] = []
+
+    def open(self) -> None:
+        self.opened = True
+        callbacks, self._callbacks = self._callbacks, []
+        for cb in callbacks:
+            cb()
+
+    def on_open(self, cb: Callable[[], None]) -> None:
+        if self.opened:
+            cb()
+        else:
+            self._callbacks.append(cb)
 
 
 @dataclass
@@ -70,6 +95,25 @@ class Answer:
     status: int = 200
     headers: Headers = ()
     stream: bool = False
+    fault: str | None = None  # "delay" (held `hold` seconds, None: until the client or the replay stops), "disconnect"
+    hold: float | None = None
+    gate: Gate | None = None  # sent only once this gate opens (or after `hold` seconds)
+    release: Gate | None = None  # opened once this answer is sent
+
+
+def apply_fault(fault: Fault, ans: Answer, live_id: Any) -> Answer:
+    """The answer as the fault changes it (faults.py)."""
+    if fault.kind == "error":
+        return Answer([(0.0, error_reply(live_id, fault.code), None)], ans.exchange)
+    if fault.kind == "malformed":
+        items = list(ans.items)
+        last = max((i for i, it in enumerate(items) if it[1] is not None), default=None)
+        if last is not None:
+            offset, msg, _ = items[last]
+            items[last] = (offset, cut(msg), None)  # type: ignore[arg-type]
+        return Answer(items, ans.exchange, ans.status, ans.headers, ans.stream, release=ans.release)
+    ans.fault, ans.hold = fault.kind, fault.seconds
+    return ans
 
 
 def recorded_keys(script: Script) -> set | None:
@@ -203,11 +247,16 @@ class ServeSession:
 
     def __init__(self, script: Script, options: ServeOptions | None = None, transport: str = "stdio",
                  config: Config | None = None, record: str | None = None, summary_path: str | None = None,
-                 printer: FindingPrinter | None = None) -> None:
+                 printer: FindingPrinter | None = None, director: Any = None, info: dict | None = None) -> None:
         self.replayer = Replayer(script, options)
         self.options = self.replayer.options
         self.script = script
-        info = {"replay": os.path.basename(script.path)}
+        # what answers instead of the replayer (probe-client's mutations): `director.answer(raw,
+        # http_path, replayer) -> Answer | None`
+        self.director = director
+        o = self.options
+        self.faults = FaultPicker(list(o.faults), o.fault_seed, o.fault_rate) if o.faults else None
+        info = {"replay": os.path.basename(script.path), **(info or {})}
         if summary_path:
             summary_path = summary_file(summary_path)
         if summary_path and (reason := unwritable(summary_path, "summary")):
@@ -220,7 +269,16 @@ class ServeSession:
 
     def answer(self, raw: bytes, http_path: str | None = None) -> Answer | None:
         with self.lock:
-            ans = self.replayer.answer(raw, http_path)
+            if self.director is not None:
+                ans = self.director.answer(raw, http_path, self.replayer)
+            else:
+                ans = self.replayer.answer(raw, http_path)
+            if ans is not None and self.faults is not None:
+                live = decode_message(raw)
+                ex = ans.exchange
+                fault = self.faults.pick(live, ex is not None and ex.chain is not None and ex.round == 0)
+                if fault is not None:
+                    ans = apply_fault(fault, ans, live.id)
         self.publish()
         return ans
 
@@ -231,6 +289,10 @@ class ServeSession:
     def summary(self) -> dict:
         with self.lock:
             s = self.replayer.summary()
+            if self.faults is not None:
+                s["faults"] = [{"request": what, "fault": f.text()} for what, f in self.faults.fired]
+            if self.director is not None:
+                s["probe"] = self.director.summary()
         s["findings"] = [f.to_json() for f in self.log.findings]
         return s
 
@@ -285,6 +347,7 @@ def summary_lines(s: dict) -> list[str]:
         head += f", {len(s['unused'])} recorded request{'s' if len(s['unused']) != 1 else ''} not asked for"
     out = [head]
     out += [f"miss: {m['request']}: {m['message']}" for m in misses]
+    out += [f"fault: {f['fault']} on {f['request']}" for f in s.get("faults", ())]
     counts: dict[str, int] = {}
     for f in s["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
@@ -321,7 +384,11 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
             except RuntimeError:
                 pass
 
+    closed: list[bool] = []  # the fault disconnect closed stdout
+
     def write(data: bytes) -> None:
+        if closed:
+            return
         try:
             dst.write(data + b"\n")
             dst.flush()
@@ -335,6 +402,23 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
             if msg is not None:
                 write(msg)
 
+    async def held(ans: Answer) -> None:
+        """An answer held back (a delay fault, a gate): sent once its time or gate comes."""
+        await _hold(ans)
+        send(ans)
+
+    def send(ans: Answer) -> None:
+        if session.options.pace:
+            task = asyncio.create_task(paced(ans, loop.time()))
+            tasks.add(task)
+            task.add_done_callback(tasks.discard)
+        else:
+            for _, msg, _ in ans.items:
+                if msg is not None:
+                    write(msg)
+        if ans.release is not None:
+            ans.release.open()
+
     stopped = []
 
     def on_signal() -> None:
@@ -344,6 +428,7 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
     threading.Thread(target=read, name="mrtr-inspect-replay-stdin", daemon=True).start()
     _on_signals(loop, on_signal)
     tasks: set[asyncio.Task] = set()
+    holding: set[asyncio.Task] = set()
     while True:
         line = await lines.get()
         if line is None:
@@ -355,17 +440,70 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
         ans = session.answer(line)
         if ans is None:
             continue
-        if session.options.pace:
-            task = asyncio.create_task(paced(ans, loop.time()))
-            tasks.add(task)
-            task.add_done_callback(tasks.discard)
+        if ans.fault == "disconnect":
+            closed.append(True)
+            _close_output(dst)
+        elif ans.fault == "delay" or ans.gate is not None:
+            task = asyncio.create_task(held(ans))
+            holding.add(task)
+            task.add_done_callback(holding.discard)
         else:
-            for _, msg, _ in ans.items:
-                if msg is not None:
-                    write(msg)
+            send(ans)
+    for task in list(holding):  # the client is gone: what was held back is never sent
+        task.cancel()
     if tasks and not stopped:
         await asyncio.wait(tasks)
     return session.close()
+
+
+def _close_output(dst) -> None:
+    """Close the server's stdout (the fault disconnect): the client reads its end. The descriptor is
+    pointed at /dev/null rather than closed, so no file opened later takes its number."""
+    try:
+        dst.flush()
+    except (OSError, ValueError):
+        pass
+    try:
+        fd = dst.fileno()
+    except (OSError, ValueError, AttributeError):
+        fd = None
+    if fd is None:
+        try:
+            dst.close()
+        except (OSError, ValueError):
+            pass
+        return
+    null = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(null, fd)
+    finally:
+        os.close(null)
+
+
+async def _hold(ans: Answer, *also: Any) -> asyncio.Future | None:
+    """Wait until the answer may go: its gate opens, or `hold` seconds pass (None: for ever), or
+    one of `also` (awaitables: the client going away, the replay stopping) completes first; that one
+    is returned (None: the answer may go)."""
+    waits: list[asyncio.Future] = [asyncio.ensure_future(a) for a in also]
+    if ans.gate is not None:
+        opened = asyncio.Event()
+        ans.gate.on_open(opened.set)
+        gate = asyncio.ensure_future(opened.wait())
+        waits.append(gate)
+    elif ans.hold is None:
+        waits.append(asyncio.get_running_loop().create_future())  # only `also` ends it
+    if not waits:
+        await asyncio.sleep(ans.hold or 0.0)
+        return None
+    try:
+        done, _ = await asyncio.wait(waits, timeout=ans.hold, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        pending = [w for w in waits if not w.done()]
+        for w in pending:
+            w.cancel()
+        if pending:  # ended before anyone reads the client's stream again (one reader at a time)
+            await asyncio.gather(*pending, return_exceptions=True)
+    return next((w for w in waits[: len(also)] if w in done), None)
 
 
 def _on_signals(loop: asyncio.AbstractEventLoop, stop: Callable[[], None]) -> None:
@@ -399,8 +537,10 @@ class HttpReplayServer:
         self.refused = refused
         self._server: asyncio.Server | None = None
         self._x = 0
+        self._stopping: asyncio.Event | None = None  # set on stop: answers held back are never sent
 
     async def start(self) -> str:
+        self._stopping = asyncio.Event()
         self._server = await asyncio.start_server(self._connection, self.host, self.port)
         host, port = self._server.sockets[0].getsockname()[:2]
         shown = f"[{host}]" if ":" in host else host
@@ -408,6 +548,8 @@ class HttpReplayServer:
         return self.url
 
     async def stop(self) -> None:
+        if self._stopping is not None:
+            self._stopping.set()
         if self._server is not None:
             self._server.close()
             await self._server.wait_closed()
@@ -433,7 +575,7 @@ class HttpReplayServer:
                     else:
                         return
                 if not await self._guarded(conn, writer, req, local):
-                    await self._respond(conn, writer, req, bytes(body), client)
+                    await self._respond(conn, writer, req, bytes(body), client, reader)
                 if conn.our_state is h11.MUST_CLOSE or conn.their_state is h11.MUST_CLOSE:
                     break
                 conn.start_next_cycle()
@@ -460,7 +602,7 @@ class HttpReplayServer:
         return True
 
     async def _respond(self, conn: h11.Connection, writer: asyncio.StreamWriter, req: h11.Request, body: bytes,
-                       client: str) -> None:
+                       client: str, reader: asyncio.StreamReader | None = None) -> None:
         self._x += 1
         x = self._x
         log = self.session.log
@@ -477,6 +619,21 @@ class HttpReplayServer:
         if ans is None:
             await _send(conn, writer, log, x, 202, (), [b""], stream=False)
             return
+        if ans.fault == "disconnect":
+            log.response_end(x, UPSTREAM_ERROR + "the replay closed the connection (fault disconnect)")
+            raise ConnectionResetError("fault disconnect")
+        if ans.fault == "delay" or ans.gate is not None:
+            assert self._stopping is not None
+            gone = reader.read(65536) if reader is not None else asyncio.get_running_loop().create_future()
+            ended = await _hold(ans, gone, self._stopping.wait())
+            if ended is not None:
+                data = ended.result() if not ended.cancelled() and ended.exception() is None else b""
+                if isinstance(data, bytes) and data:
+                    conn.receive_data(data)  # the client sent more on this connection: h11 keeps it
+                else:
+                    log.response_end(x, CLIENT_DISCONNECTED if isinstance(data, bytes) else CAPTURE_ENDED)
+                    raise ConnectionResetError("the client went away, or the replay stopped, before the answer")
+            start = loop.time()
         pace = self.session.options.pace
         if not ans.stream:
             msgs = [(o, m) for o, m, _ in ans.items if m is not None]
@@ -485,12 +642,16 @@ class HttpReplayServer:
                 await asyncio.sleep(max(0.0, start + offset - loop.time()))
             hdrs = _with_type(ans.headers, "application/json")
             await _send(conn, writer, log, x, ans.status, hdrs, [data], stream=False)
+            if ans.release is not None:
+                ans.release.open()
             return
         hdrs = _with_type(ans.headers, "text/event-stream")
         if not any(k.lower() == "cache-control" for k, _ in hdrs):
             hdrs += (("cache-control", "no-cache"),)
         events = [(o, ev if ev is not None else sse_event(m)) for o, m, ev in ans.items if ev is not None or m is not None]
         await _send(conn, writer, log, x, ans.status, hdrs, events, stream=True, pace_from=start if pace else None)
+        if ans.release is not None:
+            ans.release.open()
 
 
 def _with_type(headers: Headers, content_type: str) -> Headers:

@@ -26,6 +26,7 @@ _MODULES = (
     "raw",  # §7.23: duplicate member names elsewhere
     "gateway",  # §11: two hops, a gateway in the middle
     "probes",  # §12: what only an active probe reports (no checks)
+    "client_probes",  # §14: what only a client probe reports (no checks)
     "tool",  # the tool itself: upstream-error
     "definitions",  # definitions: changes since a baseline, tool poisoning (docs/ci.md)
     "contracts",  # contract breaches (docs/contracts.md; no checks)

@@ -35,6 +35,7 @@ STDIO_BACKCOMPAT = STDIO + "#backward-compatibility"
 TRANSPORTS_MESSAGES = "basic/transports/index.mdx#messages"
 
 CANCEL = "basic/patterns/cancellation.mdx#behavior-requirements"
+TIMEOUTS = "basic/patterns/cancellation.mdx#timeouts"
 PROGRESS = "basic/patterns/progress.mdx#behavior-requirements"
 
 ELICIT = "client/elicitation.mdx"

@@ -30,9 +30,15 @@ CALLS = {
 DEFAULT_TOOLS = ("deploy", "release", "summarize", "workspace")
 
 
+def _of_type(spec) -> object:
+    """An answer of the type a form field asks for (a question the sample does not know)."""
+    kind = spec.get("type") if isinstance(spec, dict) else None
+    return {"boolean": True, "number": 1, "integer": 1}.get(kind, "yes")
+
+
 async def on_elicit(ctx, params: types.ElicitRequestParams) -> types.ElicitResult:
     props = getattr(params, "requested_schema", {}).get("properties", {})
-    content = {name: ANSWERS.get(name, "yes") for name in props}
+    content = {name: ANSWERS.get(name, _of_type(spec)) for name, spec in props.items()}
     return types.ElicitResult(action="accept", content=content)
 
 
