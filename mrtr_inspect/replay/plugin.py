@@ -62,10 +62,10 @@ import pytest
 
 MODES = ("none", "once", "new_episodes", "all")
 OPTIONS = ("server", "upstream", "transport", "order", "ignore", "pace", "allow_repeats", "allow_misses",
-           "redact_paths", "redact_headers", "before_record", "match_on")
+           "redact_paths", "redact_headers", "before_record", "match_on", "faults", "fault_seed")
 MARKER = ("mrtr_replay(path=None, *, server=None, upstream=None, transport=None, order='any', ignore=(), "
           "pace=False, allow_repeats=False, allow_misses=False, redact_paths=(), redact_headers=(), "
-          "before_record=None, match_on=()): serve a recording to the code under test, or record it from the real server "
+          "before_record=None, match_on=(), faults=(), fault_seed=None): serve a recording to the code under test, or record it from the real server "
           "(fixture mrtr_replay; mrtr-inspect, docs/replay.md)")
 _MATCHERS: dict[str, Any] = {}  # register_matcher's
 _DEFAULT_PATHS = pytest.StashKey[dict]()  # default recording path -> nodeids of the tests that use it
@@ -333,6 +333,20 @@ def _check(opts: dict, where: str) -> None:
             if unknown:
                 _usage(f"{where} match_on: no matcher {unknown[0]!r} (known: 'answers'"
                        + "".join(f", {n!r}" for n in _MATCHERS) + "; register_matcher(name, fn) adds one)")
+        elif key == "faults":
+            from .faults import parse_fault
+
+            if not isinstance(value, (list, tuple)) or not all(isinstance(v, str) for v in value):
+                hint = f" (write {key}=[{value!r}])" if isinstance(value, str) else ""
+                _usage(f"{where} faults is a list of strings, KIND[:ARG][@WHICH], not {_shown(value)}{hint}")
+            for v in value:
+                try:
+                    parse_fault(v)
+                except ValueError as e:
+                    _usage(f"{where} faults: {e}")
+        elif key == "fault_seed":
+            if value is not None and (not isinstance(value, int) or isinstance(value, bool)):
+                _usage(f"{where} fault_seed is an integer, not {_shown(value)}")
         elif key == "before_record":
             if value is not None and not callable(value):
                 _usage(f"{where} before_record is a function of a frame, not {_shown(value)}")
@@ -441,8 +455,12 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
         except UserError as e:
             pytest.fail(f"mrtr-inspect: {e}", pytrace=False)
         project.redact_paths = [*project.redact_paths, *redact]
+        from .faults import parse_fault
+
         options = ServeOptions(order, ignore, bool(opts.get("allow_repeats")), bool(opts.get("pace")),
-                               redactor=redactor_for(project), answers=answers, custom=tuple(custom))
+                               redactor=redactor_for(project), answers=answers, custom=tuple(custom),
+                               faults=tuple(parse_fault(f) for f in opts.get("faults", ())),
+                               fault_seed=opts.get("fault_seed"))
         obj._http = BackgroundHttpServer(ServeSession(script, options, "http"))
         obj.url = obj._http.start()
         return obj
@@ -458,6 +476,10 @@ def _start_replay(path: Path, opts: dict, work: Path) -> MrtrReplay:
     for p in redact:
         cmd += ["--redact-path", p]
     cmd += ["--allow-repeats"] * bool(opts.get("allow_repeats")) + ["--pace"] * bool(opts.get("pace"))
+    for f in opts.get("faults", ()):
+        cmd += ["--fault", f]
+    if opts.get("fault_seed") is not None:
+        cmd += ["--fault-seed", str(opts["fault_seed"])]
     cmd += ["--match-on", "answers"] * answers
     for name, fn in custom:
         where, ref = _importable(name, fn)
@@ -756,5 +778,6 @@ def pytest_runtest_call(item: pytest.Item):
     return result
 
 
-# The probe's marker and fixture (`mrtr_probe`, mrtr_inspect/probe/plugin.py) come with this plugin.
-pytest_plugins = ("mrtr_inspect.probe.plugin",)
+# The probes' markers and fixtures (`mrtr_probe`, mrtr_inspect/probe/plugin.py; `mrtr_probe_client`,
+# mrtr_inspect/probe/client_plugin.py) come with this plugin.
+pytest_plugins = ("mrtr_inspect.probe.plugin", "mrtr_inspect.probe.client_plugin")
