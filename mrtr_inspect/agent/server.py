@@ -47,6 +47,7 @@ from mcp.types import CallToolResult, Resource, TextContent, ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, create_model
 
 from ..config import Config
+from ..errors import UserError
 from ..version import __version__
 from .recordings import Folder, Recording
 
@@ -241,7 +242,10 @@ class Analyses:
             if hit is not None:
                 self._cache.move_to_end(key)
                 return hit
-        builder = analysed([str(rec.path)], replace(self.config), sessions=True)
+        try:
+            builder = analysed([str(rec.path)], replace(self.config), sessions=True)
+        except UserError as e:  # not a recording: the reason, as `check` says it
+            raise ToolError(str(e)) from None
         try:
             got = (builder.to_dict(), dict(builder.sessions or {}))
         finally:
@@ -343,10 +347,13 @@ def choose_after(after: str, ctx: Context) -> str | Elicit:
     return _choice(ctx, "recording", after, _recording_options(ctx, after), "the recording after the change")
 
 
+_ENDED = {"decline": "declined", "cancel": "cancelled"}
+
+
 def _picked(ctx: Context, pick: Any) -> Recording:
     """The recording a resolver settled on."""
     if isinstance(pick, (DeclinedElicitation, CancelledElicitation)):
-        raise ToolError(f"no recording was chosen (the question was {pick.action}d)".replace("canceld", "cancelled"))
+        raise ToolError(f"no recording was chosen (the question was {_ENDED[pick.action]})")
     data = pick.data if isinstance(pick, AcceptedElicitation) else pick
     name = data if isinstance(data, str) else getattr(data, "recording")
     rec = next((r for r in _server(ctx).folder.scan() if r.name == name), None)
@@ -460,7 +467,7 @@ def _tools(server: AgentServer) -> None:
         or a filter that finds it (id:17 finds the chain holding JSON-RPC id 17 in any round; tool:deploy)."""
         rec = _picked(ctx, recording_pick)
         if isinstance(chain_pick, (DeclinedElicitation, CancelledElicitation)):
-            raise ToolError("no chain was chosen")
+            raise ToolError(f"no chain was chosen (the question was {_ENDED[chain_pick.action]})")
         data = chain_pick.data
         cid = data if isinstance(data, str) else getattr(data, "chain").split(" ", 1)[0]
         report, _ = await anyio.to_thread.run_sync(server.analyses.report, rec)
@@ -542,7 +549,6 @@ def _rule(rid: str) -> dict:
 
 def _diff(a: Recording, b: Recording, ignore: tuple[str, ...]) -> dict:
     from .. import diff
-    from ..errors import UserError
 
     try:
         changes, notes = diff.diff(str(a.path), str(b.path), ignore)
@@ -580,7 +586,10 @@ def _chain_view(server: AgentServer, rec: Recording, report: dict, cid: str) -> 
         raise ToolError(f"no chain {cid} in {rec.name}")
     text = io.StringIO()
     render_text([c], text)
-    cap = load([str(rec.path)], replace(server.analyses.config))
+    try:
+        cap = load([str(rec.path)], replace(server.analyses.config))
+    except UserError as e:
+        raise ToolError(str(e)) from None
     roles = cap.roles()
     messages = []
     for i in sorted(i for i, role in roles.items() if role.chain["id"] == cid):
