@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import io
 import os
+from array import array
 from typing import Callable
 
 from rich.console import Group
@@ -282,6 +283,7 @@ class InspectApp(App[int]):
         self._seen_generation = -1
         self._problem = ""  # the filter's complaint
         self._messages: list[tuple[int, str]] = []
+        self._rows_view = self._findings_view = array("i")
         self._said = 0
 
     # -- layout -----------------------------------------------------------------------------------
@@ -317,6 +319,7 @@ class InspectApp(App[int]):
         if store.generation == self._seen_generation and len(store.said) == self._said:
             return
         self._said = len(store.said)
+        self._rows_view, self._findings_view = store.visible(), store.visible_findings()  # until the next tick
         self._seen_generation = store.generation
         self.query_one("#chains", VirtualList).sync()
         self.query_one("#findings", VirtualList).sync()
@@ -330,7 +333,7 @@ class InspectApp(App[int]):
 
     def _status(self) -> Text:
         s = self.store
-        shown = len(s.visible()) if not self.showing_findings else len(s.visible_findings())
+        shown = len(self._findings_view if self.showing_findings else self._rows_view)
         t = Text()
         t.append("mrtr-inspect ", style="bold")
         t.append(printable(", ".join(os.path.basename(p) for p in s.inputs)), style="cyan")
@@ -355,19 +358,19 @@ class InspectApp(App[int]):
 
     # -- the lists --------------------------------------------------------------------------------
     def _chain_count(self) -> int:
-        return len(self.store.visible())
+        return len(self._rows_view)
 
     def _chain_line(self, i: int, width: int) -> Text:
-        row = self.store.rows[self.store.visible()[i]]
+        row = self.store.rows[self._rows_view[i]]
         assert row is not None
         return chain_cells(row, width)
 
     def _finding_count(self) -> int:
-        return len(self.store.visible_findings())
+        return len(self._findings_view)
 
     def _finding_line(self, i: int, width: int) -> Text:
         s = self.store
-        k = s.visible_findings()[i]
+        k = self._findings_view[i]
         sev = SEVERITY.get(s.f_rank[k], "?")
         chain = f"c{s.f_chain[k]}" if s.f_chain[k] else "-"
         message = printable(s.finding(k).get("message"))
@@ -382,11 +385,12 @@ class InspectApp(App[int]):
     def opened_row(self, event: VirtualList.Opened) -> None:
         s = self.store
         if event.list.id == "chains":
-            seq = s.visible()[event.index]
+            seq = self._rows_view[event.index]
         else:
-            seq = s.f_chain[s.visible_findings()[event.index]]
+            k = self._findings_view[event.index]
+            seq = s.f_chain[k]
             if not seq or s.row(seq) is None:
-                self._show_finding(s.visible_findings()[event.index])
+                self._show_finding(k)
                 return
         self._open(seq)
 
@@ -451,7 +455,8 @@ class InspectApp(App[int]):
             return
         what, data = got
         body = data[:RAW_LIMIT].decode("utf-8", "backslashreplace")
-        t = Text(printable(f"message #{index}: {what}, {plural(len(data), 'byte')}"), style="bold")
+        t = Text()
+        t.append(printable(f"message #{index}: {what}, {plural(len(data), 'byte')}"), style="bold")
         t.append("\n" + printable_lines(body))
         if len(data) > RAW_LIMIT:
             t.append(f"\n… {len(data) - RAW_LIMIT} more bytes", style="dim")

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import tempfile
 import threading
 import time
@@ -155,8 +156,12 @@ class Store:
         self.query: Query | None = None
         self.session: str | None = None
         self.hop: str | None = None
+        # one byte per chain number and per finding: 1 where it matches the filter, and where the
+        # pickers keep it; what is listed is where both are 1 (`_positions`: no Python loop per row)
         self._cmatch = bytearray(1)
+        self._cpick = bytearray(1)
         self._fmatch = bytearray()
+        self._fpick = bytearray()
         self._query_gen = 0
         self.filtering: tuple[int, int] | None = None  # (done, of) while a filter is applied
         self.generation = 0
@@ -206,7 +211,8 @@ class Store:
         rows = self.rows
         if seq >= len(rows):
             rows.extend([None] * (seq + 1 - len(rows)))
-            self._cmatch.extend(b"\0" * (seq + 1 - len(self._cmatch)))
+            self._cmatch.extend(bytes(seq + 1 - len(self._cmatch)))
+            self._cpick.extend(bytes(seq + 1 - len(self._cpick)))
         row = rows[seq]
         if row is None:
             row = rows[seq] = Row(seq)
@@ -219,9 +225,11 @@ class Store:
             self.sessions[row.session] = self.sessions.get(row.session, 0) + 1
             if row.hop:
                 self.hop_names[row.hop] = self.hop_names.get(row.hop, 0) + 1
+            self._cpick[seq] = self._picked(row)
             if seq in self._orphans:
                 for i in self._orphans.pop(seq):
                     self._attach(row, i)
+                    self._fpick[i] = self._cpick[seq]
                     if self.query is not None:  # judged without its chain when it came
                         self._fmatch[i] = _safe(self.query.matches_finding, self.finding(i), c, row.session)
         row.outcome = _short(c.get("outcome"))
@@ -247,6 +255,8 @@ class Store:
         q = self.query
         row = self.rows[seq] if 0 < seq < len(self.rows) else None
         self._fmatch.append(1 if q is None else _safe(q.matches_finding, d, *self._about(row)))
+        self._fpick.append(1 if self.session is None and self.hop is None else
+                           self._cpick[seq] if row is not None else 0)
         if seq:
             if row is None:
                 self._orphans.setdefault(seq, []).append(i)
@@ -330,7 +340,15 @@ class Store:
         """Show only what `query` matches (None: everything), of that session and hop. The chains
         already there are judged again in a thread of its own (`filtering` says how far it is)."""
         with self._lock:
-            self.query, self.session, self.hop = query, session, hop
+            if (session, hop) != (self.session, self.hop):
+                self.session, self.hop = session, hop
+                rows, cpick, chain = self.rows, self._cpick, self.f_chain
+                for r in rows:
+                    if r is not None:
+                        cpick[r.seq] = self._picked(r)
+                self._fpick[:] = bytes(1 if session is None and hop is None else cpick[chain[i]] if chain[i] else 0
+                                       for i in range(len(chain)))
+            self.query = query
             self._query_gen += 1
             gen = self._query_gen
             seqs = [r.seq for r in self.rows if r is not None]
@@ -386,29 +404,15 @@ class Store:
     def visible(self) -> array:
         """The chain numbers to list, in order (rebuilt only after a change)."""
         with self._lock:
-            if self._visible is not None and self._visible[0] == self.generation:
-                return self._visible[1]
-            m, picked = self._cmatch, self._picked
-            if self.session is None and self.hop is None:
-                out = array("i", (r.seq for r in self.rows if r is not None and m[r.seq]))
-            else:
-                out = array("i", (r.seq for r in self.rows if r is not None and m[r.seq] and picked(r)))
-            self._visible = (self.generation, out)
-            return out
+            if self._visible is None or self._visible[0] != self.generation:
+                self._visible = (self.generation, _positions(self._cmatch, self._cpick))
+            return self._visible[1]
 
     def visible_findings(self) -> array:
         with self._lock:
-            if self._visible_findings is not None and self._visible_findings[0] == self.generation:
-                return self._visible_findings[1]
-            m = self._fmatch
-            if self.session is None and self.hop is None:
-                out = array("i", (i for i in range(len(m)) if m[i]))
-            else:
-                rows, chain = self.rows, self.f_chain
-                out = array("i", (i for i in range(len(m)) if m[i] and chain[i] and (r := rows[chain[i]]) is not None
-                                  and self._picked(r)))
-            self._visible_findings = (self.generation, out)
-            return out
+            if self._visible_findings is None or self._visible_findings[0] != self.generation:
+                self._visible_findings = (self.generation, _positions(self._fmatch, self._fpick))
+            return self._visible_findings[1]
 
     def close(self) -> None:
         self._query_gen += 1
@@ -416,6 +420,16 @@ class Store:
             r.close()
         self._chains.close()
         self._findings.close()
+
+
+_ONE = re.compile(b"\x01")
+
+
+def _positions(a: bytearray, b: bytearray) -> array:
+    """Where both `a` and `b` (bytes of 0 and 1) hold 1, in order."""
+    n = min(len(a), len(b))
+    both = (int.from_bytes(a[:n], "little") & int.from_bytes(b[:n], "little")).to_bytes(n, "little")
+    return array("i", [m.start() for m in _ONE.finditer(both)])
 
 
 def _safe(fn: Callable[..., bool], *args: Any) -> int:
