@@ -319,7 +319,11 @@ class InspectApp(App[int]):
         if store.generation == self._seen_generation and len(store.said) == self._said:
             return
         self._said = len(store.said)
-        self._rows_view, self._findings_view = store.visible(), store.visible_findings()  # until the next tick
+        # what the lists show until the next tick (the list not on the screen is left as it was)
+        if self.showing_findings:
+            self._findings_view = store.visible_findings()
+        else:
+            self._rows_view = store.visible()
         self._seen_generation = store.generation
         self.query_one("#chains", VirtualList).sync()
         self.query_one("#findings", VirtualList).sync()

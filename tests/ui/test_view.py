@@ -49,13 +49,13 @@ def test_a_message_shows_its_raw_bytes(tmp_path):
 
     async def steps(s):
         await s.pilot.press("down", "down", "enter", "r")  # c3, its first message
-        await s.settle()
+        await s.until(lambda: "message #10:" in s.screen)
         screen = s.screen
         assert "message #10: stdio line, c2s, session s1" in screen
         assert f"{len(wire[10])} bytes" in screen
         assert '{"jsonrpc": "2.0", "id": 5, "method": "tools/call"' in screen
         await s.pilot.press("down", "down")  # #12: the retry, with its answer
-        await s.settle()
+        await s.until(lambda: "message #12:" in s.screen)
         assert "message #12: stdio line, c2s" in s.screen and '"inputResponses":' in s.screen
         snapshot("raw", s.screen)
 
@@ -72,7 +72,7 @@ def test_wire_text_is_shown_literally_never_as_markup_or_escapes(tmp_path):
         assert "c4 tools/call [bold red]evil[/] \\x1b[31mred\\x1b]0;title\\x07" in screen
         assert "\x1b" not in screen and "\x07" not in screen
         await s.pilot.press("r", "down")  # its result quotes the name back
-        await s.settle()
+        await s.until(lambda: "message #17:" in s.screen)
         assert "[bold red]evil[/]" in s.screen and "\x1b" not in s.screen
 
     drive([rec], steps)
