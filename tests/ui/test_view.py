@@ -210,3 +210,29 @@ def test_filter_given_on_the_command_line(tmp_path):
         assert [s.store.rows[q].id for q in s.store.visible()] == ["c3"]
 
     drive([rec], steps, filter_text="id:6")
+
+
+def test_the_hop_picker_and_a_front_chain_exported_with_its_back_chain(tmp_path):
+    from pathlib import Path
+
+    rec = Path(__file__).resolve().parents[2] / "fixtures" / "hops" / "state-binding.jsonl"
+    md = tmp_path / "front.md"
+
+    async def steps(s):
+        assert "showing 2 chains" in s.screen
+        await s.pilot.press("h")
+        await s.until(lambda: "back  (1 chain)" in s.screen and "front  (1 chain)" in s.screen)
+        names = list(s.store.hop_names)
+        await s.pilot.press(*["down"] * (names.index("front") + 1), "enter")
+        await s.until(lambda: "showing 1 chains" in s.screen)
+        assert [s.store.rows[q].id for q in s.store.visible()] == ["c1"]
+        assert "hop front" in s.screen.splitlines()[0]
+        await s.pilot.press("enter", "m")
+        await s.settle()
+        s.app.screen.query_one("#ask").value = str(md)
+        await s.pilot.press("enter")
+        await s.until(md.exists)
+
+    drive([rec], steps)
+    text = md.read_text()
+    assert "participant G as Gateway" in text and "participant U as Upstream" in text  # c1 with the c2 it caused
