@@ -15,12 +15,12 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import tempfile
 import threading
 import time
 from array import array
 from bisect import bisect_right
+from itertools import compress
 from typing import Any, Callable, Iterable, Protocol
 
 from ..analysis import Analysis
@@ -404,15 +404,23 @@ class Store:
     def visible(self) -> array:
         """The chain numbers to list, in order (rebuilt only after a change)."""
         with self._lock:
-            if self._visible is None or self._visible[0] != self.generation:
-                self._visible = (self.generation, _positions(self._cmatch, self._cpick))
-            return self._visible[1]
+            gen = self.generation
+            if self._visible is not None and self._visible[0] == gen:
+                return self._visible[1]
+            a, b = bytes(self._cmatch), bytes(self._cpick)
+        out = _positions(a, b)  # without the lock: the analysis goes on meanwhile
+        self._visible = (gen, out)
+        return out
 
     def visible_findings(self) -> array:
         with self._lock:
-            if self._visible_findings is None or self._visible_findings[0] != self.generation:
-                self._visible_findings = (self.generation, _positions(self._fmatch, self._fpick))
-            return self._visible_findings[1]
+            gen = self.generation
+            if self._visible_findings is not None and self._visible_findings[0] == gen:
+                return self._visible_findings[1]
+            a, b = bytes(self._fmatch), bytes(self._fpick)
+        out = _positions(a, b)
+        self._visible_findings = (gen, out)
+        return out
 
     def close(self) -> None:
         self._query_gen += 1
@@ -422,14 +430,11 @@ class Store:
         self._findings.close()
 
 
-_ONE = re.compile(b"\x01")
-
-
-def _positions(a: bytearray, b: bytearray) -> array:
-    """Where both `a` and `b` (bytes of 0 and 1) hold 1, in order."""
+def _positions(a: bytes, b: bytes) -> array:
+    """Where both `a` and `b` (bytes of 0 and 1) hold 1, in order (in C: 100,000 in a few ms)."""
     n = min(len(a), len(b))
     both = (int.from_bytes(a[:n], "little") & int.from_bytes(b[:n], "little")).to_bytes(n, "little")
-    return array("i", [m.start() for m in _ONE.finditer(both)])
+    return array("i", compress(range(n), both))
 
 
 def _safe(fn: Callable[..., bool], *args: Any) -> int:
