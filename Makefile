@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed-stamp
 PYTEST_ARGS ?=
 
-.PHONY: all venv test demo bench docs clean
+.PHONY: all venv test demo bench docs clean interop
 
 all: test
 
@@ -45,3 +45,13 @@ docs: $(STAMP)
 
 clean:
 	rm -rf $(VENV) out .pytest_cache .hypothesis
+
+# The interop matrix (docs/interop.md): the npm clients pinned in bench/interop, then bench/interop.py.
+INTEROP := bench/interop/node_modules/.package-lock.json
+
+$(INTEROP): bench/interop/package-lock.json
+	@if command -v npm >/dev/null; then cd bench/interop && npm ci --no-audit --no-fund; \
+	else echo "npm not found: the interop matrix will say its npm clients are not installed"; fi
+
+interop: $(STAMP) $(INTEROP)
+	$(PY) bench/interop.py

@@ -144,13 +144,22 @@ def _finding_v(f: Finding, what: str) -> tuple:
     return _v(FAIL, f.rule, f"{what}: {f.message}", list(f.messages))
 
 
+def _gave_up(s: Seen) -> str:
+    """How the client ended the call it did not retry, when the traffic says."""
+    for m in s.messages:
+        if m.kind == NOTIFICATION and m.direction == "c2s" and m.method == "notifications/cancelled":
+            why = cm._params(m).get("reason")
+            return f"; it cancelled the request (notifications/cancelled{': ' + why if isinstance(why, str) else ''})"
+    return ""
+
+
 def judge_state_rotated(s: Seen) -> tuple:
     f = s.rule(*STATE_RULES)
     if f is not None:
         return _finding_v(f, "a retry did not echo the rotated requestState of its round")
     echoed = s.with_state(set(s.director["issued"]))
     if not echoed:
-        return _v(SKIPPED, None, "the client did not retry a round whose requestState was rotated")
+        return _v(SKIPPED, None, "the client did not retry a round whose requestState was rotated" + _gave_up(s))
     return _v(PASS, None, f"every retry echoed the rotated requestState of its round ({n_retries(len(echoed))})",
               [echoed[0].index])
 
