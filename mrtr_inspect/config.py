@@ -28,6 +28,9 @@ class Config:
     #: forwarded and recorded unchanged but not analysed (`message-too-large`); a body's decoding
     #: stops there too
     max_message_bytes: int = MAX_MESSAGE_BYTES
+    #: bytes of traffic the tee and the proxy hold for a live analysis that fell behind: past them the
+    #: live analysis skips ahead (whole messages; the recording keeps every one) and says how many it skipped
+    max_backlog_bytes: int = 64 << 20
     #: JSON paths (core/jsonpath.py: dotted, `*` any one member, `**` any depth) whose string values recordings redact
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact

@@ -121,6 +121,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "peer_header": (_nonempty_string, "a header name"),
     "chain_long_rounds": (_positive_int, "a whole number above 0"),
     "max_message_bytes": (_positive_int, "a whole number of bytes above 0"),
+    "max_backlog_bytes": (_positive_int, "a whole number of bytes above 0"),
     "redact_paths": (_strings, "a list of strings"),
     "redact_headers": (_strings, "a list of strings"),
     "redact_query": (_strings, "a list of strings"),

@@ -7,8 +7,9 @@ child starts), in a session of its own, so terminal and process-group signals do
         └─ put(kind, time, bytes): never blocks ─▶ Spooler thread ──pipe──▶ reader thread ─▶ analysis
 
 The forwarding side only hands references to a queue; one spooler thread writes them to the pipe in
-batches, and a reader thread in the analysis process drains the pipe eagerly, so a backlog waits in
-the analysis process, never in the process that forwards the traffic. The analysis object has three
+batches, and a reader thread in the analysis process drains the pipe up to READ_AHEAD bytes ahead of
+the analysis; a longer backlog waits in the spooler, which counts it, and the tee skips ahead past
+`max_backlog_bytes` of it (stdio_tee.Tap): memory stays bounded on both sides. The analysis object has these
 methods (the `Consumer` protocol: live_analysis.LiveAnalysis), called in order on the analysis
 process' main thread:
 
@@ -17,6 +18,9 @@ process' main thread:
 - `skip(time, direction, n)` for `C2S_CUT`/`S2C_CUT` (the tee only): `n` more bytes of the line
   being read, already past `max_message_bytes`, that the tee counted and did not send (their
   bytes are recorded, not analysed: the analysis needs their number only),
+- `behind(time, n)` for `BEHIND` (the tee only): the analysis fell `max_backlog_bytes` behind the
+  traffic, and the tee skipped ahead; `n` the messages (lines) it has not handed over so far, sent
+  as a stretch of skipping begins and once more before `END` (stdio_tee.Tap),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -38,11 +42,15 @@ import time
 from typing import Callable, Protocol
 
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT = range(8)  # GONE: the pipe broke before END (never sent)
+C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND = range(9)  # GONE: the pipe broke before END (never sent)
 DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c", C2S_CUT: "c2s", S2C_CUT: "s2c"}
-SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent
+SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages)
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
+#: bytes the analysis process' reader holds for the analysis: past them the reader waits until the
+#: analysis is down to half, the pipe fills, and the backlog waits in the forwarding process'
+#: spooler, which counts it (`Spooler.held`) and is bounded there (max_backlog_bytes: stdio_tee.Tap)
+READ_AHEAD = 16 << 20
 
 
 class Consumer(Protocol):
@@ -50,6 +58,7 @@ class Consumer(Protocol):
 
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
     def skip(self, t: float, direction: str, n: int) -> None: ...
+    def behind(self, t: float, n: int) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
     def end(self, info: dict, t: float, gone: bool = False) -> int | None: ...
 
@@ -68,16 +77,24 @@ def to_devnull(fd: int) -> None:
 
 
 class Spooler:
-    """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes."""
+    """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes.
+    `held()`: the bytes put and not yet written to the pipe (`put`'s callers are one at a time: the
+    tee's Tap holds its lock, the proxy puts from its event loop; the spooler thread counts what it wrote)."""
 
     def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
         self._q: queue.SimpleQueue = queue.SimpleQueue()
+        self.queued = 0  # bytes put (by the callers of `put`)
+        self.written = 0  # bytes written to the pipe, or dropped with it (by the spooler thread)
         self.thread = threading.Thread(target=self._run, name="mrtr-inspect-spool", daemon=True)
         self.thread.start()
 
     def put(self, kind: int, t: float, data: bytes = b"") -> None:
+        self.queued += len(data)
         self._q.put((kind, t, data))
+
+    def held(self) -> int:
+        return self.queued - self.written
 
     def _run(self) -> None:
         get, get_nowait, pack = self._q.get, self._q.get_nowait, HEAD.pack
@@ -94,6 +111,7 @@ class Spooler:
                 except OSError:  # the analysis process is gone; the traffic goes on
                     os.close(self._fd)
                     self._fd = None
+            self.written += sum(len(d) for _, _, d in batch)
             if batch[-1][0] == END:
                 if self._fd is not None:
                     os.close(self._fd)
@@ -104,8 +122,32 @@ class Spooler:
                 time.sleep(SPOOL_GATHER)
 
 
-def read_items(fd: int, put: Callable) -> None:
-    """Read the tee's items from the pipe as fast as they come (the backlog waits here, not in the tee)."""
+class ReadAhead:
+    """How far the reader is ahead of the analysis, in bytes: `got` (the reader) waits while more than
+    `limit` are held, until `done` (the analysis) is down to half. Each side counts on its own."""
+
+    def __init__(self, limit: int = READ_AHEAD) -> None:
+        self.limit = limit
+        self._got = self._done = 0
+        self._room = threading.Event()
+        self._room.set()
+
+    def got(self, n: int) -> None:
+        self._got += n
+        if self._got - self._done > self.limit:
+            self._room.clear()
+            if self._got - self._done > self.limit:  # (the analysis may have caught up since the first look)
+                self._room.wait()
+
+    def done(self, n: int) -> None:
+        self._done += n
+        if not self._room.is_set() and self._got - self._done <= self.limit // 2:
+            self._room.set()
+
+
+def read_items(fd: int, put: Callable, got: Callable[[int], None] | None = None) -> None:
+    """Read the tee's items from the pipe as they come, up to READ_AHEAD bytes ahead of the analysis
+    (`got`); past it the backlog waits in the forwarding process' spooler, which bounds it."""
     with open(fd, "rb") as f:
         while True:
             head = f.read(HEAD.size)
@@ -116,6 +158,8 @@ def read_items(fd: int, put: Callable) -> None:
             if len(data) < n:
                 break
             put((kind, t, data))
+            if got is not None:
+                got(n)
             if kind == END:
                 return
     put((GONE, time.time(), b""))  # the tee went away before the end of the session
@@ -124,14 +168,18 @@ def read_items(fd: int, put: Callable) -> None:
 def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
     """Run the analysis until END; returns the process' exit status."""
     items: queue.SimpleQueue = queue.SimpleQueue()
-    threading.Thread(target=read_items, args=(fd, items.put), daemon=True).start()
+    ahead = ReadAhead()
+    threading.Thread(target=read_items, args=(fd, items.put, ahead.got), daemon=True).start()
     analysis = make()
     while True:
         kind, t, data = items.get()
+        ahead.done(len(data))
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == C2S_CUT or kind == S2C_CUT:
             analysis.skip(t, DIRECTION[kind], SKIPPED.unpack(data)[0])
+        elif kind == BEHIND:
+            analysis.behind(t, SKIPPED.unpack(data)[0])
         elif kind == END:
             return analysis.end(json.loads(data) if data else {}, t) or 0
         elif kind == GONE:

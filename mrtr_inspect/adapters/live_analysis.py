@@ -34,7 +34,7 @@ from ..analysis import Analysis
 from ..config import Config
 from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
-from ..core.framing import StdioFramer
+from ..core.framing import StdioFramer, mib
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
 from ..outputs.report import ReportBuilder
@@ -178,6 +178,9 @@ class LiveAnalysis:
         if notes is not None:
             notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
         self.secrets = SecretScan()  # what the redaction missed, said at the end
+        self.skipped = 0  # messages the forwarding side did not hand over, the analysis behind (`behind`)
+        self._backlog = config.max_backlog_bytes
+        self._said_behind = False
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     # -- what it is handed ------------------------------------------------------------------------
@@ -191,6 +194,20 @@ class LiveAnalysis:
 
     def skip(self, t: float, direction: str, n: int) -> None:
         self.input.skip(direction, n)
+
+    def behind(self, t: float, n: int) -> None:
+        """The analysis fell `max_backlog_bytes` behind: the tee skips ahead, and has skipped `n`
+        messages so far (the live line once, as it begins; the total in the report at the end)."""
+        if not self._said_behind:
+            self._said_behind = True
+            self._say(f"the live analysis fell {mib(self._backlog)} behind the traffic (max_backlog_bytes): it skips "
+                      f"ahead, whole messages, until it catches up; {self._where_all()}")
+        self.skipped = max(self.skipped, n)
+
+    def _where_all(self) -> str:
+        if self.writer is None:
+            return "without a recording, what it skips is not analysed anywhere"
+        return f"the recording keeps every message: `mrtr-inspect check {self.writer.path}` gives the full verdict"
 
     def eof(self, t: float, direction: str) -> None:
         self._analyse(self.input.eof(t, direction))
@@ -220,6 +237,12 @@ class LiveAnalysis:
         report. Returns the analysis process' exit status: REPORT_FAILED when the report could not be
         written, else 0. `gone`: the forwarding process went away without ending the session (killed)."""
         self._analyse(self.input.rest(t), record=not gone)  # after a kill the forwarder never recorded it
+        if self.skipped:
+            note = (f"the live analysis skipped {self.skipped} messages, behind the traffic by max_backlog_bytes "
+                    f"({mib(self._backlog)}); {self._where_all()}")
+            self._say(note)
+            if self.report is not None:
+                self.report.notes.append(note)
         self._handle(self.inspector.feed(SessionEnd(t, self.session, info)))
         self._handle(self.inspector.close(t))
         if self.writer is not None:

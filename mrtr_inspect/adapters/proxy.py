@@ -52,7 +52,7 @@ from .host_guard import HostGuard
 from .live_analysis import NOT_STARTED, LiveAnalysis, http_info, new_analysis, session_start
 from .mitm_addon import MrtrInspect
 from .recorder import HttpRecorder
-from .analysis_process import C2S as RECORDS, C2S_EOF as READY, END, fork_analysis
+from .analysis_process import BEHIND, C2S as RECORDS, C2S_EOF as READY, END, SKIPPED, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
@@ -153,16 +153,49 @@ class AnalysisProcess:
     the pipe: measured, per-step items cost the proxy more CPU than its own forwarding work per
     request)."""
 
-    def __init__(self, make, recorder: HttpRecorder) -> None:
+    def __init__(self, make, recorder: HttpRecorder, backlog: int | None = None) -> None:
         self.recorder = recorder
         self.pid, self._spool = fork_analysis(make)
         self._records: list[bytes] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
         self.status = 0  # the analysis process' exit status, once finished
+        #: bytes the analysis may fall behind (max_backlog_bytes): past them exchanges that begin are
+        #: recorded and not handed to it, until it is back to half
+        self.backlog = backlog if backlog is not None else sys.maxsize
+        self.behind = False
+        self._skipping: set = set()  # the exchanges the analysis does not get (begun while behind)
+        self.skipped = 0  # messages (request bodies, response bodies, events) not handed over
 
     def put(self, step) -> None:  # on mitmproxy's event loop
-        self.recorder.feed(step, self._batch, as_records=True)
+        name, args = step
+        x = args[0] if name == "exchange" else args[1]
+        if (name == "request_head" or name == "exchange") and (
+                self.behind or self._spool.queued - self._spool.written > self.backlog) and self._is_behind():
+            self._skipping.add(x)
+        if x in self._skipping:
+            if name == "response_end" or name == "exchange":
+                self._skipping.discard(x)
+            self.recorder.feed(step, self._skip, as_records=True)
+        else:
+            self.recorder.feed(step, self._batch, as_records=True)
+
+    def _is_behind(self) -> bool:
+        """Whether the analysis is behind: more than `backlog` bytes held, until it is back to half.
+        As a stretch begins, the analysis hears it (BEHIND: the live line)."""
+        held = self._spool.queued - self._spool.written
+        if not self.behind and held > self.backlog:
+            self.behind = True
+            self._spool.put(BEHIND, time.time(), SKIPPED.pack(self.skipped))
+        elif self.behind and held <= self.backlog // 2:
+            self.behind = False
+        return self.behind
+
+    def _skip(self, records: bytes) -> None:  # on mitmproxy's event loop: recorded, not handed over
+        for line in records.split(b"\n"):
+            kind = line[:96]
+            if b'"k":"body"' in kind or b'"k":"sse"' in kind or (b'"k":"req"' in kind and b'"method":"POST"' in line[:512]):
+                self.skipped += 1
 
     def _batch(self, records: bytes) -> None:  # on mitmproxy's event loop
         first = not self._records
@@ -187,9 +220,14 @@ class AnalysisProcess:
             self._finished = True
             t = time.time()
             self.recorder.drain()
-            self._records += [self.recorder.records(step) for step in self.recorder.end_open(t, CAPTURE_ENDED)]
+            for step in self.recorder.end_open(t, CAPTURE_ENDED):
+                records = self.recorder.records(step)
+                if step[1][1] not in self._skipping:  # (an exchange the analysis never got ends unseen)
+                    self._records.append(records)
             self.recorder.finish(info, t)
             self._flush()
+            if self.skipped:
+                self._spool.put(BEHIND, t, SKIPPED.pack(self.skipped))
             self._spool.put(END, t, json.dumps(info).encode())
             self._spool.thread.join()
             code = os.waitstatus_to_exitcode(os.waitpid(self.pid, 0)[1])
@@ -237,7 +275,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
                             exports=exports)
 
     analysis = AnalysisProcess(make, HttpRecorder(start.session, redactor, writer, failed=say,
-                                                    limit=config.max_message_bytes))
+                                                    limit=config.max_message_bytes), config.max_backlog_bytes)
     if exports is not None:
         exports.forked()
     addon = MrtrInspect(config, analysis=analysis)

@@ -10,12 +10,15 @@ The client starts the tee instead of the server; the tee starts the server and s
 
 Forwarding never waits for the analysis. Each forwarding thread, just before writing its chunk on
 (bytes unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill
-of any process, or of all, loses no line that crossed) and hands the chunk to an unbounded queue (a
-reference, never blocking; of a line past max_message_bytes only its length: `Tap`); both under one lock, so the recording and the analysis see the chunks
-in one order, and the analysis sees a message before anything the peer answers to it. A spooler
-thread moves the queue into a pipe to the analysis process, which a reader thread there drains
-eagerly: framing and rules run in another process and never hold this one's GIL. The analysis may
-trail the stream; it never slows it.
+of any process, or of all, loses no line that crossed) and hands the chunk to a queue (a reference,
+never blocking; of a line past max_message_bytes only its length: `Tap`); both under one lock, so
+the recording and the analysis see the chunks in one order, and the analysis sees a message before
+anything the peer answers to it. A spooler thread moves the queue into a pipe to the analysis
+process, which a reader thread there drains up to 16 MiB ahead of the analysis: framing and rules
+run in another process and never hold this one's GIL. The analysis may trail the stream; it never
+slows it. It trails by `max_backlog_bytes` at most: past that many bytes held for it, the Tap hands
+it whole lines only, no new one until it is back to half, counts the lines it skipped, and the
+analysis says so live and in the report (the recording keeps every line).
 
 The analysis process (`analysis_process.py`, shared with the HTTP proxy) is forked before the
 child starts, in a session of its own: terminal and process-group signals (an MCP client's
@@ -51,8 +54,8 @@ from ..core.hops import hop_problem
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
-from .analysis_process import (C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED, Spooler,
-                               fork_analysis, to_devnull, write_all)
+from .analysis_process import (BEHIND, C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED,
+                               Spooler, fork_analysis, to_devnull, write_all)
 from .exports import Exports
 from .live_analysis import LiveAnalysis, new_analysis, session_start
 from .recorder import StdioRecorder
@@ -74,26 +77,70 @@ class Tap:
     cost per chunk: a chunk that ends a line, after one that did, is one comparison; another is
     one `rfind` (two for the chunk that ends a line past the limit)."""
 
-    def __init__(self, spool: Spooler, recorder: StdioRecorder | None, limit: int | None = None) -> None:
+    def __init__(self, spool: Spooler, recorder: StdioRecorder | None, limit: int | None = None,
+                 backlog: int | None = None) -> None:
         self.spool = spool
         self.recorder = recorder
         self.lock = threading.Lock()
         self.limit = limit if limit is not None else sys.maxsize
         self._open = [0, 0]  # bytes of the line being read (its LF not yet seen), by C2S, S2C
+        #: bytes the analysis may fall behind (max_backlog_bytes): past them it skips ahead, to half of it
+        self.backlog = backlog if backlog is not None else sys.maxsize
+        self.behind = False  # skipping ahead: the analysis is more than `backlog` behind
+        self._dropping = [False, False]  # the line being read began while skipping: the analysis gets none of it
+        self.skipped = 0  # lines (messages) the analysis did not get
 
     def put(self, kind: int, t: float, data: bytes = b"") -> None:
         with self.lock:
             if kind == C2S or kind == S2C:
-                if self._open[kind] or not data.endswith(b"\n"):  # a line left open: follow its length
-                    self._follow(kind, t, data)
+                handed = data
+                if self.behind or self._dropping[kind] or self.spool.queued - self.spool.written > self.backlog:
+                    handed = self._shed(kind, t, data)
+                if not handed:
+                    pass
+                elif self._open[kind] or not handed.endswith(b"\n"):  # a line left open: follow its length
+                    self._follow(kind, t, handed)
                 else:
-                    self.spool.put(kind, t, data)
+                    self.spool.put(kind, t, handed)
                 if self.recorder is not None:
                     self.recorder.chunk(t, DIRECTION[kind], data)
             else:
+                if (kind == C2S_EOF or kind == S2C_EOF) and self._dropping[kind - C2S_EOF]:
+                    self._dropping[kind - C2S_EOF] = False  # the stream ended in a line the analysis did not get
+                    self.skipped += 1
                 self.spool.put(kind, t, data)
                 if self.recorder is not None:
                     self.recorder.close(t, DIRECTION[kind])
+
+    def _shed(self, kind: int, t: float, data: bytes) -> bytes:
+        """The part of `data` the analysis gets now that it may be behind: whole lines only. While it
+        is more than `backlog` bytes behind (until it is back to half), it gets the end of the line it
+        holds and no line that begins; a line that began while skipping is skipped to its end."""
+        held = self.spool.held()
+        if not self.behind and held > self.backlog:
+            self.behind = True
+            self.spool.put(BEHIND, t, SKIPPED.pack(self.skipped))  # the live line: skipping begins
+        elif self.behind and held <= self.backlog // 2:
+            self.behind = False
+        keep = b""
+        if self._dropping[kind]:  # the rest of a line skipped
+            i = data.find(b"\n")
+            if i < 0:
+                return b""
+            self._dropping[kind] = False
+            self.skipped += 1
+            data = data[i + 1:]
+            if not self.behind:
+                return data
+        elif self._open[kind]:  # the analysis holds the beginning of this line: it gets its end
+            i = data.find(b"\n")
+            if i < 0:
+                return data
+            keep, data = data[:i + 1], data[i + 1:]
+        self.skipped += data.count(b"\n")
+        if data and not data.endswith(b"\n"):
+            self._dropping[kind] = True
+        return keep
 
     def _follow(self, kind: int, t: float, data: bytes) -> None:
         """The chunk to the analysis, the length of the open line followed; of a line past the
@@ -119,6 +166,8 @@ class Tap:
             rec, self.recorder = self.recorder, None
             if rec is not None:
                 rec.finish(info, t)
+            if self.skipped:
+                self.spool.put(BEHIND, t, SKIPPED.pack(self.skipped))
             self.spool.put(END, t, json.dumps(info).encode())
 
 
@@ -197,7 +246,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
 
     analysis_pid, spool = fork_analysis(make)
     tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None,
-              config.max_message_bytes)
+              config.max_message_bytes, config.max_backlog_bytes)
     if exports is not None:
         exports.forked()
 

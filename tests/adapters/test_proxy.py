@@ -42,3 +42,65 @@ def test_a_listen_address(text, addr):
 def test_a_bad_listen_address(text):
     with pytest.raises(ValueError, match="HOST:PORT"):
         parse_listen(text)
+
+
+def test_a_proxy_analysis_behind_by_the_backlog_gets_no_new_exchange_until_it_is_back_to_half(tmp_path, monkeypatch):
+    """max_backlog_bytes at 2 KiB and an analysis that takes nothing: the exchanges that begin once
+    more is held are recorded whole and not handed over (an exchange already begun is handed over
+    whole), their messages counted (a request body and a response body each), BEHIND said as the
+    stretch begins; once the analysis is back to half, new exchanges are handed over again (until it
+    is behind again: it takes nothing here). Near
+    miss: with the default backlog every exchange is handed over."""
+    import asyncio
+
+    from mrtr_inspect.adapters import analysis_process as ap
+    from mrtr_inspect.adapters import proxy
+    from mrtr_inspect.adapters.recorder import HttpRecorder
+    from mrtr_inspect.recording import format as fmt
+    from mrtr_inspect.recording.reader import read_frames
+    from mrtr_inspect.recording.redaction import Redactor
+    from mrtr_inspect.recording.writer import RecordingWriter
+
+    class Spool:
+        def __init__(self) -> None:
+            self.items: list = []
+            self.queued = self.written = 0
+
+        def put(self, kind, t, data=b""):
+            self.queued += len(data)
+            self.items.append((kind, data))
+
+    def run(backlog: int | None, path):
+        spool = Spool()
+        monkeypatch.setattr(proxy, "fork_analysis", lambda make: (0, spool))
+        w = RecordingWriter(path, "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+        a = proxy.AnalysisProcess(None, HttpRecorder("h", w.redactor, w), backlog)
+
+        async def feed() -> None:
+            for x in range(1, 41):
+                a.put(("request_head", (1.0, x, "POST", "/mcp", (("content-type", "application/json"),), "")))
+                a.put(("request_data", (1.0, x, b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % x)))
+                a.put(("request_end", (1.0, x, True)))
+                a.put(("response_head", (1.1, x, 200, (("content-type", "application/json"),))))
+                a.put(("response_data", (1.1, x, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % x)))
+                a.put(("response_end", (1.2, x, None)))
+                a._flush()
+                if x == 30:
+                    spool.written = spool.queued  # the analysis caught up
+        asyncio.run(feed())
+        handed = {fmt.decode(line).exchange for k, data in spool.items if k == ap.C2S
+                  for line in data.split(b"\n")[:-1]}
+        recorded = {f.exchange for f in read_frames(path) if hasattr(f, "exchange")}
+        return a, spool, handed, recorded
+
+    a, spool, handed, recorded = run(2048, tmp_path / "r.jsonl")
+    assert recorded == set(range(1, 41))
+    skipped = set(range(1, 41)) - handed
+    assert {1, 31} <= handed  # the first, and the first once it caught up
+    assert skipped & set(range(2, 31)) and skipped & set(range(32, 41))  # two stretches
+    assert a.skipped == 2 * len(skipped)
+    behind = [ap.SKIPPED.unpack(d)[0] for k, d in spool.items if k == ap.BEHIND]
+    assert behind == [0, 2 * len(skipped & set(range(2, 31)))]  # as each stretch began
+
+    a, spool, handed, recorded = run(None, tmp_path / "near.jsonl")
+    assert handed == recorded == set(range(1, 41)) and a.skipped == 0

@@ -14,6 +14,8 @@ from mrtr_inspect.adapters import stdio_tee as tee
 class Recorder:
     """A spooler stand-in: keeps the items and whether `watch` was already readable at each one."""
 
+    queued = written = 0  # (what it holds: nothing, for the Tap)
+
     def __init__(self, watch: int | None = None) -> None:
         self.watch = watch
         self.items: list[tuple] = []
@@ -100,13 +102,28 @@ def test_a_child_gone_but_not_yet_waited_for_counts_as_exited():
             child.wait()
 
 
+def _live_report(items: list, writer, config, rec, rep) -> dict:
+    """The report of the analysis process fed `items` (kind, data, _) through the pipe, as
+    `fork_analysis` runs it."""
+    import json
+
+    from mrtr_inspect.adapters.live_analysis import LiveAnalysis
+    from mrtr_inspect.outputs.report import ReportBuilder
+
+    r, w = os.pipe()
+    real = ap.Spooler(w)
+    for kind, data, _ in items:
+        real.put(kind, 1.0, data)
+    make = lambda: LiveAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
+                                forwarder_records=True)
+    assert ap.analysis_main(r, make) == 0
+    return json.loads(rep.read_text())
+
+
 def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp_path):
     """A 5 MiB line, max_message_bytes at 1 MiB, cut in many chunks each way: the tee hands the
     analysis at most the limit and one chunk of it (the rest as counts), the recording holds it
     whole, and the live report (message-too-large, its size) is `check`'s of the recording."""
-    import json
-
-    from mrtr_inspect.adapters.live_analysis import LiveAnalysis
     from mrtr_inspect.adapters.offline import analyze
     from mrtr_inspect.adapters.recorder import StdioRecorder
     from mrtr_inspect.config import Config
@@ -133,17 +150,102 @@ def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp
     for kind, size in chunks.items():
         handed = sum(len(data) for k, data, _ in spool.items if k == kind)
         assert handed <= limit + size + len(b"\n" + after)  # not 5 MiB
-    r, w = os.pipe()  # the analysis process' end, as `fork_analysis` runs it
-    real = ap.Spooler(w)
-    for kind, data, _ in spool.items:
-        real.put(kind, 1.0, data)
-    make = lambda: LiveAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
-                                forwarder_records=True)
-    assert ap.analysis_main(r, make) == 0
-    live = json.loads(rep.read_text())
+    live = _live_report(spool.items, writer, config, rec, rep)
     large = [f["message"] for f in live["findings"] if f["rule"] == "message-too-large"]
     assert len(large) == 2 and all(f"({len(big)} bytes)" in m for m in large)
     assert live["summary"]["messages"] == 4  # the cut line and `after`, both ways
     again = ReportBuilder([str(rec)])
     analyze([str(rec)], again.add, config)
     assert again.to_dict() == live
+
+
+class Held(Recorder):
+    """A spooler stand-in that counts what it holds, as `Spooler` does: nothing is written until
+    `drain` says the analysis took it."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.queued = self.written = self.most = 0
+
+    def put(self, kind: int, t: float, data: bytes = b"") -> None:
+        self.queued += len(data)
+        self.most = max(self.most, self.held())
+        super().put(kind, t, data)
+
+    def held(self) -> int:
+        return self.queued - self.written
+
+    def drain(self) -> None:
+        self.written = self.queued
+
+
+def _line(i: int) -> bytes:
+    return b'{"jsonrpc":"2.0","method":"notifications/progress","params":{"progressToken":%d}}\n' % i
+
+
+def test_an_analysis_behind_by_the_backlog_skips_ahead_whole_lines_and_says_how_many(tmp_path):
+    """max_backlog_bytes at 4 KiB: the lines cross in chunks that cut them anywhere while the analysis
+    takes nothing; past 4 KiB held, the analysis is handed only the end of the line it holds, then
+    no line until it is back to half; each line it gets is whole, the count of the others is said
+    live (BEHIND as the stretch begins) and in the report (a note naming `check`), the recording
+    holds every line, and `check` of it sees them all. Near miss: an analysis that keeps up
+    (drained after every chunk) is handed every line and skips none."""
+    from mrtr_inspect.adapters.offline import analyze
+    from mrtr_inspect.adapters.recorder import StdioRecorder
+    from mrtr_inspect.config import Config
+    from mrtr_inspect.outputs.report import ReportBuilder
+    from mrtr_inspect.recording.writer import RecordingWriter
+
+    wire = b"".join(_line(i) for i in range(400))
+    chunks = [wire[i:i + 333] for i in range(0, len(wire), 333)]
+
+    def run(keeps_up: bool, tmp):
+        config = Config(max_backlog_bytes=4096)
+        rec, rep = tmp / "rec.jsonl", tmp / "report.json"
+        writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, session="s1")
+        spool = Held()
+        tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes, config.max_backlog_bytes)  # type: ignore[arg-type]
+        for n, chunk in enumerate(chunks):
+            tap.put(ap.C2S, 1.0, chunk)
+            if keeps_up or n == 30:  # the analysis catches up once, midway
+                spool.drain()
+        tap.put(ap.C2S_EOF, 2.0)
+        tap.finish({"exit": 0}, 3.0)
+        handed = b"".join(d for k, d, _ in spool.items if k == ap.C2S)
+        return tap, spool, handed, _live_report(spool.items, writer, config, rec, rep), rec
+
+    tap, spool, handed, live, rec = run(False, tmp_path)
+    lines = handed.splitlines(keepends=True)
+    assert all(line in set(wire.splitlines(keepends=True)) for line in lines)  # each whole
+    assert 0 < len(lines) < 400 and tap.skipped == 400 - len(lines)
+    behind = [ap.SKIPPED.unpack(d)[0] for k, d, _ in spool.items if k == ap.BEHIND]
+    assert len(behind) >= 2 and behind[0] < behind[-1] == tap.skipped  # as it began; the total before END
+    assert 4096 < spool.most <= 4096 + 333  # bounded: past the backlog by one chunk at most
+    assert live["summary"]["messages"] == len(lines)
+    assert live["notes"] == [f"the live analysis skipped {tap.skipped} messages, behind the traffic by "
+                             f"max_backlog_bytes (4 KiB); the recording keeps every message: "
+                             f"`mrtr-inspect check {rec}` gives the full verdict"]
+    again = ReportBuilder([str(rec)])
+    analyze([str(rec)], again.add, Config())
+    assert again.summary()["messages"] == 400
+
+    (tmp_path / "near").mkdir()
+    tap, spool, handed, live, rec = run(True, tmp_path / "near")
+    assert handed == wire and tap.skipped == 0 and "notes" not in live
+    assert [k for k, _, _ in spool.items if k == ap.BEHIND] == []
+
+
+def test_the_reader_waits_while_the_analysis_is_its_read_ahead_behind():
+    """ReadAhead: `got` past the limit waits until `done` brings it back to half."""
+    ahead = ap.ReadAhead(limit=100)
+    ahead.got(60)
+    ahead.got(40)  # at the limit: no wait
+    waited = threading.Event()
+    t = threading.Thread(target=lambda: (ahead.got(10), waited.set()))
+    t.start()
+    assert not waited.wait(0.2)  # 110 held: it waits
+    ahead.done(50)  # 60 held: not yet half
+    assert not waited.wait(0.2)
+    ahead.done(10)  # 50 held: half
+    assert waited.wait(10)
+    t.join(10)

@@ -341,6 +341,43 @@ def test_traffic_flows_while_the_analysis_is_stopped(procs, tmp_path):
     assert records(record)[-1] == {**records(record)[-1], "k": "session-end", "info": {"exit": 0}}
 
 
+def test_an_analysis_stopped_past_max_backlog_bytes_skips_ahead_and_says_so(procs, tmp_path):
+    """max_backlog_bytes at 1 MiB and the analysis stopped while 3 MB cross: the traffic and the
+    recording are whole, the tee held no more than the backlog for the analysis, which skipped
+    whole lines: it says so live and at the end, and the report's note gives the number (what it
+    analysed and what it skipped are every line) and names `check` of the recording. Near miss:
+    test_traffic_flows_while_the_analysis_is_stopped (20,000 lines, under the default 64 MiB) skips none."""
+    record, report, err = tmp_path / "r.jsonl", tmp_path / "report.json", tmp_path / "err.txt"
+    config = tmp_path / "settings.toml"
+    config.write_text("max_backlog_bytes = 1048576\n")
+    with open(err, "wb") as e:
+        p = procs.start(tee_cmd("--quiet", "--config", str(config), "--record", str(record), "--report", str(report),
+                                cmd=helper("echo")), stderr=e)
+        p.stdin.write(FORGED)
+        p.stdin.flush()
+        assert read_line(p.stdout) == FORGED
+        pid = analysis_pid(p)
+        os.kill(pid, signal.SIGSTOP)
+        try:
+            data = b"".join(b'{"jsonrpc":"2.0","method":"notifications/message","params":{"data":"%d"}}\n' % i
+                            for i in range(40_000))
+            writer = threading.Thread(target=lambda: (p.stdin.write(data), p.stdin.close()))
+            writer.start()
+            assert read_to_eof(p.stdout) == data
+            writer.join()
+        finally:
+            os.kill(pid, signal.SIGCONT)
+        assert p.wait(120) == 0
+    assert len(recorded_lines(record, "c2s")) == len(recorded_lines(record, "s2c")) == 40_001
+    r = json.loads(report.read_text())
+    [note] = [n for n in r.get("notes", []) if "skipped" in n]
+    skipped = int(note.split("skipped ", 1)[1].split()[0])
+    assert skipped > 0 and r["summary"]["messages"] + skipped == 2 * 40_001
+    assert note.endswith(f"`mrtr-inspect check {record}` gives the full verdict")
+    said = err.read_text()
+    assert "the live analysis fell 1 MiB behind the traffic (max_backlog_bytes)" in said and note in said
+
+
 def test_a_signal_after_the_child_exited_ends_the_wait_for_the_analysis(procs, tmp_path):
     report = tmp_path / "report.json"
     p = procs.start(tee_cmd("--report", str(report), cmd=helper("respond", "5")))
