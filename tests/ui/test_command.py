@@ -26,3 +26,10 @@ def test_a_file_that_is_not_a_recording_is_one_line_before_the_screen(tmp_path):
     p = _run(str(bad))
     assert p.returncode == 2
     assert p.stderr.count("\n") == 1 and "not an mrtr-inspect recording" in p.stderr
+
+
+def test_a_bad_filter_is_one_line_naming_the_term(tmp_path):
+    p = _run(str(sample(tmp_path / "s.jsonl")), "--filter", "tool:wizard rounds>>1")
+    assert p.returncode == 2
+    assert p.stderr.startswith("mrtr-inspect: --filter: ") and p.stderr.count("\n") == 1
+    assert "rounds>>1" in p.stderr
