@@ -13,6 +13,7 @@ text, never as markup (ui/app.py).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import tempfile
@@ -531,8 +532,6 @@ class _Aliases:
             return item
         if type(item) is tuple:
             return (item[0], alias) + item[2:]
-        import dataclasses
-
         return dataclasses.replace(item, session=alias)
 
 

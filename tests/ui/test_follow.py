@@ -70,3 +70,19 @@ def test_follower_refuses_a_file_that_is_not_a_recording(tmp_path):
     bad.write_text("not json\n")
     with pytest.raises(UnreadableRecording, match="not an mrtr-inspect recording"):
         list(Follower(bad).poll())
+
+
+def test_a_session_id_met_again_in_a_later_input_is_its_own_session(tmp_path):
+    a, b = tmp_path / "a.jsonl", tmp_path / "b.jsonl"
+    for path in (a, b):
+        w = Writer("same")
+        w.discover()
+        w.call(1, "deploy")
+        w.done(1)
+        w.write(path)
+
+    async def steps(s):
+        assert "showing 2 chains" in s.screen  # not one session that sent request 1 twice
+        assert set(s.store.sessions) == {"same", "same~2"}
+
+    drive([a, b], steps)
