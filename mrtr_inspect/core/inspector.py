@@ -514,14 +514,13 @@ class Inspector:
         x.last_event_time = f.time
         if x.responses:
             x.after_response_events += 1
-        msg = None
-        if fields.data is not None:
-            msg = self._new_message(fields.data, f.time, f.session, "s2c", "http", f.exchange)
-            if not fields.complete:
-                msg.note = "the event stream ended in the middle of this event"
-        self._obs(SseSeen(x, fields, msg, f.time))
-        if msg is not None:
-            self._server_message_http(msg, x)
+        if fields.data is None:
+            self._obs(SseSeen(x, fields, None, f.time))
+            return
+        msg = self._new_message(fields.data, f.time, f.session, "s2c", "http", f.exchange)
+        if not fields.complete:
+            msg.note = "the event stream ended in the middle of this event"
+        self._server_message_http(msg, x, fields)  # the event is seen once its message has its index
 
     @staticmethod
     def _server_scope(x: HttpExchange) -> str:
@@ -529,9 +528,9 @@ class Inspector:
         sid = header(x.headers, "mcp-session-id") or header(x.response_headers, "mcp-session-id")
         return f"{x.session}|legacy:{sid}" if sid else f"{x.session}|{x.path}"
 
-    def _server_message_http(self, msg: Message, x: HttpExchange) -> None:
+    def _server_message_http(self, msg: Message, x: HttpExchange, sse: Any = None) -> None:
         context = f"{x.session}|{x.path}"
-        self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=x.headers, x=x)
+        self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=x.headers, x=x, sse=sse)
 
     def _end_exchange(self, x: HttpExchange, f: HttpEnd) -> None:
         self._http.pop((x.session, x.number), None)
@@ -555,11 +554,14 @@ class Inspector:
         self._obs(ExchangeDone(x, _live(tie)))
 
     # -- the common path --------------------------------------------------------------------------
-    def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None) -> None:
+    def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None,
+                 sse: Any = None) -> None:
         msg.index = self.messages
         self.messages += 1
         self._out.append(msg)
         msg.peer = peer
+        if sse is not None:  # the SSE event that carried it (`x` its exchange)
+            self._obs(SseSeen(x, sse, msg, msg.time))  # type: ignore[arg-type]
         if msg.duplicates:
             self._obs(DuplicateMembers(msg, x))
         kind = msg.kind

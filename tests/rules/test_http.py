@@ -584,8 +584,12 @@ def test_sse_events_after_response():
     t = Traffic("http")
     call_with_stream(t, [done, progress(5), progress(5)])
     call_with_stream(t, [progress(5), done])
-    f = t.run().of("sse-events-after-response")
+    r = t.run()
+    f = r.of("sse-events-after-response")
     assert len(f) == 1 and f[0].severity == "warning"
+    # the response, then the event after it: its message's own index (the event is seen once it has one)
+    first_after = [m.index for m in r.messages if m.method == "notifications/progress"][0]
+    assert f[0].messages == [first_after - 1, first_after]
 
 
 def test_sse_multiple_or_foreign_response():
