@@ -109,8 +109,8 @@ class Harvest:
         init, feed, close = cls.__init__, cls.feed, cls.close
         runs = self.runs
 
-        def _init(insp, config=None, sink=None, trailing=None):
-            init(insp, config, sink, trailing)
+        def _init(insp, config=None, *args, **kw):
+            init(insp, config, *args, **kw)
             run = {"config": dataclasses.asdict(insp.config), "ops": [], "ok": True}
             insp.__dict__["_golden"] = run
             runs.append(run)
@@ -172,17 +172,41 @@ def _config(d: dict):
 _ADDRESS = re.compile(r" (?:object )?at 0x[0-9a-f]+")
 
 
-def _digest(o, view) -> str:
-    """One output as a JSON line; a message with its pairing as `view` (the analysis' InspectorView)
-    gives it right after the message's frame: the request a response answers, a request's chain."""
+class Pairing:
+    """The pairing of each message of a frame, from the analysis' observations (`Analysis(observe=)`):
+    the request a response answers, and a request's chain place (a retry's ends with its chain)."""
+
+    def __init__(self) -> None:
+        self.places: dict = {}  # message -> (the request it answers, its chain place or None, linked)
+
+    def observe(self, obs) -> None:
+        from mrtr_inspect.core.observations import Decoded, LegacyAsked
+
+        t = type(obs)
+        if t is Decoded:
+            if obs.request is not None or obs.creq is not None:
+                self.places[obs.msg] = (obs.request, obs.creq, obs.creq is not None and obs.creq.link is not None)
+        elif t is LegacyAsked and obs.round is not None:
+            self.places[obs.msg] = (None, obs.round.request, True)
+
+    def of(self, msg) -> tuple:
+        req, creq, linked = self.places.pop(msg, (None, None, False))
+        if linked and creq.chain.closed:
+            creq = None  # a retry's place, or a legacy question's, ends when its chain closes
+        return req, creq
+
+
+def _digest(o, pairing: Pairing) -> str:
+    """One output as a JSON line; a message with its pairing right after the message's frame: the
+    request a response answers, a request's chain."""
     from mrtr_inspect.core.findings import Finding
     from mrtr_inspect.core.inspector import ChainEvent
     from mrtr_inspect.core.messages import REQUEST, Message
 
     t = type(o)
     if t is Message:
-        req = view.request_of(o)
-        creq = view.chain_request(o) if o.kind == REQUEST else None
+        req, creq = pairing.of(o)
+        creq = creq if o.kind == REQUEST else None
         d = {"m": o.index, "time": o.time, "session": o.session, "dir": o.direction, "transport": o.transport,
              "x": o.exchange, "raw": o.raw.decode("utf-8", "surrogateescape"), "kind": o.kind, "id": repr(o.id),
              "method": o.method, "dups": repr(o.duplicates), "problem": o.problem, "reason": o.problem_reason,
@@ -202,11 +226,13 @@ def run_outputs(run: dict) -> list[str]:
     from mrtr_inspect.analysis import Analysis
     from mrtr_inspect.recording import format as fmt
 
-    a = Analysis(_config(run["config"]))
+    pairing = Pairing()
+    a = Analysis(_config(run["config"]), pairing.observe)
     out = []
     for op, arg in run["ops"]:
         outs = a.feed(fmt.decode(arg.encode("utf-8", "surrogateescape"))) if op == "feed" else a.close(arg)
-        out += [_digest(o, a.view) for o in outs]
+        out += [_digest(o, pairing) for o in outs]
+        pairing.places.clear()
     return out
 
 

@@ -1,5 +1,5 @@
 """The analysis: the sans-IO core (`core.inspector.Inspector`) and the rule engine
-(`rules.registry.RuleEngine`) wired together, for everything that analyses traffic: `check`,
+(`rules.registry.RuleEngine`) one after the other, for everything that analyses traffic: `check`,
 `show` and the other commands that read recordings, the stdio tee, the proxy and the mitmproxy
 addon, the exporters' pass over a recording, the live side of a replay, and the benches.
 
@@ -10,10 +10,9 @@ addon, the exporters' pass over a recording, the live side of a replay, and the 
     for out in a.close():
         ...
 
-The Inspector hands each observation to the engine as it makes it; the engine's findings wait
-until the frame is done and come after its messages and chain events. The core knows nothing of
-the rules: the engine reads the few facts it needs besides the observations from the Inspector's
-view (`InspectorView`).
+How a frame becomes findings: the Inspector decodes, pairs and stitches the frame and hands back its
+outputs and its observations (frozen, each with the facts of its moment); then the engine judges
+those observations in order, and their findings follow the frame's outputs. Neither calls the other.
 """
 
 from __future__ import annotations
@@ -23,7 +22,8 @@ from typing import Any, Callable
 from .config import Config
 from .core.chains import Chain
 from .core.events import Frame
-from .core.inspector import Inspector, InspectorView
+from .core.inspector import Inspector
+from .core.observations import InspectorFailed
 from .rules import load_rules
 from .rules.registry import RuleEngine
 
@@ -32,36 +32,53 @@ __all__ = ["Analysis"]
 
 class Analysis:
     """An `Inspector` whose observations the rules judge. `feed`, `feed_line` and `close` return
-    what the Inspector returns for the frame, then the findings made meanwhile (`Finding`); they
-    never raise (a failure is an `inspector-error` finding).
+    what the Inspector returns for the frame, then the findings its observations led to
+    (`Finding`); they never raise (a failure is an `inspector-error` finding).
 
-    `observe`, when given, sees every observation just before the rules do (a test, a bench, or an
-    output that wants the pairing of each message: `Decoded.request`, `Decoded.creq`)."""
+    `observe`, when given, sees every observation of a frame just before the rules judge it (a test,
+    a bench, or an output that wants the pairing of each message: `Decoded.request`, `Decoded.creq`).
+    An observer that raises is an `inspector-error` too; the rules still judge the observation."""
 
     def __init__(self, config: Config | None = None, observe: Callable[[Any], None] | None = None) -> None:
         load_rules()
         self.config = config or Config()
-        self.engine = engine = RuleEngine(self.config)
-        sink: Callable[[Any], None] = engine.dispatch
-        if observe is not None:
-            judge = sink
+        self.engine = RuleEngine(self.config)
+        self.inspector = Inspector(self.config)
+        self.observe = observe
 
-            def sink(obs: Any) -> None:
+    def feed(self, frame: Frame) -> list:
+        """Analyse one frame: its messages and chain events, then its findings."""
+        out, observed = self.inspector.step(frame)
+        if observed:
+            out += self._judge(observed, frame.time, type(frame).__name__)
+        return out
+
+    def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
+        """`feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)."""
+        out, observed = self.inspector.step_line(time, session, direction, data, eol)
+        if observed:
+            out += self._judge(observed, time, "StdioLine")
+        return out
+
+    def close(self, time: float | None = None) -> list:
+        """The capture is over (`Inspector.end`): what that ends, then the last findings."""
+        out, observed = self.inspector.end(time)
+        if observed:
+            out += self._judge(observed, self.inspector.now if time is None else time, None)
+        return out
+
+    def _judge(self, observed: list, now: float, frame: str | None) -> list:
+        observe = self.observe
+        if observe is not None:
+            seen = []
+            for obs in observed:
+                seen.append(obs)
                 try:
                     observe(obs)
-                finally:  # an observer that fails does not keep the rules from the observation
-                    judge(obs)
-
-        # the engine's findings end each frame's outputs (the Inspector empties the list)
-        self.inspector = Inspector(self.config, sink, engine.findings)
-        self.view: InspectorView = self.inspector.view
-        engine.set_view(self.view)
-        #: analyse one frame: its messages and chain events, then its findings
-        self.feed: Callable[[Frame], list] = self.inspector.feed
-        #: `feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)
-        self.feed_line: Callable[..., list] = self.inspector.feed_line
-        #: the capture is over (`Inspector.close`): what that ends, then the last findings
-        self.close: Callable[..., list] = self.inspector.close
+                except Exception as e:  # the observer's failure is said; the rules judge the observation anyway
+                    seen.append(InspectorFailed(frame, e, now))
+            observed = seen
+        return self.engine.judge(observed, now)
 
     @property
     def open_chains(self) -> list[Chain]:

@@ -16,6 +16,7 @@ from mitmproxy import http
 
 from ..core.findings import Finding
 from ..core.messages import Message
+from ..core.observations import Answered, Decoded, LegacyAsked
 
 if TYPE_CHECKING:
     from .mitm_thread import LoopOutbox
@@ -36,12 +37,30 @@ class FlowNotes:
 
     def __init__(self, outbox: LoopOutbox) -> None:
         self.outbox = outbox
-        self.core_view: Any = None  # the analysis' InspectorView: the pairing of the messages of a frame
+        # the chain place of each message of the frame being analysed (`observe`), until its note is written
+        self._places: dict[Message, Any] = {}
         self.flows: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
         self._where: OrderedDict[int, int] = OrderedDict()  # message index → exchange, the latest ones
 
     def track(self, x: int, flow: http.HTTPFlow) -> None:
         self.flows[x] = flow
+
+    def observe(self, obs: Any) -> None:
+        """An observation of the analysis (`Analysis(observe=)`), seen before the frame's outputs: where
+        each message belongs in a chain (a request, the request a response answers, the request a
+        legacy question or its answer serves)."""
+        t = type(obs)
+        place = None
+        if t is Decoded:
+            msg, place = obs.msg, obs.creq
+        elif t is Answered and obs.asked is not None:
+            msg, place = obs.response, obs.asked.request
+        elif t is LegacyAsked and obs.round is not None:
+            msg, place = obs.msg, obs.round.request
+        if place is not None:
+            if len(self._places) >= self.MAX_INDEXES:
+                self._places.clear()
+            self._places[msg] = place
 
     def add(self, out: Any) -> None:
         t = type(out)
@@ -49,7 +68,7 @@ class FlowNotes:
             self._where[out.index] = out.exchange
             if len(self._where) > self.MAX_INDEXES:
                 self._where.popitem(last=False)
-            self._note(out.exchange, "messages", message_note(out, self.core_view))
+            self._note(out.exchange, "messages", message_note(out, self._places.pop(out, None)))
         elif t is Finding:
             for x in {self._where.get(i) for i in out.messages} - {None}:
                 self._note(x, "findings", {"rule": out.rule, "severity": out.severity, "message": out.message})
@@ -109,12 +128,10 @@ def flow_comment(notes: dict) -> str:
     return line
 
 
-def message_note(msg: Message, view: Any = None) -> dict:
-    """A message's place: its label, and for MRTR traffic its chain and round (from `view`, the
-    analysis' `InspectorView`, as the message's frame left it: the answer that closed its chain
-    too)."""
+def message_note(msg: Message, creq: Any = None) -> dict:
+    """A message's place: its label, and for MRTR traffic its chain and round (`creq`: its place in
+    the chain, or that of the request it answers, as the analysis saw it)."""
     note: dict[str, Any] = {"index": msg.index, "label": msg.label(), "direction": msg.direction}
-    creq = view.chain_place(msg) if view is not None else None
     if creq is not None:
         chain = creq.chain
         note["chain"] = f"{chain.id} {chain.method} {chain.target}"

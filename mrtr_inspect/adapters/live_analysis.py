@@ -176,7 +176,7 @@ class LiveAnalysis:
         sinks: tuple = tuple(s for s in (view, notes) if s is not None)
         self.sinks = sinks + tuple(self._exports(self.redact(start)))
         if notes is not None:
-            notes.core_view = self.inspector.view  # type: ignore[attr-defined]  # each message's chain, read as its frame's outputs come
+            self.inspector.observe = notes.observe  # type: ignore[attr-defined]  # each message's chain, before its frame's outputs
         self.secrets = SecretScan()  # what the redaction missed, said at the end
         self.skipped = 0  # messages the forwarding side did not hand over, the analysis behind (`behind`)
         self._backlog = config.max_backlog_bytes

@@ -17,12 +17,13 @@ states its rounds issued (retired.py). Digests: canonical.py; the report's summa
 from __future__ import annotations
 
 from collections import OrderedDict, deque
+from dataclasses import replace
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
 from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
 from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
-from .retired import RELEASE_AFTER, StateIndex, forget_messages, release
+from .retired import RELEASE_AFTER, StateIndex, forget_retries, release
 from .summary import chain_summary, summarize_requests, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
@@ -292,9 +293,11 @@ class Stitcher:
         return [rd for rd in self._open_by_peer.get(peer, ()) if rd.key == key and not rd.consumed and not rd.expired]
 
     # -- requests -------------------------------------------------------------------------------
-    def on_request(self, msg: Message, peer: str, covered: bool) -> tuple[ChainRequest | None, list]:
+    def on_request(self, msg: Message, peer: str, covered: bool,
+                   restart_of: str | None = None) -> tuple[ChainRequest | None, list]:
         """A client request. Returns its place in a chain (None when it is not an MRTR request)
-        and the observations made."""
+        and the observations made. `covered`: whether the capture saw its peer from the start;
+        `restart_of`: else, the earlier session of the same command or upstream it may continue."""
         params = msg.params if type(msg.params) is dict else {}
         st_raw = params.get("requestState")
         # the decoded state (None: absent), and the answers (None: absent or null)
@@ -324,8 +327,9 @@ class Stitcher:
         creq = self._open(msg, peer, digest)
         if o is not None:  # refused: the fields of another chain
             creq.chain.tainted = True
+            o = replace(o, creq=creq)
         else:
-            o = self._unlinked(msg, peer, key, st, ir, cand, covered)
+            o = self._unlinked(msg, creq, peer, key, st, ir, cand, covered, restart_of)
         if o is not None:
             out.append(o)
         return creq, out
@@ -399,23 +403,25 @@ class Stitcher:
                               ambiguous=_tied(cand, rd))
         return None
 
-    def _unlinked(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, cand: list | None,
-                  covered: bool) -> NotLinked | None:
+    def _unlinked(self, msg: Message, creq: ChainRequest, peer: str, key: tuple, st: str | None, ir: Any, cand: list | None,
+                  covered: bool, restart_of: str | None) -> NotLinked | None:
         """What is said of an MRTR request no linker linked (it starts a chain): its state or answers
         tie it to no round; or, a fresh call, it may be a retry that dropped a round's only state."""
         if st is not None:
             stray = self._stray_states.get(state_hash(st))
             if stray is not None:
-                return NotLinked(msg, "after-complete", None, completed=stray)
-            return NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered)
+                return NotLinked(msg, "after-complete", None, completed=stray, creq=creq)
+            return NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered, creq=creq,
+                             restart_of=None if covered else restart_of)
         if ir is not None:
             done = self._completed.get((peer, key))
             if done is not None and done[1]:
-                return NotLinked(msg, "after-complete", None, completed=done[0])
-            return NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered)
+                return NotLinked(msg, "after-complete", None, completed=done[0], creq=creq)
+            return NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered, creq=creq,
+                             restart_of=None if covered else restart_of)
         for rd in cand or ():
             if rd.had_state and not rd.input_requests:
-                return NotLinked(msg, "possible-state-dropped", rd)
+                return NotLinked(msg, "possible-state-dropped", rd, creq=creq)
         return None
 
     def _not_mrtr(self, msg: Message, peer: str, st: str | None, ir: Any) -> NotLinked:
@@ -436,7 +442,7 @@ class Stitcher:
     def _link(self, msg: Message, rd: Round, via: str, relation: str, peer: str, key: tuple,
               replay: str | None = None, forked: bool | None = None, ambiguous: bool = False) -> Linked:
         chain = rd.chain
-        earlier = list(chain.requests)
+        earlier = tuple(chain.requests)
         if chain.closed:
             # a state replayed after its chain ended: the replay is a logical request of its own (the
             # ended chain is reported already), tied to the round it replays by the link, which its
@@ -618,7 +624,7 @@ class Stitcher:
                     del self._open_by_peer[rd.peer]
         if chain.rounds:
             self._states.retire_chain(chain)
-        forget_messages(chain)
+        forget_retries(chain)
         obs.append(ChainClosed(chain))
         closed = self._closed
         closed.append(chain)

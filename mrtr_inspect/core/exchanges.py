@@ -16,26 +16,60 @@ from .events import Headers
 from .messages import Message
 
 
+class Flight:
+    """The requests in flight in a scope at one moment (`InFlight.snapshot`), as a `Decoded`
+    observation carries them: `len`, iteration (oldest first) and `get(id_key)`. Never changed."""
+
+    __slots__ = ("_by_id",)
+
+    def __init__(self, by_id: dict[tuple, Message]) -> None:
+        self._by_id = by_id
+
+    def get(self, idk: tuple | None) -> Message | None:
+        return self._by_id.get(idk) if idk is not None else None
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __iter__(self):
+        return iter(self._by_id.values())
+
+    def __repr__(self) -> str:
+        return f"Flight({list(self._by_id.values())!r})"
+
+
+NO_FLIGHT = Flight({})  # nothing in flight
+
+
 class InFlight:
     """Requests sent by one side within one scope and not yet answered.
 
-    Rules read it (`len`, iteration, `get`); the inspector also keeps beside each client request of
-    an MRTR method its tie to its chain (`attach`, `take`, `tie`), which is not the rules' business.
+    What a judge reads of it is a `snapshot` (a `Flight`); the inspector also keeps beside each
+    client request of an MRTR method its tie to its chain (`attach`, `take`, `tie`).
 
     A request the client cancelled stays here (a late answer is still paired with it and judged) but
     is no longer open (`cancel`, `sole_open`; RULES.md decision 14)."""
 
-    __slots__ = ("_by_id", "_ties", "_cancelled")
+    __slots__ = ("_by_id", "_ties", "_cancelled", "_snap")
 
     def __init__(self) -> None:
         self._by_id: dict[tuple, Message] = {}
         self._ties: dict[tuple, Any] = {}
         self._cancelled: set[tuple] = set()
+        self._snap: Flight | None = NO_FLIGHT  # the last snapshot, while the requests did not change
+
+    def snapshot(self) -> Flight:
+        """The requests in flight now, as a `Flight` that later changes leave as it is."""
+        snap = self._snap
+        if snap is None:
+            snap = self._snap = Flight(dict(self._by_id)) if self._by_id else NO_FLIGHT
+        return snap
 
     def add(self, msg: Message) -> Message | None:
         """Track a request; returns the request already in flight under the same id, if any."""
         if msg.idk is None:
             return None
+        self._snap = None
         prior = self._by_id.get(msg.idk)
         self._by_id[msg.idk] = msg
         if prior is not None:
@@ -66,6 +100,7 @@ class InFlight:
     def pop(self, idk: tuple | None) -> Message | None:
         if idk is None:
             return None
+        self._snap = None
         if self._ties:
             self._ties.pop(idk, None)
         if self._cancelled:
@@ -76,6 +111,7 @@ class InFlight:
         """`pop`, with the tie kept beside the request (None: none)."""
         if idk is None:
             return None, None
+        self._snap = None
         if self._cancelled:
             self._cancelled.discard(idk)
         return self._by_id.pop(idk, None), self._ties.pop(idk, None) if self._ties else None
@@ -89,6 +125,7 @@ class InFlight:
 
     def discard(self, msg: Message) -> None:
         if msg.idk is not None and self._by_id.get(msg.idk) is msg:
+            self._snap = None
             del self._by_id[msg.idk]
             if self._ties:
                 self._ties.pop(msg.idk, None)

@@ -109,7 +109,7 @@ class HopFact:
         return [(q.time, q.answered if q.answered is not None else self.chain.end) for q in self.questions]
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class HopPair:
     """A front chain and a back chain it caused, with the evidence that tied them."""
 
@@ -140,7 +140,7 @@ class HopPair:
         return entry
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class HopAmbiguity:
     """A back chain that several front chains could have caused, on equal evidence: not linked."""
 
@@ -149,7 +149,7 @@ class HopAmbiguity:
     link: str
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class HopsCorrelated:
     """The capture is over: the chains of its named hops tied together (an observation for the §11
     rules, and an output for the report's `hops`). `facts`: every kept chain fact, by chain id."""

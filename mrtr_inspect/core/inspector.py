@@ -1,15 +1,15 @@
-"""The pipeline: frames in; messages and chain updates out, observations to a sink.
+"""The pipeline: frames in; messages, chain updates and observations out, like h11's events.
 
-    insp = Inspector(config, sink=observations.append)   # the sink gets every observation
-    for frame in frames:                 # from an adapter's framer, or from a recording
-        for out in insp.feed(frame):     # Message or ChainEvent
-            ...
-    for out in insp.close():
+    insp = Inspector(config)
+    for frame in frames:                          # from an adapter's framer, or from a recording
+        outputs, observations = insp.step(frame)  # Message and ChainEvent; what was seen, to judge
         ...
+    outputs, observations = insp.end()
 
-The core does not judge: what it saw goes to the sink as observations (`observations.py`), and
-the few facts a judge needs besides them are in `insp.view` (`InspectorView`). `analysis.py` gives
-the observations to the rule engine, whose findings end each frame's outputs (`trailing`).
+The core does not judge and calls nothing back: what it saw in a frame is handed out with the
+frame's outputs as frozen observations (`observations.py`), each carrying the facts of its moment
+that a judge reads. `analysis.py` gives them to the rule engine after the frame. `feed` and
+`close` give the outputs alone.
 
 No I/O, no clock, no threads: the same frames always give the same outputs, which is why a
 recording analysed later shows exactly what the live session showed.
@@ -19,7 +19,7 @@ from __future__ import annotations
 
 import hashlib
 from dataclasses import dataclass
-from typing import Any, Callable
+from typing import Any
 
 from ..config import Config
 from .chains import Chain, ChainRequest, Stitcher
@@ -40,7 +40,7 @@ from .events import (
     UPSTREAM_ERROR,
     header,
 )
-from .exchanges import ExchangeTracker, HttpExchange, InFlight
+from .exchanges import ExchangeTracker, HttpExchange
 from .framing import media_type, over_limit, parse_sse_event
 from .hops import HopWatcher
 from .messages import (
@@ -69,7 +69,6 @@ from .observations import (
     InspectorFailed,
     LegacyAsked,
     Linked,
-    NotLinked,
     RoundOpened,
     ServerExited,
     SessionOver,
@@ -77,7 +76,7 @@ from .observations import (
 )
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ChainEvent:
     """A chain changed: opened, retry (a retry linked), round (an input_required arrived, or a legacy
     server's question), answered (the client answered a legacy question), refused (a retry was
@@ -87,19 +86,6 @@ class ChainEvent:
     kind: str
     chain: Chain
     time: float
-
-
-class Knowledge:
-    """What the server told about itself, for the rules that need it (per capture session)."""
-
-    def __init__(self) -> None:
-        self.tools: dict[str, dict[str, dict]] = {}  # session -> tool name -> tool definition
-        self.discover: dict[str, dict] = {}  # session -> last DiscoverResult
-
-    def tool(self, session: str, name: Any) -> dict | None:
-        if type(name) is not str:
-            return None
-        return self.tools.get(session, {}).get(name)
 
 
 class _Session:
@@ -171,81 +157,24 @@ def related_request(msg: Message) -> Any:
     return None
 
 
-def _no_sink(obs: Any) -> None:
-    pass
-
-
-class InspectorView:
-    """What a judge of the observations may read of the pipeline besides them (read-only).
-
-    `now`: the time of the frame being analysed (while closing: the close time). `knowledge`: what
-    each server said about itself (`Knowledge`). The other facts are per message or per scope."""
-
-    __slots__ = ("_now", "_era", "_exchanges", "_frame", "knowledge")
-
-    def __init__(self, era: EraTracker, exchanges: ExchangeTracker, frame: dict, knowledge: Knowledge) -> None:
-        self._now = 0.0
-        self._era = era
-        self._exchanges = exchanges
-        self._frame = frame
-        self.knowledge = knowledge
-
-    @property
-    def now(self) -> float:
-        return self._now
-
-    def in_flight(self, scope: str) -> InFlight:
-        """The client requests in flight in a scope (a stdio session, or an HTTP peer): `len`,
-        iteration and `get(id_key)`."""
-        return self._exchanges.client_requests(scope)
-
-    def legacy_session(self, session_id: str | None) -> bool:
-        """Whether an `Mcp-Session-Id` was minted by a server's answer to `initialize`."""
-        return self._era.legacy_session(session_id)
-
-    def request_of(self, msg: Message) -> Message | None:
-        """The request that a response of the frame being analysed answers (`Decoded.request`)."""
-        e = self._frame.get(msg)
-        return e[0] if e is not None else None
-
-    def chain_request(self, msg: Message) -> ChainRequest | None:
-        """The chain place of a request of the frame being analysed, or of the request a response
-        of that frame answers (`Decoded.creq`, as it stands now: None once a retry's chain closed)."""
-        e = self._frame.get(msg)
-        return _live(e[1]) if e is not None else None
-
-    def chain_place(self, msg: Message) -> ChainRequest | None:
-        """As `chain_request`, and still when the frame closed the chain (the answer that ended it):
-        where a message of the frame belongs, for what is said about it (the addon's flow notes)."""
-        e = self._frame.get(msg)
-        return e[1][0] if e is not None and e[1] is not None else None
-
-
 class Inspector:
-    """The sans-IO pipeline. `feed` and `close` return the messages and chain events (`ChainEvent`)
-    of a frame in order; every observation goes to `sink` (none: dropped) as it is made.
+    """The sans-IO pipeline. `step` (and `step_line`, `end`) returns a frame's outputs, the messages
+    and chain events (`ChainEvent`) in order, and its observations in the order they were made;
+    `feed` (`feed_line`, `close`) the outputs alone. It calls nothing back."""
 
-    `trailing`: a list the sink fills with what it makes of the observations (the rule engine: its
-    findings); the outputs of each frame end with its items, and it is emptied."""
-
-    def __init__(self, config: Config | None = None, sink: Callable[[Any], None] | None = None,
-                 trailing: list | None = None) -> None:
+    def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
         self.era = EraTracker()
         self.exchanges = ExchangeTracker()
         self.stitcher = Stitcher(self.config.abandon_after, self.config.remembered_states)
-        self.knowledge = Knowledge()
-        self.sink = sink or _no_sink
-        self._dispatch = self.sink  # observations that are no chain event go straight to the sink
-        self._trailing = trailing if trailing is not None else []
         self.messages = 0
         self._sessions: dict[str, _Session] = {}
         self._http: dict[tuple[str, int], HttpExchange] = {}
         self._x_ties: dict[HttpExchange, Tie] = {}  # the tie of the request POSTed on an open exchange
-        self._frame: dict[Message, tuple[Message | None, Tie | None]] = {}  # this frame's pairings
-        self.view = InspectorView(self.era, self.exchanges, self._frame, self.knowledge)
         self._peers_seen: set[str] = set()
         self._out: list = []
+        self._observed: list = []
+        self._dispatch = self._observed.append  # an observation that is no chain event (hops: see `_name_hop`)
         self._last_expire = 0.0
         self._now = 0.0
         self._seen: dict[str, float] = {}  # each session's last frame time
@@ -257,24 +186,38 @@ class Inspector:
         self.hops: HopWatcher | None = None
 
     # -- public -----------------------------------------------------------------------------------
-    def feed(self, frame: Frame) -> list:
-        """Analyse one frame. Never raises: a failure is an `InspectorFailed` observation."""
+    def step(self, frame: Frame) -> tuple[list, list]:
+        """Analyse one frame: (its outputs, its observations). Never raises: a failure is an
+        `InspectorFailed` observation."""
         self._seen[frame.session] = frame.time
         return self._run(frame.time, type(frame).__name__, self._feed, frame)
 
-    def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
-        """`feed(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
+    def step_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> tuple[list, list]:
+        """`step(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
         reader's common case)."""
         self._seen[session] = time
         return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
 
-    def _run(self, t: float, frame_type: str, step, *args) -> list:
+    def feed(self, frame: Frame) -> list:
+        """The outputs of `step(frame)`, its observations left out."""
+        return self.step(frame)[0]
+
+    def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
+        """The outputs of `step_line`."""
+        return self.step_line(time, session, direction, data, eol)[0]
+
+    @property
+    def now(self) -> float:
+        """The latest frame time seen (what `end()` closes at when given no time)."""
+        return self._now
+
+    def _run(self, t: float, frame_type: str, step, *args) -> tuple[list, list]:
         out = self._out = []
-        if self._frame:
-            self._frame.clear()
+        observed = self._observed = []
+        if self.hops is None:
+            self._dispatch = observed.append
         if t > self._now:
             self._now = t
-        self.view._now = t
         try:
             # rounds that waited too long expire first: a retry that comes after the timeout finds
             # its chain abandoned whether or not other traffic came in between
@@ -283,29 +226,23 @@ class Inspector:
             step(*args)
         except Exception as e:  # the pipeline must survive anything
             self._failed(frame_type, e, t)
-        trailing = self._trailing
-        if trailing:
-            out += trailing
-            trailing.clear()
-        self._out = []
-        return out
+        return out, observed
 
     def _expire(self, t: float) -> None:
         self._last_expire = t
         self._obs_list(self.stitcher.expire(t))
 
     def _failed(self, frame_type: str | None, e: Exception, t: float) -> None:
-        try:
-            self.sink(InspectorFailed(frame_type, e, t))
-        except Exception:  # pragma: no cover - a sink that fails on the failure too: nothing to say it with
-            pass
+        self._observed.append(InspectorFailed(frame_type, e, t))
 
-    def close(self, time: float | None = None) -> list:
-        """The capture is over: open rounds are abandoned, requests in flight stay open."""
+    def end(self, time: float | None = None) -> tuple[list, list]:
+        """The capture is over: open rounds are abandoned, requests in flight stay open. (Its
+        outputs, its observations.)"""
         t = self._now if time is None else time
         out = self._out = []
-        self._frame.clear()
-        self.view._now = t
+        observed = self._observed = []
+        if self.hops is None:
+            self._dispatch = observed.append
         try:
             for key, x in list(self._http.items()):
                 self._end_exchange(x, HttpEnd(t, x.session, x.number, CAPTURE_ENDED))
@@ -315,14 +252,15 @@ class Inspector:
             self._obs_list(self.stitcher.close_all(t))
             if self.hops is not None:  # every chain is closed: the hops can be tied (RULES.md §11)
                 correlated = self.hops.correlate()
-                self.sink(correlated)
-                self._out.append(correlated)
+                observed.append(correlated)
+                out.append(correlated)
         except Exception as e:  # the capture's end must survive anything too
             self._failed(None, e, t)
-        out += self._trailing
-        self._trailing.clear()
-        self._out = []
-        return out
+        return out, observed
+
+    def close(self, time: float | None = None) -> list:
+        """The outputs of `end(time)`."""
+        return self.end(time)[0]
 
     @property
     def open_chains(self) -> list[Chain]:
@@ -365,14 +303,14 @@ class Inspector:
         (a capture without named hops pays nothing for it)."""
         if self.hops is None:
             watcher = self.hops = HopWatcher(self.config.hop_map)
-            see, sink = watcher.see, self.sink
+            see = watcher.see
 
             def dispatch(obs: Any) -> None:
                 try:
                     see(obs)
                 except Exception as e:  # the hops' bookkeeping failing keeps nothing from the rules
                     self._failed("hops", e, self._now)
-                sink(obs)
+                self._observed.append(obs)
 
             self._dispatch = dispatch
         self.hops.name(session, hop)
@@ -551,7 +489,7 @@ class Inspector:
                     elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
                         failed = f.error is not None and f.error.startswith(UPSTREAM_ERROR)
                         self._obs_list(self.stitcher.on_no_response(creq, f.time, failed))
-        self._obs(ExchangeDone(x, _live(tie)))
+        self._obs(ExchangeDone(x, _live(tie), self.era.legacy_session(header(x.headers, "mcp-session-id"))))
 
     # -- the common path --------------------------------------------------------------------------
     def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None,
@@ -567,7 +505,7 @@ class Inspector:
         kind = msg.kind
         if kind == BATCH:
             msg.era = self.era.context_era(context, headers)
-            self._dispatch(Decoded(msg, x))
+            self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
             for member in split_batch(msg):
                 member.time, member.session, member.direction = msg.time, msg.session, msg.direction
                 member.transport, member.exchange = msg.transport, msg.exchange
@@ -586,8 +524,7 @@ class Inspector:
                     ask = self._legacy_question(msg, scope, x)
                     if ask is not None and ask.round is not None:
                         asking.attach(msg, ask.round)
-                        self._frame[msg] = (None, (ask.round.request, True))
-                self._dispatch(Decoded(msg, x))
+                self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
                 if ask is not None:
                     self._obs(ask)
             return
@@ -596,20 +533,19 @@ class Inspector:
                 req, asked = self.exchanges.server_scope(scope).take(msg.idk)
                 if req is not None:
                     msg.era = req.era
-                    self._frame[msg] = (req, (asked.request, True) if asked is not None else None)
                 else:
                     msg.era = self.era.context_era(context, headers)
                 if asked is not None:
                     self.stitcher.on_server_answer(asked, msg)
                     if not asked.chain.closed:
                         self._out.append(ChainEvent("answered", asked.chain, msg.time))
-                self._dispatch(Decoded(msg, x, req))
+                self._dispatch(Decoded(msg, x, req, None, self._flight(msg)))
                 self._dispatch(Answered(msg, req, None, x, asked))
             else:
                 self._server_response(msg, context, scope, headers, x)
             return
         msg.era = self._context_era(msg, context, headers, x)
-        self._dispatch(Decoded(msg, x))
+        self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
             rid = id_key(p.get("requestId"))
@@ -620,6 +556,10 @@ class Inspector:
             self._obs(Cancelled(msg, req, creq))
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, msg.time))
+
+    def _flight(self, msg: Message) -> Any:
+        """The client requests in flight in the scope of `msg` (the stdio pipe, the HTTP peer), now."""
+        return self.exchanges.client_requests(msg.peer if msg.transport == "http" else msg.session).snapshot()
 
     def _context_era(self, msg: Message, context: str, headers, x: HttpExchange | None) -> str:
         """The era of a message no request pairs with: a server message on a request's POST response
@@ -636,11 +576,7 @@ class Inspector:
         self._peers_seen.add(peer)
         inflight = self.exchanges.client_scope(peer if x is not None else scope)
         prior = inflight.add(msg)
-        creq, obs = self.stitcher.on_request(msg, peer, covered)
-        if not covered and s is not None and s.restart_of is not None:
-            for o in obs:
-                if type(o) is NotLinked and o.capture_incomplete:
-                    o.restart_of = s.restart_of
+        creq, obs = self.stitcher.on_request(msg, peer, covered, s.restart_of if s is not None else None)
         if creq is not None:
             tie = (creq, creq.link is not None)
             inflight.attach(msg, tie)
@@ -648,8 +584,7 @@ class Inspector:
                 self._legacy_request(creq, scope)
             if x is not None and msg.batch is None:  # the request POSTed on the exchange (`x.request`)
                 self._x_ties[x] = tie
-            self._frame[msg] = (None, tie)
-        self._dispatch(Decoded(msg, x, None, creq))
+        self._dispatch(Decoded(msg, x, None, creq, inflight.snapshot()))
         if prior is not None:
             self._obs(InFlightReuse(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
@@ -673,7 +608,6 @@ class Inspector:
             req, tie = self.exchanges.client_scope(scope).take(msg.idk)
         if req is not None:
             msg.era = req.era
-            self._frame[msg] = (req, tie)
         else:
             msg.era = self.era.context_era(context, headers)
         if msg.kind == ERROR and probe_fallback(req if req is not None else x.request if x is not None else None, msg):
@@ -686,9 +620,7 @@ class Inspector:
             waiting = self._legacy_open.get(scope)
             if waiting is not None and waiting.get(req.idk) is creq:
                 del waiting[req.idk]
-        if creq is None:  # what _learn reads: no MRTR request
-            self._learn(msg, req)
-        self._dispatch(Decoded(msg, x, req, creq))
+        self._dispatch(Decoded(msg, x, req, creq, self._flight(msg)))
         self._dispatch(Answered(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))
@@ -739,19 +671,6 @@ class Inspector:
         if creq is None:
             return LegacyAsked(msg, None, len(live))
         return self.stitcher.on_server_request(msg, creq, via)
-
-    def _learn(self, msg: Message, req: Message | None) -> None:
-        if req is None or msg.kind != RESULT or type(msg.result) is not dict:
-            return
-        if req.method == "tools/list":
-            tools = msg.result.get("tools")
-            if type(tools) is list:
-                known = self.knowledge.tools.setdefault(msg.session, {})
-                for t in tools:
-                    if type(t) is dict and type(t.get("name")) is str:
-                        known[t["name"]] = t
-        elif req.method == "server/discover":
-            self.knowledge.discover[msg.session] = msg.result
 
     def _server_exited(self, s: _Session, time: float, info: dict) -> frozenset:
         """A stdio server that exited on its own (the client had not closed its stdin) or with a

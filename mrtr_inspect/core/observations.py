@@ -1,37 +1,44 @@
-"""Observations: what the pipeline saw, handed to the rules to judge.
+"""Observations: what the pipeline saw, handed out with each frame's outputs for the rules to judge.
 
 The core decodes, pairs and stitches; it does not judge. Each stage states what it saw as one of
-these records, and the rule engine passes each record to the rules that subscribe to its type.
+these records, frozen and complete when made: each carries the facts of its moment that a judge
+reads (the request a response answers, the chain place as it stood, the requests then in flight),
+so the rules judge them after the frame (`Inspector.step`) and the rule engine passes each record
+to the rules that subscribe to its type.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
+
+from .exchanges import NO_FLIGHT
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import Chain, ChainRequest, LegacyRound, Round
-    from .exchanges import HttpExchange
+    from .exchanges import Flight, HttpExchange
     from .framing import SseFields
     from .messages import Message
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Decoded:
     """Any message, decoded (or not: kind `invalid`), its era known. `exchange` on HTTP.
 
     `request`: for a response, the request it answers (None: it answers nothing known). `creq`: for
     a client request of an MRTR method, its place in a chain; for a response, the place of the request
     it answers. A retry's place ends when its chain closes (closed chains keep no messages): a late
-    answer to it has none."""
+    answer to it has none. `flight`: the client requests in flight in the message's scope (the stdio
+    pipe, the HTTP peer) when it was seen."""
 
     msg: "Message"
     exchange: "HttpExchange | None" = None
     request: "Message | None" = None
     creq: "ChainRequest | None" = None
+    flight: "Flight" = NO_FLIGHT
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Answered:
     """A response paired with the request it answers (`request` None: it answers nothing known)."""
 
@@ -42,7 +49,7 @@ class Answered:
     asked: "LegacyRound | None" = None  # a client's answer to a legacy server request: the round it answers
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Linked:
     """A retry tied to the round it answers.
 
@@ -64,10 +71,10 @@ class Linked:
     params_changed: bool = False
     cross_principal: bool = False
     ambiguous: bool = False
-    earlier: list = field(default_factory=list)
+    earlier: tuple = ()
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class NotLinked:
     """A request carrying MRTR fields that ties to no open round.
 
@@ -83,9 +90,10 @@ class NotLinked:
     capture_incomplete: bool = False
     completed: Any = None  # the completed chain, for after-complete
     restart_of: str | None = None  # capture_incomplete: the earlier session it may resume a chain of
+    creq: "ChainRequest | None" = None  # the place of the request in the chain it starts (None: no MRTR method)
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class RoundOpened:
     """An `input_required` result opened round `round` of `chain`; `previous` is the round before."""
 
@@ -94,7 +102,7 @@ class RoundOpened:
     previous: "Round | None"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class LegacyAsked:
     """A legacy server request that asks the client (elicitation/create, sampling/createMessage,
     roots/list) while a legacy chain is open in its session (RULES.md §13). `round`: the round of the
@@ -106,12 +114,12 @@ class LegacyAsked:
     waiting: int = 0
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ChainClosed:
     chain: "Chain"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SseSeen:
     """One server-sent event on `exchange`, its fields, and its message if it carried data."""
 
@@ -121,16 +129,17 @@ class SseSeen:
     time: float
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ExchangeDone:
     """An HTTP exchange is over: everything about it is known. `creq`: the chain place of the
     request POSTed on it (as `Decoded.creq`)."""
 
     exchange: "HttpExchange"
     creq: "ChainRequest | None" = None
+    legacy_session: bool = False  # its Mcp-Session-Id was minted by a server's answer to initialize
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class Cancelled:
     """A `notifications/cancelled` for a request (`request` None: unknown or already answered)."""
 
@@ -139,7 +148,7 @@ class Cancelled:
     creq: "ChainRequest | None"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class DuplicateMembers:
     """The raw bytes of a message repeat member names in some object (`msg.duplicates` says where);
     made only for such messages."""
@@ -148,7 +157,7 @@ class DuplicateMembers:
     exchange: "HttpExchange | None" = None
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class InFlightReuse:
     """A request reuses the id of a request from the same sender that is still unanswered."""
 
@@ -156,7 +165,7 @@ class InFlightReuse:
     prior: "Message"
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class ServerExited:
     """A stdio server process ended (`status`: its exit status, negative for the signal that killed
     it) while the client was still connected or with a failing status, and `unanswered` (the client
@@ -170,7 +179,7 @@ class ServerExited:
     chains: list
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class SessionOver:
     session: str
     transport: str
@@ -178,7 +187,7 @@ class SessionOver:
     info: dict
 
 
-@dataclass(slots=True)
+@dataclass(frozen=True, slots=True)
 class InspectorFailed:
     """The pipeline itself raised: on a frame (`frame`, its type name: `StdioLine`, `HttpRequest`…) or
     while closing the analysis (`frame` None). The traffic was not affected; the analysis goes on

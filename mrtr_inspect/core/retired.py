@@ -4,8 +4,8 @@ A closed chain is handed out whole and forgotten, except for the states its roun
 `StateIndex` maps each state's hash to the rounds that issued it, open ones as `Round`s and those of
 closed chains as `RetiredRound`s (with a `RetiredChain` and `KeptRequest`s: only what the stitcher
 and the rules read of a round whose chain has closed, no messages, summaries or links), bounded by
-`remembered_states`, so a replay of an old state is still recognised. `forget_messages` drops a
-closing chain's messages; `release` frees a closed chain nothing holds any more by reference
+`remembered_states`, so a replay of an old state is still recognised. `forget_retries` keeps a
+closing chain's retries of older rounds small; `release` frees a closed chain nothing holds any more by reference
 counting, not by the garbage collector.
 """
 
@@ -176,16 +176,14 @@ class StateIndex:
             rounds.pop(h, None)
 
 
-def forget_messages(chain: Chain) -> None:
-    """A closing chain's messages go: what a closed chain keeps for replays is small (and a late
-    duplicate answer to one of its requests finds no chain)."""
+def forget_retries(chain: Chain) -> None:
+    """A closing chain's retries of an earlier closed chain's rounds stay in those rounds' retries in
+    their small form (`KeptRequest`), so that what the index keeps for replays holds no message (the
+    closing chain itself goes at its `release`)."""
     for r in chain.requests:
         link = r.link
         if link is None:
             continue
-        if link.request is not None:
-            link.request = None  # type: ignore[assignment]
-            link.earlier = []
         rd = link.round
         if rd.chain is not chain and (r.response_kind is not None or r.cancelled):
             # a retry of a round of an earlier closed chain: that round keeps it in its retries
@@ -202,7 +200,7 @@ def _parts(chain: Chain) -> tuple[list, list]:
         objs.append(r)
         link = r.link
         refs += (r.chain, r.round, link)
-        if link is not None:
+        if link is not None:  # its `request` is no part of the cycle: freed with it
             objs += (link, link.earlier)
             refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
     for rd in rounds:

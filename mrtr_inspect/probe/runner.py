@@ -24,6 +24,7 @@ from ..core.events import SessionEnd, SessionStart
 from ..core.findings import Finding
 from ..core.framing import HttpFramer
 from ..core.messages import ERROR, REQUEST, RESULT, Message, decode_message
+from ..core.observations import Decoded, LegacyAsked
 from ..replay.live import LiveLog
 from ..replay.script import Exchange, ReplayError, Script, Step
 from ..replay.verify import Peer, Played, VerifyError, _live_request, play_session
@@ -130,7 +131,7 @@ class Traffic:
         from ..analysis import Analysis
 
         self.config = config
-        self.analysis = Analysis(config)
+        self.analysis = Analysis(config, self._observe)
         self.record = record
         self.transport = transport
         self.source = source
@@ -144,8 +145,19 @@ class Traffic:
     def session(self, info: dict) -> "ProbeLog":
         return ProbeLog(self, info)
 
+    def _observe(self, obs) -> None:
+        """A request of a chain, seen while a probe runs: its chain is that probe's recorded chain."""
+        t = type(obs)
+        if t is Decoded and obs.msg.kind == REQUEST:
+            creq = obs.creq
+        elif t is LegacyAsked and obs.round is not None:
+            creq = obs.round.request
+        else:
+            return
+        if creq is not None and self.current[0] is not None:
+            self.live_chain.setdefault(creq.chain.id, self.current[0])
+
     def take(self, outs: list) -> None:
-        view = self.analysis.view
         for o in outs:
             t = type(o)
             if t is Message:
@@ -153,9 +165,6 @@ class Traffic:
                 if o.idk is not None and (o.kind == REQUEST and o.direction == "c2s"
                                           or o.kind in (RESULT, ERROR) and o.direction == "s2c"):
                     self.index.setdefault((o.direction, o.idk), o.index)
-                creq = view.chain_request(o) if o.kind == REQUEST else None
-                if creq is not None and self.current[0] is not None:
-                    self.live_chain.setdefault(creq.chain.id, self.current[0])
             elif t is Finding:
                 self.found.append((o, self.current[0], self.current[1]))
 

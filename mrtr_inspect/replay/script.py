@@ -35,6 +35,7 @@ from ..core.events import (
 )
 from ..core.inspector import ChainEvent, Inspector
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, format_id, id_key, target_of
+from ..core.observations import Decoded
 from ..errors import UserError
 from ..recording.reader import ReadNotes, UnreadableRecording, read_frames
 
@@ -197,7 +198,7 @@ class _Loader:
         self.path = path
         self.notes = ReadNotes()
         self.insp = Inspector()
-        self.view = self.insp.view  # how the core paired the messages of each frame
+        self.paired: dict[Message, Decoded] = {}  # how the core paired the messages of the frame in hand
         self.frames: list | None = [] if keep_frames else None
         self.n = -1
         self.exchanges: list[Exchange] = []
@@ -216,7 +217,8 @@ class _Loader:
         self.n += 1
         if self.frames is not None:
             self.frames.append(frame)
-        outs = self.insp.feed(frame)
+        outs, observed = self.insp.step(frame)
+        self.paired = {o.msg: o for o in observed if type(o) is Decoded and (o.request is not None or o.creq is not None)}
         msgs = [o for o in outs if type(o) is Message]
         if len(msgs) != len(outs):
             self._closed(outs)
@@ -244,7 +246,7 @@ class _Loader:
             self.last[m.session] = ex
             return
         kind = "notification" if m.kind == NOTIFICATION else "response"
-        req = self.view.request_of(m)
+        req = self._request_of(m)
         owner = self.by_request.get(id(req)) if req is not None else None
         self.steps.append(Step(m.time, m.session, kind, m, owner, answers=req))
         target = owner or self.last.get(m.session)
@@ -252,7 +254,7 @@ class _Loader:
             target.frames.append(self.n)
 
     def _server_line(self, m: Message) -> None:
-        req = self.view.request_of(m)
+        req = self._request_of(m)
         ex = self.by_request.get(id(req)) if req is not None and m.kind in (RESULT, ERROR) else None
         if ex is not None:
             self._answer(ex, m, None)
@@ -289,7 +291,7 @@ class _Loader:
         for m in top:
             if m.kind in (NOTIFICATION, RESULT, ERROR):
                 kind = "notification" if m.kind == NOTIFICATION else "response"
-                step = Step(m.time, m.session, kind, m, None, side, self.view.request_of(m))
+                step = Step(m.time, m.session, kind, m, None, side, self._request_of(m))
                 self.steps.append(step)
                 self.http_steps[key] = step
             else:
@@ -312,7 +314,7 @@ class _Loader:
         elif t is HttpEnd:
             self.by_http.pop((f.session, f.exchange), None)
         for m in msgs:
-            if m.kind in (RESULT, ERROR) and self.view.request_of(m) is ex.request and ex.response is None:
+            if m.kind in (RESULT, ERROR) and self._request_of(m) is ex.request and ex.response is None:
                 self._answer(ex, m, f.raw if t is SseEvent else None)
             else:
                 ex.replies.append(Reply(m.time, m, f.raw if t is SseEvent else None))
@@ -321,8 +323,9 @@ class _Loader:
     def _exchange(self, m: Message, transport: str, side: HttpSide | None) -> Exchange:
         ex = Exchange(m, m.session, transport, side)
         ex.frames.append(self.n)
-        creq = self.view.chain_request(m)
-        if creq is not None:
+        d = self.paired.get(m)
+        creq = d.creq if d is not None else None
+        if creq is not None and not (creq.link is not None and creq.chain.closed):  # a retry's place ends with its chain
             ex.chain = creq.chain.id
             if creq.round is not None:
                 ex.round = creq.round.n
@@ -333,6 +336,11 @@ class _Loader:
         self.by_index[m.index] = ex
         self.steps.append(Step(m.time, m.session, "request", m, ex, side))
         return ex
+
+    def _request_of(self, m: Message) -> Message | None:
+        """The request a response of the frame in hand answers."""
+        d = self.paired.get(m)
+        return d.request if d is not None else None
 
     def _answer(self, ex: Exchange, m: Message, event: bytes | None) -> None:
         ex.response = m

@@ -11,7 +11,7 @@ from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
 from . import spec
-from .common import answer_chain, answered
+from .common import answered, chain_of
 from .registry import ERROR, INFO, OTHER_RESULT, WARNING, rule
 
 
@@ -40,7 +40,7 @@ def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
     if tool is not None and "outputSchema" in tool:
         ctx.emit(f"{answered(obs)} has no structuredContent, but tool {params['name']!r} declared an outputSchema "
                  "in tools/list; servers MUST provide structured results that conform to it",
-                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
+                 messages=[obs.request.index, obs.response.index], chain=chain_of(obs))
 
 
 @rule(

@@ -1,10 +1,9 @@
 """What the rules of every section share: the error codes of the specification, how findings name
-a message, and the helpers through which rules reach what the pipeline knows beyond the observation
-in hand (the request a response answers, the chain of a request, the requests in flight).
+a message and its chain, what a message carries.
 
-Rules read those facts only through the helpers below (`request_of`, `creq_of`, `chain_of`,
-`in_flight`, `legacy_session`), never from the message or the inspector directly, so that where the
-pipeline keeps them can change in one place.
+Everything else a check reads comes with its observation (the request a response answers, the chain
+place, the requests in flight: `core/observations.py`), or is the rules' own (`ctx.knowledge`, `ctx.mem`,
+a pass's state).
 """
 
 from __future__ import annotations
@@ -103,41 +102,14 @@ def modern_result(obs: Any) -> dict | None:
     return r.result
 
 
-# --- where a message stands: its request, its chain, the requests in flight -------------------------------
+# --- where a message stands -----------------------------------------------------------------------------
 
 
-def request_of(ctx, msg: Message) -> Message | None:
-    """The request that a response of the frame being analysed answers (None: it answers no request
-    known). A per-message check reads it from its observation instead (`Decoded.request`)."""
-    return ctx.view.request_of(msg)
-
-
-def creq_of(ctx, msg: Message) -> Any:
-    """A request's place in a chain (`ChainRequest`), or that of the request a response answers, for a
-    message of the frame being analysed; None for other messages and requests of no chain."""
-    return ctx.view.chain_request(msg)
-
-
-def chain_of(ctx, msg: Message) -> str | None:
-    """The chain of a request, or of the request a response answers (MRTR methods), for findings:
-    `msg` is a message of the frame being analysed."""
-    creq = ctx.view.chain_request(msg)
+def chain_of(obs: Any) -> str | None:
+    """The chain of an observation's message for findings: of a request (MRTR methods), or of the request
+    a response answers, as it stood when the message was seen (`creq`); None for other messages."""
+    creq = obs.creq
     return creq.chain.id if creq is not None else None
-
-
-def answer_chain(obs: Any) -> str | None:
-    """The chain of the request an `Answered` observation answers."""
-    return obs.creq.chain.id if obs.creq is not None else None
-
-
-def in_flight(ctx, msg: Message):
-    """The client requests in flight in the scope of `msg`: the stdio pipe, or the HTTP peer."""
-    return ctx.view.in_flight(msg.peer if msg.transport == "http" else msg.session)
-
-
-def legacy_session(ctx, session_id: str | None) -> bool:
-    """Whether the server minted this Mcp-Session-Id answering a legacy initialize."""
-    return ctx.view.legacy_session(session_id)
 
 
 def endpoint(msg: Message, x) -> object:

@@ -284,7 +284,7 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
         req = obs.request
         ctx.emit(f"{at(msg)} answers the legacy {at(req) if req else 'request'} with {what}, which 2025-11-25 does "
                  "not have; a legacy request is served by the negotiated legacy revision",
-                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg))
+                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(obs))
 
 
 def _url_elicitation(v) -> bool:
@@ -314,7 +314,7 @@ def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
         keys = [k for k, v in ir.items() if _url_elicitation(v) and "elicitationId" in v["params"]]
         if keys:
             ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
-                     "2025-11-25 field that 2026-07-28 removed", messages=[msg.index], chain=chain_of(ctx, msg))
+                     "2025-11-25 field that 2026-07-28 removed", messages=[msg.index], chain=chain_of(obs))
 
 
 # The order of a message's checks (the order of its findings): a client request's version, id and era,
@@ -368,7 +368,7 @@ def url_elicitation_required_error(obs: Decoded, ctx) -> None:
         req = obs.request
         ctx.emit(f"{at(msg)}{' answering ' + at(req) if req else ''} uses -32042 (URL elicitation required, 2025-11-25 "
                  "only); this revision MUST NOT emit it: return an input_required result with a URL elicitation",
-                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(ctx, msg))
+                 messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(obs))
 
 
 @rule(

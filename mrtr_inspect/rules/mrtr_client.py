@@ -221,11 +221,11 @@ def request_state_unsolicited(obs: NotLinked, ctx) -> None:
     if obs.capture_incomplete:
         ctx.emit(
             f"{msg.label()} carries a requestState from a round this capture did not see {_unseen(obs)}",
-            messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete",
+            messages=[msg.index], chain=chain_of(obs), rule_id="capture-incomplete",
         )
         return
     ctx.emit(f"{msg.label()} carries a requestState that no input_required result issued", messages=[msg.index],
-             chain=chain_of(ctx, msg))  # the chain it starts
+             chain=chain_of(obs))  # the chain it starts
 
 
 # One condition, two ids: what request-state-unsolicited (and input-responses-unsolicited) find is
@@ -413,10 +413,10 @@ def input_responses_unsolicited(obs: NotLinked, ctx) -> None:
     msg = obs.request
     if obs.capture_incomplete:
         ctx.emit(f"{msg.label()} carries inputResponses for a round this capture did not see {_unseen(obs)}",
-                 messages=[msg.index], chain=chain_of(ctx, msg), rule_id="capture-incomplete")
+                 messages=[msg.index], chain=chain_of(obs), rule_id="capture-incomplete")
         return
     ctx.emit(f"{msg.label()} carries inputResponses but answers no open input_required round", messages=[msg.index],
-             chain=chain_of(ctx, msg))  # the chain it starts
+             chain=chain_of(obs))  # the chain it starts
 
 
 @rule(

@@ -17,7 +17,7 @@ from urllib.parse import urlsplit
 from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
 from ..core.observations import Answered, Decoded, NotLinked
 from . import shapes, spec
-from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answer_chain, answered, at, client_caps,
+from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answered, at, chain_of, client_caps,
                      loopback_host, modern_result)
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
@@ -51,7 +51,7 @@ def result_type_missing(obs: Answered, ctx) -> None:
     r = modern_result(obs)
     if r is not None and "resultType" not in r:
         ctx.emit(f"{answered(obs)} has no resultType; a 2026-07-28 result MUST include one",
-                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
+                 messages=[obs.request.index, obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -67,7 +67,7 @@ def result_type_not_string(obs: Answered, ctx) -> None:
     if r is not None and "resultType" in r and type(r["resultType"]) is not str:
         ctx.emit(f"{answered(obs)} has resultType {short(r['resultType'])}, which is not a string; "
                  "resultType is a string (ResultType)",
-                 messages=[obs.response.index], chain=answer_chain(obs))
+                 messages=[obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -93,7 +93,7 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
     extra = " and the request did not declare the tasks extension" if rt == "task" else ""
     ctx.emit(f"{answered(obs)} has resultType {rt!r}, which the core protocol does not define{extra}; "
              "a client MUST treat it as invalid",
-             messages=[obs.response.index], chain=answer_chain(obs))
+             messages=[obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -115,7 +115,7 @@ def input_requests_without_input_required(obs: Answered, ctx) -> None:
     if fields:
         how = "has no resultType" if "resultType" not in r else 'has resultType "complete"'
         ctx.emit(f"{answered(obs)} carries {' and '.join(fields)} but {how}: clients MUST take it as complete, "
-                 "so nobody answers", messages=[obs.response.index], chain=answer_chain(obs))
+                 "so nobody answers", messages=[obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -195,13 +195,13 @@ class IrrView:
         self.obs = obs
         self.result = result
         ir = result.get("inputRequests")
-        messages, chain = [obs.response.index], answer_chain(obs)
+        messages, chain = [obs.response.index], chain_of(obs)
         self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
                      for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
         self.valid = [a for a in self.asks if a.valid_method]
 
     def emit(self, ctx, text: str, **kw) -> None:
-        ctx.emit(text, messages=[self.obs.response.index], chain=answer_chain(self.obs), **kw)
+        ctx.emit(text, messages=[self.obs.response.index], chain=chain_of(self.obs), **kw)
 
 
 # The message last taken apart, and what came of it: the rules of one message run in a row, so the
@@ -591,7 +591,7 @@ def missing_capability_error_shape(obs: Answered, ctx) -> None:
     if problems:
         ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} does not list the missing "
                  f"capabilities as a ClientCapabilities object: {'; '.join(problems)}",
-                 messages=[obs.response.index], chain=answer_chain(obs))
+                 messages=[obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -608,7 +608,7 @@ def missing_capability_http_status(obs: Answered, ctx) -> None:
     x = obs.exchange
     if x is not None and x.status != 400 and _missing_capability(obs) is not None:
         ctx.emit(f"the -32021 error (message #{obs.response.index}) to {obs.request.label()} came with HTTP status "
-                 f"{x.status}; on HTTP it MUST be 400", messages=[obs.response.index], chain=answer_chain(obs),
+                 f"{x.status}; on HTTP it MUST be 400", messages=[obs.response.index], chain=chain_of(obs),
                  details={"status": x.status})
 
 
@@ -659,7 +659,7 @@ def missing_capability_contradicts_declared(obs: Answered, ctx) -> None:
         ctx.emit(f"the -32021 error (message #{obs.response.index}) says {missing} is missing, but "
                  f"{at(obs.request)} declared it; a defined code MUST only be used "
                  "with its meaning",
-                 messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
+                 messages=[obs.request.index, obs.response.index], chain=chain_of(obs))
 
 
 # --- the server's answer to inputResponses ---------------------------------------------------------
@@ -726,7 +726,7 @@ def server_error_instead_of_reask(obs, ctx) -> None:
                      f"that answer no input_required round the server had open for it{after}, so what the server "
                      f"needs is still missing; it answered with error {short(err.get('code'))} instead of asking for "
                      "it with a new input_required result, as it SHOULD", messages=[req.index, obs.response.index],
-                     chain=answer_chain(obs), details={"unlinked": unlinked.reason, "answered": keys})
+                     chain=chain_of(obs), details={"unlinked": unlinked.reason, "answered": keys})
         return
     link = obs.creq.link if obs.creq is not None else None
     if link is None or link.request is None or link.replay is not None:
@@ -772,7 +772,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
         ctx.emit(f"the server completed {at(obs.request)} although its inputResponses "
                  f"are malformed ({'; '.join(what[:4])}); servers SHOULD validate them",
                  messages=[obs.request.index, obs.response.index],
-                 chain=answer_chain(obs))
+                 chain=chain_of(obs))
 
 
 # --- informational ------------------------------------------------------------------------------------

@@ -14,7 +14,7 @@ import json
 from ..core.messages import MRTR_METHODS
 from ..core.observations import DuplicateMembers
 from . import spec
-from .common import at, creq_of
+from .common import at
 from .registry import INFO, WARNING, rule
 
 _OWN_RULES = {("result", "inputRequests"), ("params", "inputResponses")}
@@ -87,8 +87,7 @@ def duplicate_member_name(obs: DuplicateMembers, ctx) -> None:
     for d in msg.duplicates:
         if d.path in _OWN_RULES:
             continue
-        creq = creq_of(ctx, msg)  # none yet: duplicates are observed before the message is stitched
-        chain = creq.chain.id if creq is not None else None
+        chain = None  # duplicates are observed before the message is paired or stitched
         texts = [_canonical(v) for v in d.values]
         if len(set(texts)) > 1 and _deciding(msg, d.path, d.name):
             shown = [_shown(d.name, t) for t in texts]

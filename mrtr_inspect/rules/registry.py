@@ -84,7 +84,8 @@ from ..core.era import LEGACY
 from ..core.observations import Answered, Decoded, SessionOver
 from .spec import legacy as legacy_spec
 
-__all__ = ["Rule", "rule", "declare", "Pass", "REGISTRY", "RuleEngine", "Context", "ERROR", "WARNING", "INFO"]
+__all__ = ["Rule", "rule", "declare", "Pass", "REGISTRY", "RuleEngine", "Context", "Knowledge", "ERROR", "WARNING",
+           "INFO"]
 
 RESULT = "result"
 INPUT_REQUIRED = "input_required"  # an `Answered` kind: a result whose resultType is "input_required"
@@ -528,19 +529,15 @@ def _doc(fn: Callable) -> str:
 
 
 class Context:
-    """What a check sees besides its observation: where to report, the pipeline's view, memory.
+    """What a check sees besides its observation: where to report, what the servers said, memory.
 
     Each rule has its own context (its `mem`, its id for `emit`); `RuleEngine.ctx` is the context of
     no rule, whose `_mem` holds every rule's memory by rule id."""
 
-    __slots__ = ("engine", "view", "_rule", "_mem", "mem")
+    __slots__ = ("engine", "_rule", "_mem", "mem")
 
     def __init__(self, engine: "RuleEngine", rule: "Rule | None" = None, mems: dict[str, dict] | None = None) -> None:
         self.engine = engine
-        #: what the rules may read of the pipeline besides their observations
-        #: (`core.inspector.InspectorView`: in-flight requests, legacy sessions, each message's chain
-        #: place, the time)
-        self.view: Any = engine.view
         self._rule: Rule | None = rule
         self._mem: dict[str, dict] = mems if mems is not None else {}
         #: a dict private to the rule, kept across observations (keep it bounded)
@@ -556,9 +553,9 @@ class Context:
         return self.engine.config
 
     @property
-    def knowledge(self) -> Any:
-        """What each server said about itself (`core.inspector.Knowledge`: tools, discover results)."""
-        return self.view.knowledge
+    def knowledge(self) -> "Knowledge":
+        """What each server said about itself (`Knowledge`: tools, discover results)."""
+        return self.engine.knowledge
 
     def emit(self, message: str, *, messages: Iterable[int] = (), chain: str | None = None,
              time: float | None = None, details: dict | None = None, severity: str | None = None,
@@ -589,17 +586,51 @@ def _era_of(obs: Any) -> str | None:
     return None
 
 
-class RuleEngine:
-    """Judges observations (`dispatch`) by the registered rules; their findings wait in `findings`
-    (one list, emptied by `drain`) until taken. `view` is what the checks read of the pipeline
-    besides the observations (an `InspectorView`, given here or by `set_view`; it also gives a
-    finding without a time of its own the time of the frame)."""
+class Knowledge:
+    """What the servers told about themselves, for the rules that need it (per capture session),
+    learnt from their answers to `tools/list` and `server/discover` before any rule judges them."""
 
-    def __init__(self, config: Config | None = None, view: Any = None) -> None:
+    __slots__ = ("tools", "discover")
+
+    def __init__(self) -> None:
+        self.tools: dict[str, dict[str, dict]] = {}  # session -> tool name -> tool definition
+        self.discover: dict[str, dict] = {}  # session -> last DiscoverResult
+
+    def tool(self, session: str, name: Any) -> dict | None:
+        if type(name) is not str:
+            return None
+        return self.tools.get(session, {}).get(name)
+
+    def learn(self, obs: Decoded) -> None:
+        """A server's result to a request of no chain: a tools/list's tools, a discover result."""
+        msg, req = obs.msg, obs.request
+        if obs.creq is not None or msg.kind != RESULT or type(msg.result) is not dict or msg.direction != "s2c":
+            return
+        if req.method == "tools/list":
+            tools = msg.result.get("tools")
+            if type(tools) is list:
+                known = self.tools.setdefault(msg.session, {})
+                for t in tools:
+                    if type(t) is dict and type(t.get("name")) is str:
+                        known[t["name"]] = t
+        else:
+            self.discover[msg.session] = msg.result
+
+
+_LEARNT = frozenset({"tools/list", "server/discover"})  # the requests whose answers `Knowledge` learns from
+
+
+class RuleEngine:
+    """Judges the observations of a frame (`judge`) by the registered rules, after the frame, and
+    returns their findings. `now` is the time of the frame judged: a finding without a time of its
+    own gets it."""
+
+    def __init__(self, config: Config | None = None) -> None:
         self.config = config or Config()
-        self.view = view
+        self.now = 0.0
+        self.knowledge = Knowledge()
         self.ctx = Context(self)
-        self.findings: list[Finding] = []  # drained after each frame (analysis.py)
+        self.findings: list[Finding] = []  # what `judge` returns
         disabled = self.config.disabled
         # a check runs while its own id or an id it emits (`emitted_by`) is enabled; report() drops disabled ids
         needed = {r.emitted_by for r in REGISTRY.values() if r.emitted_by and r.id not in disabled}
@@ -720,12 +751,30 @@ class RuleEngine:
 
         return run
 
+    def judge(self, observations: Iterable, now: float) -> list[Finding]:
+        """The findings of a frame's observations (`Inspector.step`), judged in order; `now`: the
+        frame's time."""
+        self.now = now
+        dispatch = self.dispatch
+        for obs in observations:
+            dispatch(obs)
+        findings = self.findings
+        if not findings:
+            return []
+        self.findings = []
+        return findings
+
     def dispatch(self, obs: Any) -> None:
+        """Judge one observation; its findings are added to `findings`."""
         findings = self.findings
         found = len(findings)
         t = type(obs)
         if t is Decoded:
             m = obs.msg
+            if m.kind == RESULT:
+                req = obs.request
+                if req is not None and req.method in _LEARNT:
+                    self.knowledge.learn(obs)
             method = m.method
             key = (t, m.kind, method if method in self._method_filtered else None, m.direction, m.transport)
             plan = self._cache.get(key)
@@ -778,23 +827,8 @@ class RuleEngine:
             return
         sev = self.config.severity.get(r.id) or severity or r.severity
         if time is None:
-            time = self.view.now if self.view is not None else 0.0
+            time = self.now
         self.findings.append(Finding(r.id, sev, message, time, chain, messages, r.spec, r.conformance, details))
-
-    def _contexts(self):
-        """Every context of this engine: its own, each rule's, each pass's and its checks'."""
-        yield self.ctx
-        for _, c in self._runs.values():
-            yield c
-        for pr in self._passes.values():
-            yield pr.ctx
-            yield from pr.contexts.values()
-
-    def set_view(self, view: Any) -> None:
-        """The view the checks read (a pipeline made after the engine, to which it is the sink)."""
-        self.view = view
-        for ctx in self._contexts():
-            ctx.view = view
 
     def drain(self) -> list[Finding]:
         out = self.findings[:]

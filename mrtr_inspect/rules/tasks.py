@@ -22,7 +22,7 @@ from .common import (
     METHOD_NOT_FOUND,
     MISSING_CAPABILITY,
     TASKS_EXTENSION,
-    answer_chain,
+    chain_of,
     answered,
     at,
     client_caps,
@@ -100,7 +100,7 @@ def task_result_undeclared_client(obs: Answered, ctx) -> None:
     if r is None or r.get("resultType") != "task" or _declares(obs.request):
         return
     ctx.emit(f"{answered(obs)} creates a task, but the request did not declare the {TASKS_EXTENSION} extension "
-             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=answer_chain(obs))
+             "in its clientCapabilities", messages=[obs.request.index, obs.response.index], chain=chain_of(obs))
 
 
 @rule(
@@ -593,4 +593,4 @@ def legacy_task_required_wrong_error(obs: Answered, ctx) -> None:
     got = f"error {_error_code(resp)}" if resp.kind == "error" else (
         "an isError result" if type(resp.result) is dict and resp.result.get("isError") is True else "a result")
     ctx.emit(f"{answered(obs)} is {got}; a task-less call of a tool that requires a task MUST get a -32601 error",
-             messages=[obs.request.index, resp.index], chain=answer_chain(obs))
+             messages=[obs.request.index, resp.index], chain=chain_of(obs))

@@ -1,7 +1,11 @@
-"""The Inspector on its own: frames in, messages and chain events out, every observation to the sink
-it is given, and the few facts a judge reads besides them in its view. No rules run here."""
+"""The Inspector on its own: frames in; messages and chain events out, with the frame's observations,
+frozen, each carrying the facts of its moment that a judge reads. No rules run here."""
 
 from __future__ import annotations
+
+import dataclasses
+
+import pytest
 
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpResponse
 from mrtr_inspect.core.findings import Finding
@@ -13,12 +17,14 @@ from tests.traffic import ACCEPT, ELICIT, Traffic
 
 def _run(t: Traffic) -> tuple[list, list, Inspector]:
     seen: list = []
-    insp = Inspector(sink=seen.append)
+    insp = Inspector()
     outs: list = []
     for f in t.frames:
-        outs += insp.feed(f)
-    outs += insp.close()
-    return outs, seen, insp
+        out, observed = insp.step(f)
+        outs += out
+        seen += observed
+    out, observed = insp.end()
+    return outs + out, seen + observed, insp
 
 
 def _one_round(t: Traffic) -> tuple:
@@ -28,7 +34,7 @@ def _one_round(t: Traffic) -> tuple:
     return a, b
 
 
-def test_outputs_are_messages_and_chain_events_and_the_observations_go_to_the_sink():
+def test_outputs_are_messages_and_chain_events_and_the_observations_come_with_them():
     t = Traffic()
     a, b = _one_round(t)
     t.result(b, {"content": []})
@@ -48,6 +54,9 @@ def test_outputs_are_messages_and_chain_events_and_the_observations_go_to_the_si
     answered = [o for o in seen if type(o) is Answered]
     assert [(x.response, x.request, x.creq) for x in answered] == [(irr.msg, first.msg, first.creq),
                                                                     (final.msg, retry.msg, retry.creq)]
+    for o in seen:  # frozen: what a judge reads is what the core saw
+        with pytest.raises(dataclasses.FrozenInstanceError):
+            setattr(o, dataclasses.fields(o)[0].name, None)
 
 
 def test_a_retrys_place_ends_with_its_chain_a_first_requests_stays():
@@ -66,23 +75,31 @@ def test_a_retrys_place_ends_with_its_chain_a_first_requests_stays():
     assert [e.chain.outcome for e in outs if type(e) is ChainEvent and e.kind == "closed"] == ["cancelled", "cancelled"]
 
 
-def test_the_view_offers_what_a_judge_needs_besides_the_observations():
+def test_an_observation_carries_the_requests_in_flight_as_they_were():
     t = Traffic()
     a = t.tool("deploy", {"env": "prod"})
     insp = Inspector()
-    view = insp.view
     start, call = t.frames
-    assert insp.feed(start) == []
-    [msg, _opened] = insp.feed(call)
-    assert view.now == t.frames[-1].time
-    flight = view.in_flight(msg.session)
+    assert insp.step(start) == ([], [])
+    (msg, _opened), [decoded] = insp.step(call)
+    assert insp.now == call.time
+    flight = decoded.flight
     assert len(flight) == 1 and list(flight) == [msg] and flight.get(msg.idk) is msg
-    assert view.chain_request(msg).chain.id == "c1" and view.request_of(msg) is None
+    assert decoded.creq.chain.id == "c1" and decoded.request is None
     t.result(a, {"content": []})
-    [resp, _closed] = insp.feed(t.frames[-1])
-    assert view.request_of(resp) is msg and view.chain_request(resp).chain.id == "c1" and len(flight) == 0
-    assert view.request_of(msg) is None  # the view pairs the messages of the frame just analysed
-    assert view.knowledge is insp.knowledge and not view.legacy_session("no-such-session")
+    (resp, _closed), observed = insp.step(t.frames[-1])
+    [answer] = [o for o in observed if type(o) is Decoded]
+    assert answer.request is msg and answer.creq.chain.id == "c1" and len(answer.flight) == 0
+    assert len(flight) == 1 and flight.get(msg.idk) is msg  # the first observation's, unchanged
+
+
+def test_a_batch_member_sees_the_requests_in_flight_before_the_next_member():
+    t = Traffic()
+    t.line("c2s", b'[{"jsonrpc":"2.0","id":1,"method":"tools/list"},{"jsonrpc":"2.0","id":2,"method":"tools/list"}]')
+    insp = Inspector()
+    seen = [o for f in t.frames for o in insp.step(f)[1]]
+    members = [o for o in seen if type(o) is Decoded and o.msg.batch is not None]
+    assert [[m.id for m in d.flight] for d in members] == [[1], [1, 2]]
 
 
 def test_the_exchange_done_names_the_chain_of_its_request():
@@ -97,9 +114,10 @@ def test_the_exchange_done_names_the_chain_of_its_request():
 def test_a_failure_is_an_observation_and_the_next_frame_is_analysed(monkeypatch):
     t = Traffic("http")
     x = t.post(t.request("tools/list"))
-    insp = Inspector(sink=(seen := []).append)
+    insp = Inspector()
     monkeypatch.setattr(insp, "_http_request", lambda f: 1 / 0)
-    assert insp.feed(t.frames[1]) == []
+    out, seen = insp.step(t.frames[1])
+    assert out == []
     [failed] = [o for o in seen if type(o) is InspectorFailed]
     assert failed.frame == "HttpRequest" and type(failed.error) is ZeroDivisionError and failed.time == t.frames[1].time
     assert not [o for o in seen if type(o) is Finding]

@@ -22,7 +22,7 @@ def _call() -> Traffic:
 
 
 def test_a_frame_the_pipeline_fails_on_is_an_inspector_error_and_the_analysis_goes_on(monkeypatch):
-    def broken(self, msg, peer, covered):
+    def broken(self, *args):
         raise RuntimeError("stitching broke")
 
     monkeypatch.setattr(chains.Stitcher, "on_request", broken)

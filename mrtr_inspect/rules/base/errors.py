@@ -251,7 +251,7 @@ def cacheable_result_missing_hints(obs: Answered, ctx) -> None:
     problems = _hint_problems(res)
     if problems:
         ctx.emit(f"{at(obs.response)} completes {at(req)}: {'; '.join(problems)}",
-                 messages=[req.index, obs.response.index], chain=chain_of(ctx, obs.response))
+                 messages=[req.index, obs.response.index], chain=chain_of(obs))
 
 
 declare(

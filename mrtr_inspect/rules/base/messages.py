@@ -28,7 +28,6 @@ from ..common import (
     client_at,
     endpoint,
     error_code,
-    in_flight,
     on_stream_of,
     params,
 )
@@ -221,7 +220,7 @@ def _on_listen(obs: Decoded, st: _State) -> _OnListen:
                 if msg.method in LISTEN_TYPES:
                     found = _OnListen(None, (None, sid, tagged))
             else:
-                listen = in_flight(st.ctx, msg).get(id_key(sid))
+                listen = obs.flight.get(id_key(sid))
                 if listen is None or listen.method != LISTEN:
                     found = _OnListen(None, (None, sid, tagged))
                 else:

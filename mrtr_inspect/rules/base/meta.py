@@ -35,7 +35,6 @@ from ..common import (
     chain_of,
     endpoint,
     error_code,
-    in_flight,
     meta_value,
     once,
     params,
@@ -145,12 +144,12 @@ def request_meta_missing(obs: Decoded, ctx, st: _State) -> None:
         meta = msg.params["_meta"]
         if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
             ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
-                     messages=[msg.index], chain=chain_of(ctx, msg))
+                     messages=[msg.index], chain=chain_of(obs))
     elif era == MALFORMED or era == UNKNOWN:
         why = _meta_problem(msg)
         if why is not None:
             ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
-                     chain=chain_of(ctx, msg))
+                     chain=chain_of(obs))
 
 
 def _unusual_answer(obs: Decoded) -> bool:
@@ -204,7 +203,7 @@ def server_accepted_request_missing_meta(obs: Decoded, ctx, st: _State) -> None:
     else:
         how = "with a result" if msg.kind == RESULT else f"with error {code}, not -32602 (Invalid params)"
     ctx.emit(f"the server answered {at(req)} ({why}) {how} ({at(msg)}); a request missing a required field MUST be "
-             "rejected with -32602 (on HTTP, status 400)", messages=[req.index, msg.index], chain=chain_of(ctx, msg))
+             "rejected with -32602 (on HTTP, status 400)", messages=[req.index, msg.index], chain=chain_of(obs))
 
 
 @MESSAGES.check(
@@ -281,7 +280,7 @@ def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
     token = msg.params["_meta"].get("progressToken")
     if token is None:
         return
-    flight = in_flight(ctx, msg)
+    flight = obs.flight
     if len(flight) < 2:  # only this request
         return
     tk = id_key(token)
@@ -456,7 +455,7 @@ def log_level_invalid(obs: Decoded, ctx, st: _State) -> None:
     if level is not None and not (type(level) is str and level in LOG_LEVELS) and code != INVALID_PARAMS:
         ctx.emit(f"{at(req)} asks for logLevel {json.dumps(level)[:30]}, which is no log level, and the server "
                  f"answered {at(msg)} instead of rejecting it with -32602", messages=[req.index, msg.index],
-                 chain=chain_of(ctx, msg))
+                 chain=chain_of(obs))
 
 
 @MESSAGES.check(

@@ -7,7 +7,7 @@ from ...core.era import MODERN
 from ...core.messages import LOG_LEVEL_KEY, NOTIFICATION, SUBSCRIPTION_ID_KEY, Message, format_id, id_key
 from ...core.observations import Cancelled, Decoded
 from .. import spec
-from ..common import at, bounded, chain_of, in_flight, meta_value, on_stream_of, params
+from ..common import at, bounded, chain_of, meta_value, on_stream_of, params
 from ..registry import ERROR, WARNING, rule
 from .messages import LISTEN, LOG_LEVELS, MESSAGES, _State
 
@@ -62,7 +62,7 @@ def log_without_loglevel(obs: Decoded, ctx, st: _State) -> None:
                      "MUST NOT emit notifications/message for such a request (reported once per stream)",
                      messages=[req.index, msg.index])
     elif x is None and not _tagged(msg):
-        flight = list(in_flight(ctx, msg))
+        flight = list(obs.flight)
         if not any(_log_level(r) is not None for r in flight) and new_situation(st, ctx, [r.index for r in flight]):
             ctx.emit(f"{at(msg)} while no request in flight set io.modelcontextprotocol/logLevel; the server MUST NOT "
                      "emit notifications/message for a request that does not include it (reported once while the "
@@ -89,7 +89,7 @@ def log_below_level(obs: Decoded, ctx, st: _State) -> None:
     if req is not None:
         candidates = [req]
     elif x is None:
-        candidates = list(in_flight(ctx, msg))
+        candidates = list(obs.flight)
     else:
         return
     asked = [r for r in candidates if _log_level(r) is not None]
@@ -128,15 +128,16 @@ def log_off_request_stream(obs: Decoded, ctx, st: _State) -> None:
 _PROGRESS = dict(kinds=["notification"], directions=["s2c"], methods=["notifications/progress"], section="4.5")
 
 
-def progress_owner(msg: Message, x, ctx) -> tuple:
+def progress_owner(obs: Decoded) -> tuple:
     """(token key, the active request that set this progress notification's token, or None)."""
+    msg, x = obs.msg, obs.exchange
     tk = id_key(params(msg).get("progressToken"))
     if tk is None:
         return None, None
     req = on_stream_of(x)
     if req is not None and id_key(meta_value(req, "progressToken")) == tk and not any(r.idk == req.idk for r in x.responses):
         return tk, req
-    for r in in_flight(ctx, msg):
+    for r in obs.flight:
         if id_key(meta_value(r, "progressToken")) == tk:
             return tk, r
     return tk, None
@@ -153,7 +154,7 @@ def progress_token_not_active(obs: Decoded, ctx, st: _State) -> None:
     """A server `notifications/progress` whose `progressToken` (type and value) is carried by no
     client request in flight in its scope: never given, or its request was already answered (the
     notification came after the response). Any era."""
-    tk, owner = progress_owner(obs.msg, obs.exchange, ctx)
+    tk, owner = progress_owner(obs)
     if tk is not None and owner is None:
         msg = obs.msg
         ctx.emit(f"{at(msg)} reports progress for token {format_id(params(msg)['progressToken'])}, which no request in "
@@ -175,7 +176,7 @@ def progress_not_increasing(obs: Decoded, ctx, st: _State) -> None:
     value = params(msg).get("progress")
     if type(value) not in (int, float):
         return
-    tk, owner = progress_owner(msg, obs.exchange, ctx)
+    tk, owner = progress_owner(obs)
     if owner is None:
         return
     seen = st.progress
@@ -206,7 +207,7 @@ def server_cancelled_non_listen(obs: Decoded, ctx, st: _State) -> None:
     if msg.era != MODERN:
         return
     rid = params(msg).get("requestId")
-    req = in_flight(ctx, msg).get(id_key(rid))
+    req = obs.flight.get(id_key(rid))
     if req is None or req.method != LISTEN:
         what = f"{at(req)}, not a subscriptions/listen" if req is not None else "no request in flight"
         ctx.emit(f"{at(msg)} from the server names request {format_id(rid)}: {what}; servers MUST NOT send "
@@ -234,10 +235,11 @@ def cancelled_unknown_request(obs: Cancelled, ctx) -> None:
              "cancel crossing its response is an allowed race)", messages=[n.index])
 
 
-def _after_cancel(msg: Message, cancel: Message, ctx) -> None:
+def _after_cancel(obs: Decoded, cancel: Message, ctx) -> None:
+    msg = obs.msg
     ctx.emit(f"{at(msg)} came after {at(cancel)} cancelled the request; the server MUST NOT send further messages for "
              "a cancelled request (unless the two crossed on the wire)", messages=[cancel.index, msg.index],
-             chain=chain_of(ctx, msg))
+             chain=chain_of(obs))
 
 
 @MESSAGES.check(
@@ -255,7 +257,7 @@ def message_after_cancel(obs: Decoded, ctx, st: _State) -> None:
     cancel, so this is a warning (heuristic)."""
     c = st.cancel
     if c is not None:
-        _after_cancel(obs.msg, c[1], ctx)
+        _after_cancel(obs, c[1], ctx)
 
 
 @MESSAGES.also("message-after-cancel", kinds=["notification"], methods=["notifications/progress"])
@@ -267,5 +269,5 @@ def progress_after_cancel(obs: Decoded, ctx, st: _State) -> None:
     tk = id_key(params(msg).get("progressToken"))
     for req, cancel in st.cancelled.values():
         if tk is not None and id_key(meta_value(req, "progressToken")) == tk:
-            _after_cancel(msg, cancel, ctx)
+            _after_cancel(obs, cancel, ctx)
             return

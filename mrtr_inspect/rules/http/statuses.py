@@ -6,11 +6,10 @@ from __future__ import annotations
 
 from ...core.era import LEGACY, MODERN
 from ...core.events import header
-from ...core.exchanges import HttpExchange
 from ...core.messages import LEGACY_VERSIONS
 from ...core.observations import Answered, Decoded, ExchangeDone, SseSeen
 from .. import spec
-from ..common import METHOD_NOT_FOUND, UNSUPPORTED_VERSION, at, integer_code, legacy_session, quoted
+from ..common import METHOD_NOT_FOUND, UNSUPPORTED_VERSION, at, integer_code, quoted
 from ..registry import ERROR, INFO, WARNING, declare, rule
 from .posts import _first, _where, post_era
 from .values import OWS, _header_map
@@ -80,12 +79,13 @@ def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
                  f"{quoted(sid)}; this revision has no sessions", messages=[req.index] if req else [])
 
 
-def _legacy_served(x: HttpExchange, ctx) -> bool:
+def _legacy_served(obs: ExchangeDone, ctx) -> bool:
     """A GET or DELETE that the server's own answers show to be legacy traffic it serves: its
     Mcp-Session-Id was minted by the server's answer to initialize, or it names a legacy version in
     MCP-Protocol-Version on an endpoint whose server answered initialize (a server minting no session)."""
-    if legacy_session(ctx, header(x.headers, "mcp-session-id")):
+    if obs.legacy_session:
         return True
+    x = obs.exchange
     hv = header(x.headers, "mcp-protocol-version")
     return hv is not None and hv.strip(OWS) in LEGACY_VERSIONS and ("initialize", x.session, x.path) in ctx.mem
 
@@ -125,7 +125,7 @@ def http_get_delete_modern(obs, ctx) -> None:
     if (x.method != "GET" and x.method != "DELETE") or x.status is None or x.status == 405:
         return
     versions = ctx.mem.get((x.session, x.path))
-    if versions and not _legacy_served(x, ctx):
+    if versions and not _legacy_served(obs, ctx):
         ctx.emit(f"{x.method} {x.path} (exchange {x.number}) was answered with {x.status}; this endpoint supports "
                  f"only {', '.join(versions)} (server/discover) and should answer 405 Method Not Allowed")
 
