@@ -57,6 +57,25 @@ class ChainRequest:
     def in_flight(self) -> bool:
         return self.response_kind is None and not self.cancelled
 
+    # what the stitcher records of it (only the stitcher calls these)
+    def linked(self, link: Linked, answered_summary: dict | None) -> None:
+        """A retry: how it was tied to its round, and what it answered."""
+        self.link = link
+        self.answered_summary = answered_summary
+
+    def answer(self, kind: str, index: int | None = None, time: float | None = None, error_code: Any = None) -> None:
+        """Its answer came (`kind`: result, input_required, error, task; `none`: its exchange ended
+        without one): it keeps no message from now on."""
+        self.response_kind = kind
+        self.response_index = index
+        self.response_time = time
+        self.error_code = error_code
+        self.msg = None
+
+    def cancel(self) -> None:
+        self.cancelled = True
+        self.msg = None
+
 
 class Round:
     """One `input_required` result and what it asked."""
@@ -94,6 +113,10 @@ class Round:
     def consumed(self) -> bool:
         return bool(self.retries)
 
+    def expire(self) -> None:
+        """No retry came in time (`abandon_after`)."""
+        self.expired = True
+
 
 class LegacyRound:
     """One question a server asked while a legacy chain's request was open (RULES.md §13): its
@@ -122,6 +145,20 @@ class LegacyRound:
         self.answered: dict | None = None
         self.error_code: Any = None
 
+    def answer(self, resp: Message) -> None:
+        """The client answered its question (the first answer counts)."""
+        if self.answer_kind is not None:
+            return
+        self.answer_index, self.answer_time = resp.index, resp.time
+        if resp.kind == ERROR:
+            self.answer_kind = "error"
+            err = resp.error if type(resp.error) is dict else {}
+            self.error_code = err.get("code")
+            self.answered = {format_id(self.id): {"summary": f"error {format_id(self.error_code)}"}}
+        else:
+            self.answer_kind = "result"
+            self.answered = summarize_responses({format_id(self.id): resp.result})
+
 
 class Chain:
     __slots__ = (
@@ -130,7 +167,7 @@ class Chain:
         "hop", "refused",
     )
 
-    def __init__(self, seq: int, msg: Message, peer: str, digest: str) -> None:
+    def __init__(self, seq: int, msg: Message, peer: str, digest: str, hop: str | None = None) -> None:
         self.id = f"c{seq}"
         self.seq = seq
         self.method = msg.method
@@ -152,7 +189,7 @@ class Chain:
         self.closed = False
         self.final_index: int | None = None
         self.asks: list[LegacyRound] = []  # a legacy chain's rounds: the server's questions (RULES.md §13)
-        self.hop: str | None = None  # the hop its session named (RULES.md §11), set by core.hops
+        self.hop = hop  # the hop its session named (RULES.md §11), for a chain core.hops keeps
         # when a retry of it was answered with an error, while a retry echoing a state it issued may
         # still continue it (RULES.md decision 13): its outcome is `error` unless one does
         self.refused: float | None = None
@@ -195,6 +232,39 @@ class Chain:
     def summary(self) -> dict:
         """The chain as the JSON report shows it (CONTRACTS.md), with its timeline (summary.py)."""
         return chain_summary(self)
+
+    # what the stitcher records of it (only the stitcher calls these)
+    def extend(self, t: float) -> None:
+        """It lasted until `t` at least."""
+        if t > self.end:
+            self.end = t
+
+    def taint(self) -> None:
+        """It started with fields of another chain, or as a replay of a closed one."""
+        self.tainted = True
+
+    def errored(self, code: Any) -> None:
+        """A request of it was answered with an error (`code`: its error.code)."""
+        self.error_code = code
+
+    def refuse(self, index: int, t: float) -> None:
+        """A retry of it was refused (RULES.md decision 13): it ends in error unless a retry continues it."""
+        self.outcome, self.final_index, self.refused = "error", index, t
+
+    def go_on(self) -> None:
+        """A retry continues it after a refused one."""
+        self.refused = self.outcome = self.error_code = self.final_index = None
+
+    def finish(self, outcome: str, index: int) -> None:
+        """Its last answer (`index`) came: `outcome` once no request of it is in flight."""
+        self.refused = None
+        self.outcome = outcome
+        self.final_index = index
+
+    def close(self, outcome: str) -> None:
+        self.outcome = outcome
+        self.closed = True
+        self.refused = None
 
 
 # -------------------------------------------------------------------------------------------------
@@ -280,10 +350,10 @@ class Stitcher:
     def open_chains(self) -> list[Chain]:
         return list(self._open_chains.values())
 
-    def _open(self, msg: Message, peer: str, digest: str) -> ChainRequest:
+    def _open(self, msg: Message, peer: str, digest: str, hop: str | None = None) -> ChainRequest:
         """A new chain, `msg` its first request."""
         self._seq += 1
-        chain = Chain(self._seq, msg, peer, digest)
+        chain = Chain(self._seq, msg, peer, digest, hop)
         self._open_chains[chain.id] = chain
         creq = ChainRequest(chain, msg, None)
         chain.requests.append(creq)
@@ -293,11 +363,12 @@ class Stitcher:
         return [rd for rd in self._open_by_peer.get(peer, ()) if rd.key == key and not rd.consumed and not rd.expired]
 
     # -- requests -------------------------------------------------------------------------------
-    def on_request(self, msg: Message, peer: str, covered: bool,
-                   restart_of: str | None = None) -> tuple[ChainRequest | None, list]:
+    def on_request(self, msg: Message, peer: str, covered: bool, restart_of: str | None = None,
+                   hop: str | None = None) -> tuple[ChainRequest | None, list]:
         """A client request. Returns its place in a chain (None when it is not an MRTR request)
         and the observations made. `covered`: whether the capture saw its peer from the start;
-        `restart_of`: else, the earlier session of the same command or upstream it may continue."""
+        `restart_of`: else, the earlier session of the same command or upstream it may continue;
+        `hop`: the hop a chain it starts belongs to (RULES.md §11)."""
         params = msg.params if type(msg.params) is dict else {}
         st_raw = params.get("requestState")
         # the decoded state (None: absent), and the answers (None: absent or null)
@@ -313,7 +384,7 @@ class Stitcher:
 
         digest = params_digest(m, params)
         if not stitch:
-            return self._open(msg, peer, digest), []
+            return self._open(msg, peer, digest, hop), []
         key = (m, target_of(m, params), digest)
         rounds = self._states.rounds.get(state_hash(st)) if st is not None else None
         cand = None if rounds else self._open_rounds(peer, key)  # the open rounds of its key, when no state ties it
@@ -324,9 +395,9 @@ class Stitcher:
                     return o.creq, [o]
                 break
         out = self._moved_on(peer) if self._refused else []
-        creq = self._open(msg, peer, digest)
+        creq = self._open(msg, peer, digest, hop)
         if o is not None:  # refused: the fields of another chain
-            creq.chain.tainted = True
+            creq.chain.taint()
             o = replace(o, creq=creq)
         else:
             o = self._unlinked(msg, creq, peer, key, st, ir, cand, covered, restart_of)
@@ -449,26 +520,24 @@ class Stitcher:
             # `link` says
             creq = self._open(msg, peer, key[2])
             chain = creq.chain
-            chain.tainted = True
+            chain.taint()
             chain.vias.append(via)
         else:
             creq = ChainRequest(chain, msg, rd)
             chain.vias.append(via)
             if chain.refused is not None:  # a retry after a refused one continues it (RULES.md decision 13)
-                chain.refused = chain.outcome = chain.error_code = chain.final_index = None
+                chain.go_on()
                 self._refused.pop(chain, None)
-            if msg.time > chain.end:  # max(chain.end, msg.time)
-                chain.end = msg.time
+            chain.extend(msg.time)
             chain.requests.append(creq)
         params = msg.params if type(msg.params) is dict else {}
-        creq.answered_summary = summarize_responses(params.get("inputResponses"))
         rd.retries.append(creq)
         link = Linked(
             chain=chain, round=rd, request=msg, creq=creq, via=via, state=relation, replay=replay,
             forked=bool(forked), params_changed=key[2] != rd.key[2], cross_principal=peer != rd.peer,
             ambiguous=ambiguous, earlier=earlier,
         )
-        creq.link = link
+        creq.linked(link, summarize_responses(params.get("inputResponses")))
         return link
 
     # -- responses ------------------------------------------------------------------------------
@@ -479,30 +548,26 @@ class Stitcher:
         rtype = result.get("resultType") if result is not None else None
         if creq.response_kind is not None or creq.cancelled:
             # a second answer, or one after cancellation: noted by the rules, does not move the chain
-            chain.end = max(chain.end, resp.time)
+            chain.extend(resp.time)
             return obs
-        t = creq.response_time = resp.time
-        creq.response_index = resp.index
-        creq.msg = None
-        if t > chain.end:  # max(chain.end, t)
-            chain.end = t
+        t = resp.time
+        chain.extend(t)
         stitch = chain.era in ("modern", "malformed")
         if resp.kind == ERROR:
-            creq.response_kind = "error"
             err = resp.error if type(resp.error) is dict else {}
-            creq.error_code = err.get("code")
-            chain.error_code = creq.error_code
+            creq.answer("error", resp.index, t, err.get("code"))
+            chain.errored(creq.error_code)
             if creq.round is not None and not _presented(creq) and any(rd.state is not None for rd in chain.rounds):
                 # a refused retry that presented another state (altered, fabricated): the chain ends
                 # in error unless a retry echoing a state it issued
                 # continues it (RULES.md decision 13); it closes with that outcome at the end of its
                 # session or capture, once it has waited `abandon_after`, or when its peer starts another
-                chain.outcome, chain.final_index, chain.refused = "error", resp.index, t
+                chain.refuse(resp.index, t)
                 self._refused[chain] = None
             else:
                 self._finish(chain, "error", resp, obs)
         elif rtype == "input_required" and stitch:
-            creq.response_kind = "input_required"
+            creq.answer("input_required", resp.index, t)
             prev = chain.rounds[-1] if chain.rounds else None
             rd = Round(chain, len(chain.rounds) + 1, creq, resp)
             chain.rounds.append(rd)
@@ -511,10 +576,10 @@ class Stitcher:
             obs.append(RoundOpened(chain, rd, prev))
             self._maybe_close(chain, obs)
         elif rtype == "task":
-            creq.response_kind = "task"
+            creq.answer("task", resp.index, t)
             self._finish(chain, "task", resp, obs)
         else:
-            creq.response_kind = "result"
+            creq.answer("result", resp.index, t)
             if result is not None and ("inputRequests" in result or "requestState" in result):
                 st = result.get("requestState")
                 if type(st) is str:
@@ -536,10 +601,9 @@ class Stitcher:
         failed (unreachable, or it broke the response off): the chain ends as `error`, mid-chain too."""
         obs: list = []
         if creq.response_kind is None and not creq.cancelled:
-            creq.response_kind = "none"
-            creq.msg = None
+            creq.answer("none")
             chain = creq.chain
-            chain.end = max(chain.end, time)
+            chain.extend(time)
             if not chain.in_flight and chain.open_round is None:
                 self._close(chain, "abandoned" if chain.rounds and not failed else "error", obs)
         return obs
@@ -550,18 +614,16 @@ class Stitcher:
         obs: list = []
         for chain in list(self._open_chains.values()):
             if chain.session == session and chain.in_flight:
-                if now > chain.end:
-                    chain.end = now
+                chain.extend(now)
                 self._close(chain, "error", obs)
         return obs
 
     def on_cancel(self, creq: ChainRequest, time: float) -> list:
         obs: list = []
         if creq.in_flight:
-            creq.cancelled = True
-            creq.msg = None
+            creq.cancel()
             chain = creq.chain
-            chain.end = max(chain.end, time)
+            chain.extend(time)
             if not chain.in_flight:
                 self._close(chain, "cancelled", obs)
         return obs
@@ -579,24 +641,12 @@ class Stitcher:
     @staticmethod
     def on_server_answer(rd: LegacyRound, resp: Message) -> None:
         """The client answered the question of round `rd` (the first answer counts)."""
-        if rd.answer_kind is not None:
-            return
-        rd.answer_index, rd.answer_time = resp.index, resp.time
-        if resp.kind == ERROR:
-            rd.answer_kind = "error"
-            err = resp.error if type(resp.error) is dict else {}
-            rd.error_code = err.get("code")
-            rd.answered = {format_id(rd.id): {"summary": f"error {format_id(rd.error_code)}"}}
-        else:
-            rd.answer_kind = "result"
-            rd.answered = summarize_responses({format_id(rd.id): resp.result})
+        rd.answer(resp)
 
     def _finish(self, chain: Chain, outcome: str, resp: Message, obs: list) -> None:
         if chain.refused is not None:
-            chain.refused = None
             self._refused.pop(chain, None)
-        chain.outcome = outcome
-        chain.final_index = resp.index
+        chain.finish(outcome, resp.index)
         self._maybe_close(chain, obs)
 
     def _maybe_close(self, chain: Chain, obs: list) -> None:
@@ -609,11 +659,9 @@ class Stitcher:
             self._close(chain, chain.outcome, obs)
 
     def _close(self, chain: Chain, outcome: str, obs: list) -> None:
-        chain.outcome = outcome
-        chain.closed = True
         if chain.refused is not None:
-            chain.refused = None
             self._refused.pop(chain, None)
+        chain.close(outcome)
         self._open_chains.pop(chain.id, None)
         # the index keeps the retired form of the chain's rounds; the chain itself goes out whole
         for rd in chain.rounds:
@@ -645,10 +693,8 @@ class Stitcher:
                 continue
             rd = chain.open_round
             if rd is not None and rd.irr_time < limit and not chain.in_flight:
-                rd.expired = True
-                gave_up = rd.irr_time + self.abandon_after  # when it was abandoned, however late this check runs
-                if gave_up > chain.end:
-                    chain.end = gave_up
+                rd.expire()
+                chain.extend(rd.irr_time + self.abandon_after)  # when it was abandoned, however late this check runs
                 self._close(chain, "abandoned", obs)
         return obs
 
@@ -660,14 +706,12 @@ class Stitcher:
             if session is not None and chain.session != session:
                 continue
             if chain.in_flight:
-                if now > chain.end:
-                    chain.end = now
+                chain.extend(now)
                 self._close(chain, "open", obs)
             elif chain.outcome is not None:
                 self._close(chain, chain.outcome, obs)
             else:
-                if now > chain.end:
-                    chain.end = now
+                chain.extend(now)
                 self._close(chain, "abandoned", obs)
         return obs
 

@@ -14,7 +14,9 @@ the era of their context (the stdio process, the legacy HTTP session).
 from __future__ import annotations
 
 from .events import Headers, header
-from .messages import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY, Message
+from typing import Any
+
+from .messages import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY, Message, meta_of
 
 MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})  # the errors only a modern server answers with
 MODERN = "modern"
@@ -32,35 +34,30 @@ class EraTracker:
         self._spoke_legacy: set[str] = set()
 
     # -- requests -----------------------------------------------------------------------------
-    def classify_request(self, msg: Message, context: str, http_headers: Headers | None = None) -> str:
-        """Set msg.era / msg.version for a client request; `context` is the stdio session or HTTP endpoint."""
-        meta = msg.meta
+    def classify_request(self, method: str | None, params, context: str,
+                         http_headers: Headers | None = None) -> tuple[str, str | None]:
+        """The era and version of a client request of `method` with `params`; `context` is the stdio
+        session or HTTP endpoint (which this request shows to speak that era)."""
+        meta = meta_of(params)
         version = meta.get(PROTOCOL_VERSION_KEY) if meta is not None else None
         if type(version) is str:
-            msg.era, msg.version = MODERN, version
             self._spoke_modern.add(context)
-            return MODERN
-        if msg.method == "initialize":
-            p = msg.params if type(msg.params) is dict else {}
-            v = p.get("protocolVersion")
-            msg.era, msg.version = LEGACY, v if type(v) is str else None
+            return MODERN, version
+        if method == "initialize":
+            v = params.get("protocolVersion") if type(params) is dict else None
             self._spoke_legacy.add(context)
-            return LEGACY
+            return LEGACY, v if type(v) is str else None
         if http_headers is not None:
             hv = header(http_headers, "mcp-protocol-version")
             sid = header(http_headers, "mcp-session-id")
             if (hv is not None and hv.strip() in LEGACY_VERSIONS) or (sid is not None and sid in self._legacy_http_sessions):
-                msg.era, msg.version = LEGACY, hv.strip() if hv else None
                 self._spoke_legacy.add(context)
-                return LEGACY
+                return LEGACY, hv.strip() if hv else None
         elif context in self._stdio_initialized:
-            msg.era = LEGACY
-            return LEGACY
+            return LEGACY, None
         if context in self._spoke_modern:
-            msg.era = MALFORMED
-            return MALFORMED
-        msg.era = UNKNOWN
-        return UNKNOWN
+            return MALFORMED, None
+        return UNKNOWN, None
 
     def context_era(self, context: str, http_headers: Headers | None = None) -> str:
         """The era of a server message that answers no request."""
@@ -80,9 +77,8 @@ class EraTracker:
         return context in self._spoke_modern, context in self._spoke_legacy
 
     # -- initialize ---------------------------------------------------------------------------
-    def initialize_answered(self, request: Message, response: Message, context: str, session_id: str | None = None) -> None:
-        if response.kind != "result":
-            return
+    def initialize_answered(self, context: str, session_id: str | None = None) -> None:
+        """A server answered `initialize` with a result: its session (or stdio process) is legacy."""
         if session_id:
             self._legacy_http_sessions.add(session_id)
         else:
@@ -92,12 +88,11 @@ class EraTracker:
         return session_id is not None and session_id in self._legacy_http_sessions
 
 
-def probe_fallback(request: Message | None, response: Message) -> bool:
+def probe_fallback(request: Message | None, error: Any) -> bool:
     """A legacy server's answer to a modern client's era probe (RULES.md §2, §13): `server/discover`
     answered with an error that is no recognized modern one (stdio: -32601; HTTP: 400 with the
     server's own error), the fallback the stdio and Streamable HTTP pages expect. The answer is the
-    legacy server's, judged as legacy."""
-    if request is None or request.method != "server/discover" or response.kind != "error":
+    legacy server's, judged as legacy. `error`: the error member of an error response."""
+    if request is None or request.method != "server/discover":
         return False
-    err = response.error
-    return type(err) is not dict or err.get("code") not in MODERN_ERROR_CODES
+    return type(error) is not dict or error.get("code") not in MODERN_ERROR_CODES

@@ -178,7 +178,8 @@ class ExchangeTracker:
 
 
 class HttpExchange:
-    """Everything seen on one HTTP request/response pair."""
+    """Everything seen on one HTTP request/response pair: made with its request's head, it records
+    what the pipeline sees of it after (`requested`, `respond`, `event`, `end`)."""
 
     __slots__ = (
         "session", "number", "time", "method", "path", "headers", "client", "body_note", "complete",
@@ -187,16 +188,18 @@ class HttpExchange:
         "body_bytes", "cancelled",
     )
 
-    def __init__(self, session: str, number: int) -> None:
+    def __init__(self, session: str, number: int, time: float = 0.0, method: str = "", path: str = "",
+                 headers: Headers = (), client: str = "", body_note: str | None = None, complete: bool = True,
+                 body_bytes: int = 0, peer: str = "") -> None:
         self.session = session
         self.number = number
-        self.time = 0.0
-        self.method = ""
-        self.path = ""
-        self.headers: Headers = ()
-        self.client = ""
-        self.body_note: str | None = None
-        self.complete = True
+        self.time = time
+        self.method = method
+        self.path = path
+        self.headers: Headers = headers
+        self.client = client
+        self.body_note: str | None = body_note
+        self.complete = complete
         self.request_messages: list[Message] = []
         self.status: int | None = None
         self.response_headers: Headers = ()
@@ -208,11 +211,33 @@ class HttpExchange:
         self.after_response_events = 0  # SSE events after the first response
         self.end_time: float | None = None
         self.error: str | None = None
-        self.peer = ""
+        self.peer = peer
         self.era = "unknown"
         self.last_event_time: float | None = None
-        self.body_bytes = 0
+        self.body_bytes = body_bytes
         self.cancelled = False
+
+    def requested(self, msg: Message) -> None:
+        """The message POSTed on it; a request gives the exchange its era."""
+        self.request_messages.append(msg)
+        if msg.kind == "request":
+            self.era = msg.era
+
+    def respond(self, status: int, headers: Headers, time: float, event_stream: bool) -> None:
+        """The response's head."""
+        self.status, self.response_headers, self.response_time = status, headers, time
+        self.event_stream = event_stream
+
+    def event(self, time: float) -> None:
+        """An SSE event came."""
+        self.events += 1
+        self.last_event_time = time
+        if self.responses:
+            self.after_response_events += 1
+
+    def end(self, time: float, error: str | None, cancelled: bool) -> None:
+        """It is over (`cancelled`: the client disconnected from a request it had not had its answer to)."""
+        self.end_time, self.error, self.cancelled = time, error, cancelled
 
     @property
     def request(self) -> Message | None:

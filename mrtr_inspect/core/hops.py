@@ -266,6 +266,11 @@ class HopWatcher:
     def name(self, session: str, hop: str) -> None:
         self.hop_of[session] = hop
 
+    def hop_for(self, session: str) -> str | None:
+        """The hop of a chain a request of `session` starts: its session's, while chains are kept."""
+        hop = self.hop_of.get(session)
+        return hop if hop is not None and len(self.facts) < LIMIT else None
+
     # -- what each chain does ---------------------------------------------------------------------
     def see(self, obs: Any) -> None:
         t = type(obs)
@@ -343,7 +348,6 @@ class HopWatcher:
         if len(self.facts) >= LIMIT:
             self.left_out += 1
             return None
-        chain.hop = hop
         args = _digest(arguments_of(chain.method, msg.params))
         f = HopFact(chain, hop, msg.session, chain.method, chain.target, args)
         maps = self._maps.get(chain.target) if chain.method == "tools/call" else None

@@ -51,12 +51,19 @@ from .messages import (
     NOTIFICATION,
     REQUEST,
     RESULT,
+    ERROR_FIELD,
+    IDK,
+    KIND,
+    METHOD,
+    PARAMS,
+    Decoding,
     Message,
-    decode_message,
+    decoded,
     id_key,
-    split_batch,
+    members,
+    meta_of,
+    oversized,
     target_of,
-    too_large,
 )
 from .observations import (
     Answered,
@@ -115,6 +122,22 @@ class _Session:
         self.restart_of: str | None = None
         self.left_open: frozenset = frozenset()  # this session's, once it ended
         self.client_closed = False  # stdio: the client closed the server's stdin (it ended the session)
+
+    def close_client(self) -> None:
+        """The client closed the server's stdin (stdio)."""
+        self.client_closed = True
+
+    def resume(self, left: frozenset, earlier: str) -> None:
+        """It may continue the chains `left` of the earlier session `earlier` (a restart mid-chain)."""
+        self.resumable |= left
+        self.restart_of = earlier
+
+    def end(self) -> None:
+        self.ended = True
+
+    def leave(self, left_open: frozenset) -> None:
+        """Ended: the (method, target) of the chains it left open, abandoned or failed."""
+        self.left_open = left_open
 
     def origin(self) -> tuple | None:
         """What it captured (the command or the upstream), for telling a restart of it."""
@@ -286,7 +309,7 @@ class Inspector:
         elif tf is StdioClose:
             s = self._session(f.session, "stdio")
             if f.direction == "c2s":  # type: ignore[union-attr]
-                s.client_closed = True
+                s.close_client()
         elif tf is SessionStart:
             s = self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
             self._restart(s)
@@ -327,8 +350,7 @@ class Inspector:
             left = e.left_open if e.ended else frozenset(
                 (c.method, c.target) for c in self.stitcher.open_chains if c.session == e.id)
             if left:
-                s.resumable |= left
-                s.restart_of = e.id
+                s.resume(left, e.id)
         if len(earlier) >= 64:  # many runs of one command: the last ones are what a restart follows
             del earlier[0]
         earlier.append(s)
@@ -356,78 +378,57 @@ class Inspector:
         for o in items:
             self._obs(o)
 
-    def _new_message(self, raw: bytes, time: float, session: str, direction: str, transport: str,
-                     exchange: int | None = None, cut: int = 0, note: str | None = None) -> Message:
+    def _decode(self, raw: bytes, cut: int = 0, note: str | None = None) -> Decoding:
         limit = self.config.max_message_bytes
         if cut or len(raw) > limit or over_limit(note):
-            msg = too_large(len(raw) + cut, limit, note)  # forwarded and recorded; not parsed
-        else:
-            msg = decode_message(raw, self.config.max_depth)
-        msg.time = time
-        msg.session = session
-        msg.direction = direction  # type: ignore[assignment]
-        msg.transport = transport  # type: ignore[assignment]
-        msg.exchange = exchange
-        return msg
+            return oversized(len(raw) + cut, limit, note)  # forwarded and recorded; not parsed
+        return decoded(raw, self.config.max_depth)
 
     # -- stdio ------------------------------------------------------------------------------------
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool, cut: int = 0) -> None:
         if session not in self._sessions:
             self._session(session, "stdio")
-        msg = self._new_message(data, time, session, direction, "stdio", cut=cut)
-        if not eol:
-            msg.note = "the stream ended without a newline after this message"
-        self._message(msg, session, "stdio:" + session, session, None, None)
+        self._message(self._decode(data, cut), time, session, direction, "stdio", None,
+                      None if eol else "the stream ended without a newline after this message",
+                      session, "stdio:" + session, session, None, None)
 
     # -- HTTP -------------------------------------------------------------------------------------
     def _http_request(self, f: HttpRequest) -> None:
         self._session(f.session, "http")
-        x = HttpExchange(f.session, f.exchange)
-        x.time, x.method, x.path, x.headers, x.client = f.time, f.method, f.path, f.headers, f.client
-        x.body_note, x.complete = f.body_note, f.complete
-        x.body_bytes = len(f.body)
+        d = self._decode(f.body, note=f.body_note) if f.body or f.method == "POST" else None
+        x = HttpExchange(f.session, f.exchange, f.time, f.method, f.path, f.headers, f.client, f.body_note, f.complete,
+                         len(f.body), self._http_peer(f, d[PARAMS] if d is not None else None))
         old = self._http.get((f.session, f.exchange))
         if old is not None:  # the same exchange number again: the earlier one is forgotten
             self._x_ties.pop(old, None)
         self._http[(f.session, f.exchange)] = x
-        context = f"{f.session}|{f.path}"
-        if f.body or (f.method == "POST"):
-            msg = self._new_message(f.body, f.time, f.session, "c2s", "http", f.exchange, note=f.body_note)
-            if f.body_note:
-                msg.note = f.body_note
-            if not f.complete:
-                msg.note = "the request body was cut short"
-            x.request_messages.append(msg)
-            x.peer = self._http_peer(x, msg)
-            self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=f.headers, x=x)
-            x.era = msg.era if msg.kind == REQUEST else x.era
-        else:
-            x.peer = self._http_peer(x, None)
+        if d is not None:
+            x.requested(self._message(d, f.time, f.session, "c2s", "http", f.exchange,
+                                      (f.body_note or None) if f.complete else "the request body was cut short",
+                                      f"{f.session}|{f.path}", x.peer, self._server_scope(x), f.headers, x))
 
-    def _http_peer(self, x: HttpExchange, msg: Message | None) -> str:
-        base = x.session
+    def _http_peer(self, f: HttpRequest, params: Any) -> str:
+        base = f.session
         if self.config.peer_header:
-            v = header(x.headers, self.config.peer_header)
+            v = header(f.headers, self.config.peer_header)
             if v:
                 return f"{base}|hdr:{_sha(v)}"
-        auth = header(x.headers, "authorization")
+        auth = header(f.headers, "authorization")
         if auth:
             return f"{base}|auth:{_sha(auth)}"
         who = ""
-        if msg is not None:
-            meta = msg.meta
-            ci = meta.get(CLIENT_INFO_KEY) if meta is not None else None
-            if type(ci) is dict:
-                who = f"{ci.get('name')}/{ci.get('version')}"
-        return f"{base}|ip:{x.client}|{who}"
+        meta = meta_of(params)
+        ci = meta.get(CLIENT_INFO_KEY) if meta is not None else None
+        if type(ci) is dict:
+            who = f"{ci.get('name')}/{ci.get('version')}"
+        return f"{base}|ip:{f.client}|{who}"
 
     def _http_response(self, f: HttpResponse) -> None:
         x = self._http.get((f.session, f.exchange))
         if x is None:
             x = HttpExchange(f.session, f.exchange)
             self._http[(f.session, f.exchange)] = x
-        x.status, x.response_headers, x.response_time = f.status, f.headers, f.time
-        x.event_stream = media_type(header(f.headers, "content-type")) == "text/event-stream"
+        x.respond(f.status, f.headers, f.time, media_type(header(f.headers, "content-type")) == "text/event-stream")
 
     def _http_body(self, f: HttpBody) -> None:
         x = self._http.get((f.session, f.exchange))
@@ -435,30 +436,22 @@ class Inspector:
             return
         if not f.data.strip():
             return
-        msg = self._new_message(f.data, f.time, f.session, "s2c", "http", f.exchange, note=f.body_note)
-        if f.body_note:
-            msg.note = f.body_note
-        if not f.complete:
-            msg.note = "the response body was cut short"
-        x.body_messages.append(msg)
-        self._server_message_http(msg, x)
+        x.body_messages.append(self._server_message_http(
+            self._decode(f.data, note=f.body_note), f.time, (f.body_note or None) if f.complete else "the response body was cut short",
+            x))
 
     def _sse_event(self, f: SseEvent) -> None:
         x = self._http.get((f.session, f.exchange))
         if x is None:
             return
         fields = parse_sse_event(f.raw)
-        x.events += 1
-        x.last_event_time = f.time
-        if x.responses:
-            x.after_response_events += 1
+        x.event(f.time)
         if fields.data is None:
             self._obs(SseSeen(x, fields, None, f.time))
-            return
-        msg = self._new_message(fields.data, f.time, f.session, "s2c", "http", f.exchange)
-        if not fields.complete:
-            msg.note = "the event stream ended in the middle of this event"
-        self._server_message_http(msg, x, fields)  # the event is seen once its message has its index
+        else:
+            self._server_message_http(self._decode(fields.data), f.time,
+                                      None if fields.complete else "the event stream ended in the middle of this event",
+                                      x, fields)
 
     @staticmethod
     def _server_scope(x: HttpExchange) -> str:
@@ -466,85 +459,101 @@ class Inspector:
         sid = header(x.headers, "mcp-session-id") or header(x.response_headers, "mcp-session-id")
         return f"{x.session}|legacy:{sid}" if sid else f"{x.session}|{x.path}"
 
-    def _server_message_http(self, msg: Message, x: HttpExchange, sse: Any = None) -> None:
-        context = f"{x.session}|{x.path}"
-        self._message(msg, context=context, peer=x.peer, scope=self._server_scope(x), headers=x.headers, x=x, sse=sse)
+    def _server_message_http(self, d: Decoding, time: float, note: str | None, x: HttpExchange,
+                             sse: Any = None) -> Message:
+        return self._message(d, time, x.session, "s2c", "http", x.number, note, f"{x.session}|{x.path}", x.peer,
+                             self._server_scope(x), x.headers, x, None, sse)
 
     def _end_exchange(self, x: HttpExchange, f: HttpEnd) -> None:
         self._http.pop((x.session, x.number), None)
         tie = self._x_ties.pop(x, None)
-        x.end_time, x.error = f.time, f.error
         req = x.request
+        creq = None
         if req is not None:
             answered = any(r.idk == req.idk for r in x.responses if r.idk is not None)
             inflight = self.exchanges.client_scope(x.peer)
             if not answered:
                 inflight.discard(req)
                 creq = _live(tie)
-                if creq is not None:
-                    if f.error == CLIENT_DISCONNECTED:
-                        x.cancelled = True
-                        self._obs(Cancelled(req, req, creq))
-                        self._obs_list(self.stitcher.on_cancel(creq, f.time))
-                    elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
-                        failed = f.error is not None and f.error.startswith(UPSTREAM_ERROR)
-                        self._obs_list(self.stitcher.on_no_response(creq, f.time, failed))
+        cancelled = creq is not None and f.error == CLIENT_DISCONNECTED
+        x.end(f.time, f.error, cancelled)
+        if creq is not None:
+            if cancelled:
+                self._obs(Cancelled(req, req, creq))  # type: ignore[arg-type]
+                self._obs_list(self.stitcher.on_cancel(creq, f.time))
+            elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
+                failed = f.error is not None and f.error.startswith(UPSTREAM_ERROR)
+                self._obs_list(self.stitcher.on_no_response(creq, f.time, failed))
         self._obs(ExchangeDone(x, _live(tie), self.era.legacy_session(header(x.headers, "mcp-session-id"))))
 
     # -- the common path --------------------------------------------------------------------------
-    def _message(self, msg: Message, context: str, peer: str, scope: str, headers, x: HttpExchange | None,
-                 sse: Any = None) -> None:
-        msg.index = self.messages
+    def _message(self, d: Decoding, time: float, session: str, direction: str, transport: str, exchange: int | None,
+                 note: str | None, context: str, peer: str, scope: str, headers, x: HttpExchange | None,
+                 batch: int | None = None, sse: Any = None) -> Message:
+        """A decoded payload (`d`: `messages.decoded`) becomes a message, built complete once its era
+        (and the request it answers) is known; then what it means is observed. Returns it."""
+        index = self.messages
         self.messages += 1
+        kind = d[KIND]
+        c2s = direction == "c2s"
+        version = req = asked = tie = None
+        if kind == REQUEST:
+            if c2s:
+                era, version = self.era.classify_request(d[METHOD], d[PARAMS], context, headers)
+            else:
+                era = self._context_era(direction, context, headers, x)
+        elif kind == RESULT or kind == ERROR:
+            if c2s:
+                req, asked = self.exchanges.server_scope(scope).take(d[IDK])
+            else:
+                req, tie = self._paired(d[IDK], scope, x)
+            era = req.era if req is not None else self.era.context_era(context, headers)
+            if kind == ERROR and not c2s and probe_fallback(req if req is not None else x.request if x is not None else None,
+                                                            d[ERROR_FIELD]):
+                era = LEGACY
+        elif kind == BATCH:
+            era = self.era.context_era(context, headers)
+        else:
+            era = self._context_era(direction, context, headers, x)
+        msg = Message(*d, index, time, session, direction, transport, exchange, era, version, peer, batch,  # type: ignore[arg-type]
+                      note)
         self._out.append(msg)
-        msg.peer = peer
-        if sse is not None:  # the SSE event that carried it (`x` its exchange)
-            self._obs(SseSeen(x, sse, msg, msg.time))  # type: ignore[arg-type]
+        if sse is not None:
+            self._obs(SseSeen(x, sse, msg, time))  # type: ignore[arg-type]
         if msg.duplicates:
             self._obs(DuplicateMembers(msg, x))
-        kind = msg.kind
         if kind == BATCH:
-            msg.era = self.era.context_era(context, headers)
             self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
-            for member in split_batch(msg):
-                member.time, member.session, member.direction = msg.time, msg.session, msg.direction
-                member.transport, member.exchange = msg.transport, msg.exchange
-                self._message(member, context=context, peer=peer, scope=scope, headers=headers, x=x)
-            return
-        c2s = msg.direction == "c2s"
+            for member in members(msg):
+                self._message(member, time, session, direction, transport, exchange, None, context, peer, scope, headers,
+                              x, index)
+            return msg
         if kind == REQUEST:
             if c2s:
                 self._client_request(msg, context, peer, scope, headers, x)
             else:
-                msg.era = self._context_era(msg, context, headers, x)
                 asking = self.exchanges.server_scope(scope)
                 asking.add(msg)
                 ask = None
-                if self._legacy_open and msg.era == LEGACY and msg.method in INPUT_REQUEST_METHODS:
+                if self._legacy_open and era == LEGACY and msg.method in INPUT_REQUEST_METHODS:
                     ask = self._legacy_question(msg, scope, x)
                     if ask is not None and ask.round is not None:
                         asking.attach(msg, ask.round)
                 self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
                 if ask is not None:
                     self._obs(ask)
-            return
+            return msg
         if kind == RESULT or kind == ERROR:
             if c2s:
-                req, asked = self.exchanges.server_scope(scope).take(msg.idk)
-                if req is not None:
-                    msg.era = req.era
-                else:
-                    msg.era = self.era.context_era(context, headers)
                 if asked is not None:
                     self.stitcher.on_server_answer(asked, msg)
                     if not asked.chain.closed:
-                        self._out.append(ChainEvent("answered", asked.chain, msg.time))
+                        self._out.append(ChainEvent("answered", asked.chain, time))
                 self._dispatch(Decoded(msg, x, req, None, self._flight(msg)))
                 self._dispatch(Answered(msg, req, None, x, asked))
             else:
-                self._server_response(msg, context, scope, headers, x)
-            return
-        msg.era = self._context_era(msg, context, headers, x)
+                self._server_response(msg, req, tie, context, scope, x)
+            return msg
         self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
@@ -555,28 +564,29 @@ class Inspector:
             inflight.cancel(rid)
             self._obs(Cancelled(msg, req, creq))
             if creq is not None:
-                self._obs_list(self.stitcher.on_cancel(creq, msg.time))
+                self._obs_list(self.stitcher.on_cancel(creq, time))
+        return msg
 
     def _flight(self, msg: Message) -> Any:
         """The client requests in flight in the scope of `msg` (the stdio pipe, the HTTP peer), now."""
         return self.exchanges.client_requests(msg.peer if msg.transport == "http" else msg.session).snapshot()
 
-    def _context_era(self, msg: Message, context: str, headers, x: HttpExchange | None) -> str:
+    def _context_era(self, direction: str, context: str, headers, x: HttpExchange | None) -> str:
         """The era of a message no request pairs with: a server message on a request's POST response
         stream takes that request's era (RULES.md §2), any other the era of its context."""
-        if x is not None and msg.direction == "s2c" and x.request is not None:
+        if x is not None and direction == "s2c" and x.request is not None:
             return x.request.era
         return self.era.context_era(context, headers)
 
     def _client_request(self, msg: Message, context: str, peer: str, scope: str, headers, x) -> None:
-        self.era.classify_request(msg, context, headers)
         s = self._sessions.get(msg.session)
         covered = (peer in self._peers_seen or (s is not None and s.covered)) and not (
             s is not None and (s.holes or s.resumable and (msg.method, target_of(msg.method, msg.params)) in s.resumable))
         self._peers_seen.add(peer)
         inflight = self.exchanges.client_scope(peer if x is not None else scope)
         prior = inflight.add(msg)
-        creq, obs = self.stitcher.on_request(msg, peer, covered, s.restart_of if s is not None else None)
+        creq, obs = self.stitcher.on_request(msg, peer, covered, s.restart_of if s is not None else None,
+                                             self.hops.hop_for(msg.session) if self.hops is not None else None)
         if creq is not None:
             tie = (creq, creq.link is not None)
             inflight.attach(msg, tie)
@@ -591,30 +601,29 @@ class Inspector:
             self._out.append(ChainEvent("opened", creq.chain, msg.time))
         self._obs_list(obs)
 
-    def _server_response(self, msg: Message, context: str, scope: str, headers, x: HttpExchange | None) -> None:
+    def _paired(self, idk: tuple | None, scope: str, x: HttpExchange | None) -> tuple[Message | None, Tie | None]:
+        """The client request a server's response with id `idk` answers (taken out of those in flight),
+        and its tie to a chain."""
         tie: Tie | None = None
         if x is not None:
-            x.responses.append(msg)
             req = x.request
-            if req is not None and msg.idk != req.idk:
+            if req is not None and idk != req.idk:
                 req = None
             inflight = self.exchanges.client_scope(x.peer)
             if req is not None:
                 inflight.discard(req)
                 tie = self._x_ties.get(x)
-            elif msg.idk is not None and x.request is None:
-                req, tie = inflight.take(msg.idk)
-        else:
-            req, tie = self.exchanges.client_scope(scope).take(msg.idk)
-        if req is not None:
-            msg.era = req.era
-        else:
-            msg.era = self.era.context_era(context, headers)
-        if msg.kind == ERROR and probe_fallback(req if req is not None else x.request if x is not None else None, msg):
-            msg.era = LEGACY
-        if req is not None and req.method == "initialize":
-            sid = header(x.response_headers, "mcp-session-id") if x is not None else None
-            self.era.initialize_answered(req, msg, context, sid)
+            elif idk is not None and x.request is None:
+                req, tie = inflight.take(idk)
+            return req, tie
+        return self.exchanges.client_scope(scope).take(idk)
+
+    def _server_response(self, msg: Message, req: Message | None, tie: Tie | None, context: str, scope: str,
+                         x: HttpExchange | None) -> None:
+        if x is not None:
+            x.responses.append(msg)
+        if req is not None and req.method == "initialize" and msg.kind == RESULT:
+            self.era.initialize_answered(context, header(x.response_headers, "mcp-session-id") if x is not None else None)
         creq = _live(tie)
         if creq is not None and self._legacy_open and req.idk is not None:
             waiting = self._legacy_open.get(scope)
@@ -694,15 +703,15 @@ class Inspector:
         return frozenset((c.method, c.target) for c in chains)
 
     def _end_session(self, s: _Session, time: float, info: dict) -> None:
-        s.ended = True
+        s.end()
         for key, x in list(self._http.items()):
             if x.session == s.id:
                 self._end_exchange(x, HttpEnd(time, s.id, x.number, CAPTURE_ENDED))
         failed = self._server_exited(s, time, info)
         closed = self.stitcher.close_all(time, s.id)
         # a chain the server died in the middle of may be retried against a restarted server too
-        s.left_open = frozenset((o.chain.method, o.chain.target) for o in closed
-                                if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned")) | failed
+        s.leave(frozenset((o.chain.method, o.chain.target) for o in closed
+                          if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned")) | failed)
         self._obs_list(closed)
         self.exchanges.drop_scope(s.id)
         if self._legacy_open:

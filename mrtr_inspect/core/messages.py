@@ -58,42 +58,52 @@ def format_id(value: Any) -> str:
 
 
 class Message:
-    """One JSON-RPC message (or one undecodable payload).
+    """One JSON-RPC message (or one undecodable payload), complete when built: the core builds it
+    once it knows everything about it (its decoding, where it was seen, its index and era).
 
     A message refers to nothing the pipeline made of it later: the request a response answers and
-    the chain a request belongs to are in the observations (`Decoded`, `Answered`)."""
+    the chain a request belongs to are in the observations (`Decoded`, `Answered`).
+
+    `Message(*decoded(raw), index, time, session, direction, transport, exchange, era, version, peer,
+    batch, note)`: the fields of `decoded` (or `oversized`, `members`) first."""
 
     __slots__ = (
-        "index", "time", "session", "direction", "transport", "exchange", "raw", "value", "kind",
-        "id", "idk", "method", "params", "result", "error", "duplicates", "problem", "problem_reason",
-        "era", "version", "peer", "batch", "note", "canonical",
+        "raw", "value", "kind", "id", "idk", "method", "params", "result", "error", "duplicates", "problem",
+        "problem_reason", "canonical", "index", "time", "session", "direction", "transport", "exchange", "era", "version", "peer",
+        "batch", "note",
     )
 
-    def __init__(self) -> None:
-        self.index = -1
-        self.time = 0.0
-        self.session = ""
-        self.direction: Direction = "c2s"
-        self.transport: Transport = "stdio"
-        self.exchange: int | None = None
-        self.raw = b""
-        self.value: Any = None
-        self.kind = INVALID
-        self.id: Any = None
-        self.idk: tuple | None = None
-        self.method: str | None = None
-        self.params: Any = None
-        self.result: Any = None
-        self.error: Any = None
-        self.duplicates: tuple[rawjson.Duplicate, ...] = ()
-        self.problem: str | None = None  # why the message is not a well-formed JSON-RPC 2.0 message
-        self.problem_reason: str | None = None  # machine reason: utf8, json, extra-data, envelope…
-        self.era: str = "unknown"  # modern, legacy, unknown
-        self.version: str | None = None
-        self.peer: str = ""
-        self.batch: int | None = None  # index of the batch message this one was part of
-        self.note: str | None = None  # framing note (a line without LF, a decoded body…)
-        self.canonical = False  # `raw` is orjson's canonical form of `value` (rawjson.parse_message)
+    def __init__(self, raw: bytes = b"", value: Any = None, kind: str = "invalid", id: Any = None,
+                 idk: tuple | None = None, method: str | None = None, params: Any = None, result: Any = None,
+                 error: Any = None, duplicates: tuple = (), problem: str | None = None,
+                 problem_reason: str | None = None, canonical: bool = False, index: int = -1, time: float = 0.0, session: str = "",
+                 direction: Direction = "c2s", transport: Transport = "stdio", exchange: int | None = None,
+                 era: str = "unknown", version: str | None = None, peer: str = "", batch: int | None = None,
+                 note: str | None = None) -> None:
+        self.raw = raw
+        self.value = value
+        self.kind = kind
+        self.id = id
+        self.idk = idk
+        self.method = method
+        self.params = params
+        self.result = result
+        self.error = error
+        self.duplicates: tuple[rawjson.Duplicate, ...] = duplicates
+        self.problem = problem  # why the message is not a well-formed JSON-RPC 2.0 message
+        self.problem_reason = problem_reason  # machine reason: utf8, json, extra-data, envelope…
+        self.canonical = canonical  # `raw` is orjson's canonical form of `value` (rawjson.parse_message)
+        self.index = index
+        self.time = time
+        self.session = session
+        self.direction = direction
+        self.transport = transport
+        self.exchange = exchange
+        self.era = era  # modern, legacy, malformed, unknown
+        self.version = version
+        self.peer = peer
+        self.batch = batch  # index of the batch message this one was part of
+        self.note = note  # framing note (a line without LF, a decoded body…)
 
     # -- convenience --------------------------------------------------------------------------
     @property
@@ -102,12 +112,7 @@ class Message:
 
     @property
     def meta(self) -> dict | None:
-        p = self.params
-        if type(p) is dict:
-            m = p.get("_meta")
-            if type(m) is dict:
-                return m
-        return None
+        return meta_of(self.params)
 
     def text(self) -> str:
         return self.raw.decode("utf-8", "replace")
@@ -133,96 +138,104 @@ class Message:
         return f"<Message #{self.index} {self.direction} {self.label()}>"
 
 
-def classify(msg: Message, value: Any) -> None:
-    """Fill kind, id, method, params, result, error and `problem` from a parsed value."""
-    msg.value = value
+def meta_of(params: Any) -> dict | None:
+    """`params._meta` when both are objects (`Message.meta`)."""
+    if type(params) is dict:
+        m = params.get("_meta")
+        if type(m) is dict:
+            return m
+    return None
+
+
+# What a payload decodes to, before the message is built: (raw, value, kind, id, idk, method, params,
+# result, error, duplicates, problem, problem_reason, canonical), the first fields of `Message`.
+Decoding = tuple
+KIND, IDK, METHOD, PARAMS, ERROR_FIELD = 2, 4, 5, 6, 8  # where `Decoding` keeps the fields the core reads before building
+
+
+def classify(raw: bytes, value: Any, duplicates: tuple = (), canonical: bool = False) -> Decoding:
+    """The decoding of a parsed value: kind, id, method, params, result, error and `problem`."""
     if type(value) is list:
-        msg.kind = BATCH
-        msg.problem = "a JSON array (batch)" if value else "an empty JSON array"
-        msg.problem_reason = "batch"
-        return
+        return (raw, value, BATCH, None, None, None, None, None, None, duplicates,
+                "a JSON array (batch)" if value else "an empty JSON array", "batch", canonical)
     if type(value) is not dict:
-        msg.kind = INVALID
-        msg.problem = f"a JSON {type(value).__name__}, not an object"
-        msg.problem_reason = "envelope"
-        return
+        return (raw, value, INVALID, None, None, None, None, None, None, duplicates,
+                f"a JSON {type(value).__name__}, not an object", "envelope", canonical)
     problems = []
+    kind, id_, idk, method, params, result, error = INVALID, None, None, None, None, None, None
     if value.get("jsonrpc") != "2.0":
         problems.append(f"jsonrpc is {value.get('jsonrpc')!r}, not \"2.0\"" if "jsonrpc" in value else "no jsonrpc member")
     has_id = "id" in value
     if "method" in value:
-        method = value["method"]
-        msg.method = method if type(method) is str else None
-        if type(method) is not str:
+        m = value["method"]
+        method = m if type(m) is str else None
+        if type(m) is not str:
             problems.append("method is not a string")
-        msg.params = value.get("params")
-        if "params" in value and type(msg.params) not in (dict, list):
+        params = value.get("params")
+        if "params" in value and type(params) not in (dict, list):
             problems.append("params is neither an object nor an array")
         if "result" in value or "error" in value:
             problems.append("a request carrying result or error")
         if has_id:
-            msg.kind = REQUEST
-            msg.id = value["id"]
-            msg.idk = id_key(msg.id)
+            kind = REQUEST
+            id_ = value["id"]
+            idk = id_key(id_)
         else:
-            msg.kind = NOTIFICATION
+            kind = NOTIFICATION
     elif "result" in value or "error" in value:
         if "result" in value and "error" in value:
             problems.append("a response with both result and error")
-        msg.kind = ERROR if "error" in value and "result" not in value else RESULT
-        msg.result = value.get("result")
-        msg.error = value.get("error")
-        msg.id = value.get("id")
-        msg.idk = id_key(msg.id)
-        if not has_id and msg.kind == RESULT:
+        kind = ERROR if "error" in value and "result" not in value else RESULT
+        result = value.get("result")
+        error = value.get("error")
+        id_ = value.get("id")
+        idk = id_key(id_)
+        if not has_id and kind == RESULT:
             problems.append("a result without id")
     else:
-        msg.kind = INVALID
         problems.append("neither a request, a notification nor a response")
     if problems:
-        msg.problem = "; ".join(problems)
-        msg.problem_reason = "envelope"
+        return (raw, value, kind, id_, idk, method, params, result, error, duplicates, "; ".join(problems), "envelope",
+                canonical)
+    return (raw, value, kind, id_, idk, method, params, result, error, duplicates, None, None, canonical)
+
+
+def decoded(raw: bytes, max_depth: int = rawjson.MAX_DEPTH) -> Decoding:
+    """What a payload decodes to; never raises (what is no JSON-RPC message is of kind `invalid`)."""
+    try:
+        value, duplicates, canonical = rawjson.parse_message(raw, max_depth)
+    except rawjson.ParseError as e:
+        return (raw, None, INVALID, None, None, None, None, None, None, (), e.detail, e.reason, False)
+    return classify(raw, value, duplicates, canonical)
 
 
 def decode_message(raw: bytes, max_depth: int = rawjson.MAX_DEPTH) -> Message:
-    msg = Message()
-    msg.raw = raw
-    try:
-        value, duplicates, msg.canonical = rawjson.parse_message(raw, max_depth)
-    except rawjson.ParseError as e:
-        msg.kind = INVALID
-        msg.problem = e.detail
-        msg.problem_reason = e.reason
-        return msg
-    msg.duplicates = duplicates
-    classify(msg, value)
-    return msg
+    return Message(*decoded(raw, max_depth))
 
 
-def too_large(size: int, limit: int, note: str | None = None) -> Message:
+def oversized(size: int, limit: int, note: str | None = None) -> Decoding:
     """A message past the size limit, not parsed (`problem_reason` "size"): it crossed and was
     recorded unchanged; the analysis keeps none of its bytes. `note`: the body note of a body whose
     decoding went past the limit (its size then is its size on the wire)."""
-    msg = Message()
-    msg.kind = INVALID
-    msg.problem_reason = "size"
     if over_limit(note):
-        msg.problem = f"decodes to more than {mib(limit)} (content-encoding; {mib(size)} on the wire)"
+        problem = f"decodes to more than {mib(limit)} (content-encoding; {mib(size)} on the wire)"
     else:
-        msg.problem = f"is {mib(size)} ({size} bytes), more than {mib(limit)}"
-    return msg
+        problem = f"is {mib(size)} ({size} bytes), more than {mib(limit)}"
+    return (b"", None, INVALID, None, None, None, None, None, None, (), problem, "size", False)
+
+
+def too_large(size: int, limit: int, note: str | None = None) -> Message:
+    return Message(*oversized(size, limit, note))
+
+
+def members(batch: Message) -> list[Decoding]:
+    """The decodings of a batch's members (same raw bytes as the batch)."""
+    return [classify(batch.raw, value) for value in (batch.value if type(batch.value) is list else ())]
 
 
 def split_batch(batch: Message) -> list[Message]:
     """The members of a batch as messages of their own (same raw bytes as the batch)."""
-    out = []
-    for value in batch.value if type(batch.value) is list else ():
-        m = Message()
-        m.raw = batch.raw
-        m.batch = batch.index
-        classify(m, value)
-        out.append(m)
-    return out
+    return [Message(*d, batch=batch.index) for d in members(batch)]
 
 
 def target_of(method: str | None, params: Any) -> str | None:

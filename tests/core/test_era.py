@@ -113,12 +113,12 @@ def test_server_messages_no_request_covers_take_the_context_era():
 def test_era_tracker_directly():
     tr = EraTracker()
     req = decode_message(dumps({"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {"protocolVersion": 7}}))
-    assert tr.classify_request(req, "ctx") == LEGACY and req.version is None
+    assert tr.classify_request(req.method, req.params, "ctx") == (LEGACY, None)
     assert tr.spoke("ctx") == (False, True)
     assert tr.context_era("ctx") == LEGACY
     assert not tr.legacy_session("sid") and not tr.legacy_session(None)
-    tr.initialize_answered(req, decode_message(b'{"jsonrpc":"2.0","id":1,"result":{}}'), "ctx", "sid")
+    tr.initialize_answered("ctx", "sid")
     assert tr.legacy_session("sid")
     weird = decode_message(dumps({"jsonrpc": "2.0", "id": 2, "method": "x", "params": {"_meta": {
         "io.modelcontextprotocol/protocolVersion": 20260728}}}))
-    assert tr.classify_request(weird, "ctx2") == UNKNOWN  # a version that is not a string is no version
+    assert tr.classify_request(weird.method, weird.params, "ctx2") == (UNKNOWN, None)  # a version that is not a string is no version

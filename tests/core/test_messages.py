@@ -26,9 +26,7 @@ from tests.core.strategies import FUZZ
 
 
 def classified(value) -> Message:
-    m = Message()
-    classify(m, value)
-    return m
+    return Message(*classify(b"", value))
 
 
 @pytest.mark.parametrize("value, kind", [
