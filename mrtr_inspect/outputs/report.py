@@ -43,9 +43,11 @@ def _line(obj: Any) -> bytes:
     """`_dumps(obj)` as UTF-8: one item of the report's lists, exactly as `write_json` writes it."""
     text = _LINE(obj)
     try:
-        text.encode("utf-8")
+        data = text.encode("utf-8")
     except UnicodeEncodeError:
         return _LINE_ASCII(obj).encode("utf-8")
+    if len(data) == len(text) and "\x7f" not in text:  # ASCII without DEL: as json_printable gives it, encoded once
+        return data
     return json_printable(text).encode("utf-8")
 
 
