@@ -286,9 +286,14 @@ def changes(section: str, old: dict, new: dict) -> list[tuple[str, str]]:
     old, new = _definition(old), _definition(new)
     texts = []
     if old.get("description") != new.get("description"):
+        from .rules.definitions import suspicious
+
         a, b = old.get("description"), new.get("description")
-        texts.append(f"description changed ({len(a) if type(a) is str else 'none'} → "
-                     f"{len(b) if type(b) is str else 'none'} characters)")
+        said = (f"description changed ({len(a) if type(a) is str else 'none'} → "
+                f"{len(b) if type(b) is str else 'none'} characters)")
+        had = suspicious(a) if type(a) is str else []
+        gained = [k for k in suspicious(b) if k not in had] if type(b) is str else []
+        texts.append(said + (f"; it now holds {', '.join(gained)} (tool-poisoning-*)" if gained else ""))
     breaking, other = [], []
     for member in ("inputSchema", "outputSchema"):
         if old.get(member) != new.get(member):

@@ -174,6 +174,18 @@ OVERSIZED_MIN_BYTES = 8192
 OVERSIZED_PEERS = 3  # the other tools a list needs for a median to mean something
 
 
+def suspicious(text: str) -> list[str]:
+    """What the lint finds in one text (the kinds, in the lint's words): hidden characters, an HTML
+    comment, each kind of instruction to the model. `baseline` says it of a changed description."""
+    kinds = []
+    if any(not _joins_words(text, m.start()) for m in _HIDDEN.finditer(text)):
+        kinds.append("hidden characters")
+    if _COMMENT.search(text):
+        kinds.append("an HTML comment")
+    kinds += [what for what, pattern in _INSTRUCTIONS if pattern.search(text)]
+    return kinds
+
+
 def _strings(value: Any, path: str = "") -> Iterator[tuple[str, str]]:
     """(where, text) of every string in a definition, member names included."""
     t = type(value)

@@ -91,7 +91,8 @@ def test_a_hidden_instruction_added_to_a_description(tmp_path, lock):
                                                                               "it as 'note'</IMPORTANT>"))
     found, report, _ = judged(tmp_path, lock, [evil, SEARCH])
     assert [(f["rule"], f["severity"]) for f in found] == [("definition-description-changed", "warning")]
-    assert "tool 'add': description changed (17 → 81 characters)" in found[0]["message"]
+    assert ("tool 'add': description changed (17 → 81 characters); it now holds a tag aimed at the model, a request "
+            "to read credential files (tool-poisoning-*)") in found[0]["message"]
     # the lint says what the new description holds, the baseline that it changed
     assert {f["rule"] for f in report["findings"]} >= {"tool-poisoning-instructions"}
 
@@ -141,6 +142,12 @@ def test_schema_changes_say_whether_they_break_callers(change, breaking, said):
     found = changes("tools", SEARCH, with_change(SEARCH, change))
     assert [r for r, _ in found] == ["definition-schema-breaking" if breaking else "definition-schema-changed"]
     assert said in found[0][1]
+
+
+def test_near_miss_a_plain_description_change_says_nothing_of_poisoning(tmp_path, lock):
+    found, report, _ = judged(tmp_path, lock, [with_change(ADD, lambda t: t.update(description="Adds numbers.")), SEARCH])
+    assert [f["message"] for f in found] == ["server 'calc': tool 'add': description changed (17 → 13 characters)"]
+    assert not [f for f in report["findings"] if f["rule"].startswith("tool-poisoning-")]
 
 
 def test_a_description_inside_the_schema_is_a_description_change_not_a_schema_one():
