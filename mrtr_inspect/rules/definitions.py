@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import fnmatch
 import re
-import unicodedata
+from functools import cache
 from typing import Any, Iterator
 
 from ..core.observations import Answered
@@ -119,9 +119,9 @@ declare(
 # invisible characters: zero-width ones, invisible operators, the tag block (ASCII smuggling), the
 # bidi embeddings, overrides and isolates (not the marks U+200E, U+200F, U+061C, which right-to-left
 # text uses), and the escape that starts an ANSI sequence
-_HIDDEN = re.compile("[\u200b-\u200d\u2060-\u2064\ufeff\u180e\u202a-\u202e\u2066-\u2069\x1b\x9b"
-                     "\U000e0000-\U000e007f]")
-_COMMENT = re.compile(r"<!--.*?(?:-->|$)", re.S)
+_HIDDEN = ("[\u200b-\u200d\u2060-\u2064\ufeff\u180e\u202a-\u202e\u2066-\u2069\x1b\x9b"
+           "\U000e0000-\U000e007f]")
+_COMMENT = r"<!--.*?(?:-->|$)"
 
 
 def _joins_words(text: str, i: int) -> bool:
@@ -142,6 +142,8 @@ def _pictograph(c: str) -> bool:
 
 
 def _name(c: str) -> str:
+    import unicodedata
+
     return f"U+{ord(c):04X} {unicodedata.name(c, 'TAG CHARACTER' if 0xE0000 <= ord(c) <= 0xE007F else '?')}"
 
 
@@ -160,12 +162,20 @@ _SECRECY = (r"\b(?:do\s+not|don't|never)\s+(?:tell|inform|mention|notify|reveal|
             r"|\bthe\s+user\s+(?:must|should)\s+not\s+(?:know|see|be\s+told)"
             r"|\b(?:secretly|silently|covertly)\s+(?:call|use|invoke|run|send|read|pass|include|forward)\b")
 _INSTRUCTIONS = [
-    ("a tag aimed at the model", re.compile(_TAG, re.I)),
-    ("an instruction to ignore earlier instructions", re.compile(_IGNORE, re.I)),
-    ("a request to read credential files", re.compile(_FILES, re.I)),
-    ("a request to pass on environment secrets", re.compile(_ENV, re.I)),
-    ("a request to act without the user knowing", re.compile(_SECRECY, re.I)),
+    ("a tag aimed at the model", _TAG),
+    ("an instruction to ignore earlier instructions", _IGNORE),
+    ("a request to read credential files", _FILES),
+    ("a request to pass on environment secrets", _ENV),
+    ("a request to act without the user knowing", _SECRECY),
 ]
+
+
+@cache
+def _patterns() -> tuple:
+    """The lint's patterns, compiled when a tools/list first comes (not at startup): (hidden
+    characters, an HTML comment, [(kind of instruction, pattern)])."""
+    return (re.compile(_HIDDEN), re.compile(_COMMENT, re.S),
+            [(what, re.compile(p, re.I)) for what, p in _INSTRUCTIONS])
 _QUOTED = 60  # characters of a matched phrase a finding quotes
 
 # a definition far larger than the rest of its list: this many times the median, and at least so many bytes
@@ -177,12 +187,13 @@ OVERSIZED_PEERS = 3  # the other tools a list needs for a median to mean somethi
 def suspicious(text: str) -> list[str]:
     """What the lint finds in one text (the kinds, in the lint's words): hidden characters, an HTML
     comment, each kind of instruction to the model. `baseline` says it of a changed description."""
+    hidden, comment, instructions = _patterns()
     kinds = []
-    if any(not _joins_words(text, m.start()) for m in _HIDDEN.finditer(text)):
+    if any(not _joins_words(text, m.start()) for m in hidden.finditer(text)):
         kinds.append("hidden characters")
-    if _COMMENT.search(text):
+    if comment.search(text):
         kinds.append("an HTML comment")
-    kinds += [what for what, pattern in _INSTRUCTIONS if pattern.search(text)]
+    kinds += [what for what, pattern in instructions if pattern.search(text)]
     return kinds
 
 
@@ -249,18 +260,19 @@ def tool_poisoning_hidden_text(obs: Answered, ctx) -> None:
     (U+E0000-U+E007F), a bidi embedding, override or isolate (U+202A-U+202E, U+2066-U+2069; not the
     marks right-to-left text uses), an ANSI escape (ESC, CSI), or an HTML comment. Once per tool and
     finding; silenced per tool by `per_tool_ignores`."""
+    hidden_chars, html_comment, _ = _patterns()
     for i, tool in _tools(obs):
         name = _tool_name(tool, i)
         if _silenced(ctx, name):
             continue
         for where, text in _strings(tool):
-            hidden = [m.start() for m in _HIDDEN.finditer(text) if not _joins_words(text, m.start())]
+            hidden = [m.start() for m in hidden_chars.finditer(text) if not _joins_words(text, m.start())]
             if hidden:
                 kinds = sorted({_name(text[j]) for j in hidden})
                 _report(ctx, obs, name, f"{where} holds {len(hidden)} hidden character{'s' if len(hidden) > 1 else ''} "
                                         f"({', '.join(kinds[:4])}{', …' if len(kinds) > 4 else ''}), first at "
                                         f"character {hidden[0]}")
-            comment = _COMMENT.search(text)
+            comment = html_comment.search(text)
             if comment is not None:
                 _report(ctx, obs, name, f"{where} holds an HTML comment of {len(comment.group())} characters at "
                                         f"character {comment.start()}: {comment.group()[:_QUOTED]!r}")
@@ -285,13 +297,14 @@ def tool_poisoning_instructions(obs: Answered, ctx) -> None:
     configuration…); a request to read or pass on environment variables or `$…_TOKEN`-like secrets;
     a request to act without the user knowing ("do not tell the user", "secretly call"). Once per
     tool and kind; silenced per tool by `per_tool_ignores`."""
+    instructions = _patterns()[2]
     for i, tool in _tools(obs):
         name = _tool_name(tool, i)
         if _silenced(ctx, name):
             continue
         found: dict[str, tuple[str, str]] = {}
         for where, text in _strings(tool):
-            for what, pattern in _INSTRUCTIONS:
+            for what, pattern in instructions:
                 m = pattern.search(text) if what not in found else None
                 if m is not None:
                     found[what] = (where, m.group())
