@@ -53,6 +53,10 @@ NOTES = {
         "request timeout unless the caller passes one). `basic/patterns/cancellation.mdx#timeouts`: "
         "\"Implementations SHOULD establish timeouts for all sent requests … the sender SHOULD cancel the request "
         "and stop waiting\". A SHOULD, not a MUST: the rule's error severity is the catalog's (RULES.md §14)."),
+    ("fastmcp", "fault-delay"): (
+        "The client's, as the official Python SDK's below it: FastMCP's `Client(timeout=None)` (the default) "
+        "sets no read timeout on requests, so a held-back answer is awaited for ever. "
+        "`basic/patterns/cancellation.mdx#timeouts` (SHOULD establish timeouts, SHOULD cancel and stop waiting)."),
     ("inspector", "*"): (
         "Not the Inspector's MRTR handling, which is never reached: its CLI opens every session with `initialize` "
         "(protocolVersion 2025-11-25) and has no option to choose 2026-07-28, and the recorded 2026-07-28 server "
@@ -141,7 +145,8 @@ def render(results: list[tuple[dict, dict]], timeout: float) -> str:
     lines += ["", "## Each client", ""]
     for c, doc in results:
         lines += [f"### {c['name']}", ""]
-        shown = " ".join(a if a != sys.executable else "python" for a in c["cmd"]).replace(str(ROOT) + "/", "")
+        names = {sys.executable: "python", shutil.which("node") or "node": "node"}
+        shown = " ".join(names.get(a, a) for a in c["cmd"]).replace(str(ROOT) + "/", "")
         lines += [f"Command: `{shown}`", ""]
         if "missing" in doc:
             lines += [f"Not run: {doc['missing']}.", ""]

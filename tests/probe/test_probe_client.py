@@ -154,3 +154,25 @@ def test_server_fields_expand():
     server = ["py", "-m", "srv", "a b"]
     assert expand(["c", "{server}", "--url={url}"], "http://x", server) == ["c", "py", "-m", "srv", "a b", "--url=http://x"]
     assert expand(["sh", "-c", "run {server}"], None, server) == ["sh", "-c", "run py -m srv 'a b'"]
+
+
+def test_ctrl_c_stops_the_client_and_writes_what_was_judged(tmp_path):
+    import signal
+    import subprocess
+    import time
+
+    traffic = tmp_path / "t"
+    p = subprocess.Popen([sys.executable, "-m", "mrtr_inspect", "probe-client", HTTP_REC, "--mutation",
+                          "state-only,fault-delay,state-rotated", "--timeout", "120", "--record", str(traffic), "--",
+                          *CLIENT, "http", "{url}", "--bug", "hang"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT)
+    held = traffic / "02-fault-delay.jsonl"
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline and b'tools/call' not in (held.read_bytes() if held.exists() else b""):
+        time.sleep(0.1)  # until the held-back call is in flight
+    p.send_signal(signal.SIGINT)
+    out, err = p.communicate(timeout=60)
+    assert p.returncode == 130, err
+    assert "pass     state-only" in out and "fault-delay" not in out.split("note:")[0], out
+    assert "note: interrupted: the mutations not run are not reported" in out
+    assert "Traceback" not in err
