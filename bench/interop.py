@@ -54,7 +54,7 @@ NOTES = {
         "\"Implementations SHOULD establish timeouts for all sent requests … the sender SHOULD cancel the request "
         "and stop waiting\". A SHOULD, not a MUST: the rule's error severity is the catalog's (RULES.md §14)."),
     ("fastmcp", "fault-delay"): (
-        "The client's, as the official Python SDK's below it: FastMCP's `Client(timeout=None)` (the default) "
+        "The client's, as the official Python SDK's: FastMCP's `Client(timeout=None)` (the default) "
         "sets no read timeout on requests, so a held-back answer is awaited for ever. "
         "`basic/patterns/cancellation.mdx#timeouts` (SHOULD establish timeouts, SHOULD cancel and stop waiting)."),
     ("inspector", "*"): (
