@@ -51,7 +51,7 @@ class Row:
     """One chain as the list shows it. `where`: its summary's place in the spool (None while it is
     open: `live` holds the summary then)."""
 
-    __slots__ = ("seq", "id", "method", "target", "outcome", "rounds", "duration_ms", "waited_ms", "worst",
+    __slots__ = ("seq", "method", "target", "outcome", "rounds", "duration_ms", "waited_ms", "worst",
                  "worst_rule", "nfind", "hop", "session", "where", "live", "findings")
 
     def __init__(self, seq: int) -> None:
@@ -59,9 +59,13 @@ class Row:
         self.worst = 0
         self.worst_rule = ""
         self.nfind = 0
-        self.where: tuple[int, int] | None = None
+        self.where: int | None = None
         self.live: dict | None = None
-        self.findings: list[int] | None = None
+        self.findings: array | None = None  # the indexes of its findings
+
+    @property
+    def id(self) -> str:
+        return f"c{self.seq}"
 
 
 def waited_ms(c: dict) -> float:
@@ -81,10 +85,11 @@ class _Spool:
         self._pending = bytearray()
         self._lock = threading.Lock()
 
-    def add(self, doc: Any) -> tuple[int, int]:
+    def add(self, doc: Any) -> int:
+        """Append `doc`; its place (offset and length in one int: one object per row, not three)."""
         data = json.dumps(doc, default=str).encode("ascii")  # lone surrogates kept as escapes
         with self._lock:
-            where = (self._size + len(self._pending), len(data))
+            where = (self._size + len(self._pending)) << 32 | len(data)
             self._pending += data
         return where
 
@@ -95,8 +100,8 @@ class _Spool:
                 self._size += len(self._pending)
                 self._pending.clear()
 
-    def get(self, where: tuple[int, int]) -> Any:
-        off, n = where
+    def get(self, where: int) -> Any:
+        off, n = where >> 32, where & 0xFFFFFFFF
         with self._lock:
             if off >= self._size:
                 data = bytes(self._pending[off - self._size: off - self._size + n])
@@ -144,7 +149,7 @@ class Store:
         # findings: severity rank, rule, chain number (0: none), place in the spool
         self.f_rank = array("b")
         self.f_chain = array("i")
-        self.f_where: list[tuple[int, int]] = []
+        self.f_where = array("q")
         self.f_rule: list[str] = []
         self._orphans: dict[int, list[int]] = {}  # findings of a chain that has no row yet
         # where each message's record is: the first message index of a record, its input, offset, length
@@ -218,7 +223,6 @@ class Store:
         if row is None:
             row = rows[seq] = Row(seq)
             self.count += 1
-            row.id = c["id"]
             row.method = _short(c.get("method"))
             row.target = _short(c.get("target"))
             row.session = _short(session, 64)
@@ -268,7 +272,7 @@ class Store:
 
     def _attach(self, row: Row, i: int) -> None:
         if row.findings is None:
-            row.findings = []
+            row.findings = array("i")
         row.findings.append(i)
         row.nfind += 1
         if self.f_rank[i] > row.worst:
