@@ -171,7 +171,8 @@ class Director:
 
     def summary(self) -> dict:
         return {"mutation": self.name, "applied": self.applied, "chain": self.chain, "label": self.label,
-                "skip": self.skip, "issued": self.issued, "keys": self.keys, **self.extra}
+                "skip": self.skip, "issued": self.issued, "keys": self.keys, "chains": len(self.round_chains),
+                **self.extra}
 
     # -- what a mutation changes -------------------------------------------------------------------
     def mutate(self, live: Message, ans: Answer, replayer: Replayer) -> Answer:

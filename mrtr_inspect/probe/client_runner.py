@@ -580,6 +580,9 @@ def verdict(mutation: str, seen: Seen) -> tuple:
         return _v(SKIPPED, None, _not_driven(seen.client, seen.options))
     d = seen.director
     if not d.get("applied"):
+        if d.get("chains") == 0:
+            return _v(SKIPPED, None, "the recording has no chain with an input_required round: there is nothing "
+                      "to change")
         if d.get("skip"):
             return _v(SKIPPED, None, d["skip"])
         if mutation == "parallel":

@@ -176,3 +176,13 @@ def test_ctrl_c_stops_the_client_and_writes_what_was_judged(tmp_path):
     assert "pass     state-only" in out and "fault-delay" not in out.split("note:")[0], out
     assert "note: interrupted: the mutations not run are not reported" in out
     assert "Traceback" not in err
+
+
+def test_a_recording_without_a_chain_is_skipped_with_the_reason(tmp_path):
+    rec = tmp_path / "discover-only.jsonl"
+    lines = Path(STDIO_REC).read_text().splitlines(keepends=True)
+    rec.write_text("".join(lines[:3]))  # the header, server/discover and its answer
+    code, doc = run(str(rec), CLIENT + ["stdio", "--", "{server}"], ("state-rotated", "fault-delay"))
+    assert [(p["verdict"], p["reason"]) for p in doc["probes"]] == [
+        ("skipped", "the recording has no chain with an input_required round: there is nothing to change")] * 2
+    assert code == 0
