@@ -67,6 +67,7 @@ from .messages import (
 )
 from .observations import (
     Answered,
+    fast_init,
     Cancelled,
     ChainClosed,
     Decoded,
@@ -83,6 +84,7 @@ from .observations import (
 )
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChainEvent:
     """A chain changed: opened, retry (a retry linked), round (an input_required arrived, or a legacy

@@ -9,7 +9,7 @@ to the rules that subscribe to its type.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import MISSING, dataclass, fields
 from typing import TYPE_CHECKING, Any
 
 from .exchanges import NO_FLIGHT
@@ -21,6 +21,27 @@ if TYPE_CHECKING:  # pragma: no cover
     from .messages import Message
 
 
+def fast_init(cls: type) -> type:
+    """A frozen slotted dataclass, given an `__init__` that stores each field through its slot (the one
+    `dataclass(frozen=True)` writes calls `object.__setattr__` per field: 2 to 3 times slower, and
+    observations are made for every message). Same signature, same defaults; frozen as before."""
+    names = [f.name for f in fields(cls)]
+    ns: dict[str, Any] = {}
+    params = []
+    for f in fields(cls):
+        if f.default is MISSING:
+            params.append(f.name)
+        else:
+            ns[f"_d_{f.name}"] = f.default
+            params.append(f"{f.name}=_d_{f.name}")
+        ns[f"_s_{f.name}"] = cls.__dict__[f.name].__set__
+    body = "".join(f"    _s_{n}(self, {n})\n" for n in names)
+    exec(f"def __init__(self, {', '.join(params)}):\n{body}", ns)
+    cls.__init__ = ns["__init__"]  # type: ignore[misc]
+    return cls
+
+
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Decoded:
     """Any message, decoded (or not: kind `invalid`), its era known. `exchange` on HTTP.
@@ -38,6 +59,7 @@ class Decoded:
     flight: "Flight" = NO_FLIGHT
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Answered:
     """A response paired with the request it answers (`request` None: it answers nothing known)."""
@@ -49,6 +71,7 @@ class Answered:
     asked: "LegacyRound | None" = None  # a client's answer to a legacy server request: the round it answers
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Linked:
     """A retry tied to the round it answers.
@@ -74,6 +97,7 @@ class Linked:
     earlier: tuple = ()
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class NotLinked:
     """A request carrying MRTR fields that ties to no open round.
@@ -93,6 +117,7 @@ class NotLinked:
     creq: "ChainRequest | None" = None  # the place of the request in the chain it starts (None: no MRTR method)
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class RoundOpened:
     """An `input_required` result opened round `round` of `chain`; `previous` is the round before."""
@@ -102,6 +127,7 @@ class RoundOpened:
     previous: "Round | None"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class LegacyAsked:
     """A legacy server request that asks the client (elicitation/create, sampling/createMessage,
@@ -114,11 +140,13 @@ class LegacyAsked:
     waiting: int = 0
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ChainClosed:
     chain: "Chain"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SseSeen:
     """One server-sent event on `exchange`, its fields, and its message if it carried data."""
@@ -129,6 +157,7 @@ class SseSeen:
     time: float
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ExchangeDone:
     """An HTTP exchange is over: everything about it is known. `creq`: the chain place of the
@@ -139,6 +168,7 @@ class ExchangeDone:
     legacy_session: bool = False  # its Mcp-Session-Id was minted by a server's answer to initialize
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class Cancelled:
     """A `notifications/cancelled` for a request (`request` None: unknown or already answered)."""
@@ -148,6 +178,7 @@ class Cancelled:
     creq: "ChainRequest | None"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class DuplicateMembers:
     """The raw bytes of a message repeat member names in some object (`msg.duplicates` says where);
@@ -157,6 +188,7 @@ class DuplicateMembers:
     exchange: "HttpExchange | None" = None
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InFlightReuse:
     """A request reuses the id of a request from the same sender that is still unanswered."""
@@ -165,6 +197,7 @@ class InFlightReuse:
     prior: "Message"
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class ServerExited:
     """A stdio server process ended (`status`: its exit status, negative for the signal that killed
@@ -179,6 +212,7 @@ class ServerExited:
     chains: list
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class SessionOver:
     session: str
@@ -187,6 +221,7 @@ class SessionOver:
     info: dict
 
 
+@fast_init
 @dataclass(frozen=True, slots=True)
 class InspectorFailed:
     """The pipeline itself raised: on a frame (`frame`, its type name: `StdioLine`, `HttpRequest`…) or
