@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
+from .vocabulary import Link, Outcome
 from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
 from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
 from .retired import RELEASE_AFTER, StateIndex, forget_retries, release
@@ -28,6 +29,10 @@ from .summary import chain_summary, summarize_requests, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
 # model
+
+
+# how a chain's retries were tied, weakest first (`Chain.link`)
+_WEAKEST_FIRST = (Link.PARAMS, Link.TIME, Link.KEYS, Link.RELATED, Link.STATE, Link.STREAM)
 
 
 class ChainRequest:
@@ -180,7 +185,7 @@ class Chain:
         self.era = msg.era
         self.requests: list[ChainRequest] = []
         self.rounds: list[Round] = []
-        self.outcome: str | None = None
+        self.outcome: Outcome | None = None
         self.vias: list[str] = []
         self.start = msg.time
         self.end = msg.time
@@ -200,7 +205,7 @@ class Chain:
         legacy chain, how its questions were (stream, then related, then time)."""
         if not self.vias:
             return None
-        for via in ("params", "time", "keys", "related", "state", "stream"):
+        for via in _WEAKEST_FIRST:
             if via in self.vias:
                 return via
         return self.vias[-1]
@@ -225,7 +230,7 @@ class Chain:
     @property
     def unanswered_round(self) -> Round | None:
         """The abandoned chain's last round, when no retry ever answered it (it waited until `end`)."""
-        if self.outcome == "abandoned" and self.rounds and not self.rounds[-1].retries:
+        if self.outcome == Outcome.ABANDONED and self.rounds and not self.rounds[-1].retries:
             return self.rounds[-1]
         return None
 
@@ -249,7 +254,7 @@ class Chain:
 
     def refuse(self, index: int, t: float) -> None:
         """A retry of it was refused (RULES.md decision 13): it ends in error unless a retry continues it."""
-        self.outcome, self.final_index, self.refused = "error", index, t
+        self.outcome, self.final_index, self.refused = Outcome.ERROR, index, t
 
     def go_on(self) -> None:
         """A retry continues it after a refused one."""
@@ -411,7 +416,7 @@ class Stitcher:
         error (RULES.md decision 13)."""
         obs: list = []
         for chain in [c for c in self._refused if c.peer == peer and not c.in_flight]:
-            self._close(chain, "error", obs)
+            self._close(chain, Outcome.ERROR, obs)
         return obs
 
     def _link_by_state(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
@@ -436,7 +441,7 @@ class Stitcher:
             elif any(_presented(r) for r in rd.retries):
                 replay = "broken"
         relation = _state_relation(rd, msg, msg.params.get("requestState"))
-        return self._link(msg, rd, "state", relation, peer, key, replay=replay, forked=forked, ambiguous=ambiguous)
+        return self._link(msg, rd, Link.STATE, relation, peer, key, replay=replay, forked=forked, ambiguous=ambiguous)
 
     def _link_by_keys(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
                       cand: list | None) -> Linked | None:
@@ -451,7 +456,7 @@ class Stitcher:
             return None
         top = [rd for rd, s in zip(cand, scores) if s == score]
         rd = _most_recent(top)
-        return self._link(msg, rd, "keys", "dropped" if rd.had_state else "none", peer, key,
+        return self._link(msg, rd, Link.KEYS, "dropped" if rd.had_state else "none", peer, key,
                           ambiguous=_tied(top, rd))
 
     def _link_by_params(self, msg: Message, peer: str, key: tuple, st: str | None, ir: Any, rounds: list | None,
@@ -465,12 +470,12 @@ class Stitcher:
             with_state = [rd for rd in cand if rd.had_state]
             if with_state:
                 rd = _most_recent(with_state)
-                return self._link(msg, rd, "params", "altered", peer, key, ambiguous=_tied(with_state, rd))
+                return self._link(msg, rd, Link.PARAMS, "altered", peer, key, ambiguous=_tied(with_state, rd))
             rd = _most_recent(cand)
-            return self._link(msg, rd, "params", "fabricated", peer, key, ambiguous=_tied(cand, rd))
+            return self._link(msg, rd, Link.PARAMS, "fabricated", peer, key, ambiguous=_tied(cand, rd))
         if ir is not None:
             rd = _most_recent(cand)
-            return self._link(msg, rd, "params", "dropped" if rd.had_state else "none", peer, key,
+            return self._link(msg, rd, Link.PARAMS, "dropped" if rd.had_state else "none", peer, key,
                               ambiguous=_tied(cand, rd))
         return None
 
@@ -565,7 +570,7 @@ class Stitcher:
                 chain.refuse(resp.index, t)
                 self._refused[chain] = None
             else:
-                self._finish(chain, "error", resp, obs)
+                self._finish(chain, Outcome.ERROR, resp, obs)
         elif rtype == "input_required" and stitch:
             creq.answer("input_required", resp.index, t)
             prev = chain.rounds[-1] if chain.rounds else None
@@ -577,7 +582,7 @@ class Stitcher:
             self._maybe_close(chain, obs)
         elif rtype == "task":
             creq.answer("task", resp.index, t)
-            self._finish(chain, "task", resp, obs)
+            self._finish(chain, Outcome.TASK, resp, obs)
         else:
             creq.answer("result", resp.index, t)
             if result is not None and ("inputRequests" in result or "requestState" in result):
@@ -587,7 +592,7 @@ class Stitcher:
                 self._remember(self._completed, (chain.peer, chain.key), (chain, True))
             else:  # a plain completion of the same request ends what a stray one left (the chain is not kept)
                 self._completed.pop((chain.peer, chain.key), None)
-            self._finish(chain, "complete", resp, obs)
+            self._finish(chain, Outcome.COMPLETE, resp, obs)
         return obs
 
     def _remember(self, od: OrderedDict, key: Any, value: Any) -> None:
@@ -605,7 +610,7 @@ class Stitcher:
             chain = creq.chain
             chain.extend(time)
             if not chain.in_flight and chain.open_round is None:
-                self._close(chain, "abandoned" if chain.rounds and not failed else "error", obs)
+                self._close(chain, Outcome.ABANDONED if chain.rounds and not failed else Outcome.ERROR, obs)
         return obs
 
     def on_server_gone(self, now: float, session: str) -> list:
@@ -615,7 +620,7 @@ class Stitcher:
         for chain in list(self._open_chains.values()):
             if chain.session == session and chain.in_flight:
                 chain.extend(now)
-                self._close(chain, "error", obs)
+                self._close(chain, Outcome.ERROR, obs)
         return obs
 
     def on_cancel(self, creq: ChainRequest, time: float) -> list:
@@ -625,7 +630,7 @@ class Stitcher:
             chain = creq.chain
             chain.extend(time)
             if not chain.in_flight:
-                self._close(chain, "cancelled", obs)
+                self._close(chain, Outcome.CANCELLED, obs)
         return obs
 
     # -- legacy questions (RULES.md §13) ----------------------------------------------------------
@@ -689,13 +694,13 @@ class Stitcher:
         for chain in list(self._open_chains.values()):
             if chain.refused is not None:  # no retry continued the refused one: it ended in error
                 if chain.refused < limit and not chain.in_flight:
-                    self._close(chain, "error", obs)
+                    self._close(chain, Outcome.ERROR, obs)
                 continue
             rd = chain.open_round
             if rd is not None and rd.irr_time < limit and not chain.in_flight:
                 rd.expire()
                 chain.extend(rd.irr_time + self.abandon_after)  # when it was abandoned, however late this check runs
-                self._close(chain, "abandoned", obs)
+                self._close(chain, Outcome.ABANDONED, obs)
         return obs
 
     def close_all(self, now: float, session: str | None = None) -> list:
@@ -707,12 +712,12 @@ class Stitcher:
                 continue
             if chain.in_flight:
                 chain.extend(now)
-                self._close(chain, "open", obs)
+                self._close(chain, Outcome.OPEN, obs)
             elif chain.outcome is not None:
                 self._close(chain, chain.outcome, obs)
             else:
                 chain.extend(now)
-                self._close(chain, "abandoned", obs)
+                self._close(chain, Outcome.ABANDONED, obs)
         return obs
 
 

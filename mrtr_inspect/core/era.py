@@ -13,16 +13,27 @@ the era of their context (the stdio process, the legacy HTTP session).
 
 from __future__ import annotations
 
-from .events import Headers, header
+from enum import StrEnum
 from typing import Any
+
+from .events import Headers, header
 
 from .messages import LEGACY_VERSIONS, PROTOCOL_VERSION_KEY, Message, meta_of
 
 MODERN_ERROR_CODES = frozenset({-32020, -32021, -32022})  # the errors only a modern server answers with
-MODERN = "modern"
-LEGACY = "legacy"
-MALFORMED = "malformed"
-UNKNOWN = "unknown"
+class Era(StrEnum):
+    """The protocol era of a request, and of what answers it (RULES.md §2). Equal to its value as a string."""
+
+    MODERN = "modern"
+    LEGACY = "legacy"
+    MALFORMED = "malformed"
+    UNKNOWN = "unknown"
+
+
+MODERN = Era.MODERN
+LEGACY = Era.LEGACY
+MALFORMED = Era.MALFORMED
+UNKNOWN = Era.UNKNOWN
 
 
 class EraTracker:

@@ -17,14 +17,22 @@ Two levels exist:
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Literal, Union
 
-Direction = Literal["c2s", "s2c"]
+
+class Direction(StrEnum):
+    """Who sent a message: the client (`c2s`) or the server (`s2c`). Equal to its value as a string."""
+
+    C2S = "c2s"
+    S2C = "s2c"
+
+
 Transport = Literal["stdio", "http"]
 Headers = tuple[tuple[str, str], ...]
 
-C2S: Direction = "c2s"
-S2C: Direction = "s2c"
+C2S = Direction.C2S
+S2C = Direction.S2C
 
 
 def header(headers: Headers, name: str) -> str | None:

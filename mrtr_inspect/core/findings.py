@@ -3,11 +3,21 @@
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Any
 
-ERROR = "error"
-WARNING = "warning"
-INFO = "info"
+
+class Severity(StrEnum):
+    """How bad a finding is. Equal to its value as a string (the report's `severity`)."""
+
+    ERROR = "error"
+    WARNING = "warning"
+    INFO = "info"
+
+
+ERROR = Severity.ERROR
+WARNING = Severity.WARNING
+INFO = Severity.INFO
 SEVERITIES = (ERROR, WARNING, INFO)
 RANK = {ERROR: 3, WARNING: 2, INFO: 1}
 

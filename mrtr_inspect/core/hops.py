@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from .canonical import canonical_json
-from .events import header
+from .events import C2S, header
 from .messages import ERROR, RESULT, target_of
 from .observations import Answered, ChainClosed, Decoded, LegacyAsked, Linked, RoundOpened
 
@@ -276,7 +276,7 @@ class HopWatcher:
         t = type(obs)
         if t is Decoded:
             creq = obs.creq
-            if creq is None or obs.msg.direction != "c2s":
+            if creq is None or obs.msg.direction != C2S:
                 return
             chain = creq.chain
             f = self.facts.get(chain)

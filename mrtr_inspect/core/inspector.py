@@ -25,8 +25,10 @@ from ..config import Config
 from .chains import Chain, ChainRequest, Stitcher
 from .era import LEGACY, EraTracker, probe_fallback
 from .events import (
+    C2S,
     CAPTURE_ENDED,
     CLIENT_DISCONNECTED,
+    S2C,
     Frame,
     HttpBody,
     HttpEnd,
@@ -82,6 +84,7 @@ from .observations import (
     SessionOver,
     SseSeen,
 )
+from .vocabulary import Link, Outcome
 
 
 @fast_init
@@ -310,7 +313,7 @@ class Inspector:
                 self._end_exchange(x, f)  # type: ignore[arg-type]
         elif tf is StdioClose:
             s = self._session(f.session, "stdio")
-            if f.direction == "c2s":  # type: ignore[union-attr]
+            if f.direction == C2S:  # type: ignore[union-attr]
                 s.close_client()
         elif tf is SessionStart:
             s = self._sessions[f.session] = _Session(f.session, f.transport, True, dict(f.info))
@@ -497,7 +500,7 @@ class Inspector:
         index = self.messages
         self.messages += 1
         kind = d[KIND]
-        c2s = direction == "c2s"
+        c2s = direction == C2S
         version = req = asked = tie = None
         if kind == REQUEST:
             if c2s:
@@ -576,7 +579,7 @@ class Inspector:
     def _context_era(self, direction: str, context: str, headers, x: HttpExchange | None) -> str:
         """The era of a message no request pairs with: a server message on a request's POST response
         stream takes that request's era (RULES.md §2), any other the era of its context."""
-        if x is not None and direction == "s2c" and x.request is not None:
+        if x is not None and direction == S2C and x.request is not None:
             return x.request.era
         return self.era.context_era(context, headers)
 
@@ -666,19 +669,19 @@ class Inspector:
             c = _live(self._x_ties.get(x))
             if c is None or not c.in_flight or c.chain.era != LEGACY:
                 return None
-            creq, via = c, "stream"
+            creq, via = c, Link.STREAM
         if creq is None:
             rel = related_request(msg)
             c = waiting.get(id_key(rel)) if rel is not None else None
             if c is not None and c.in_flight:
-                creq, via = c, "related"
+                creq, via = c, Link.RELATED
         if creq is None and x is None:
             inflight = self.exchanges.client_requests(scope)
             only = inflight.sole_open()  # a cancelled request is not open (RULES.md decision 14)
             if only is not None:
                 c = _live(inflight.tie(only.idk))
                 if c is not None and waiting.get(only.idk) is c:
-                    creq, via = c, "time"
+                    creq, via = c, Link.TIME
         if creq is None:
             return LegacyAsked(msg, None, len(live))
         return self.stitcher.on_server_request(msg, creq, via)
@@ -713,7 +716,7 @@ class Inspector:
         closed = self.stitcher.close_all(time, s.id)
         # a chain the server died in the middle of may be retried against a restarted server too
         s.leave(frozenset((o.chain.method, o.chain.target) for o in closed
-                          if type(o) is ChainClosed and o.chain.outcome in ("open", "abandoned")) | failed)
+                          if type(o) is ChainClosed and o.chain.outcome in (Outcome.OPEN, Outcome.ABANDONED)) | failed)
         self._obs_list(closed)
         self.exchanges.drop_scope(s.id)
         if self._legacy_open:

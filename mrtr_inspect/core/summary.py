@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from .jsontext import dumps_with
+from .vocabulary import Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import Chain, LegacyRound
@@ -45,7 +46,7 @@ def chain_summary(chain: "Chain") -> dict:
             "asked": rd.asked,
             "request_state": rd.state_hash[:16] if rd.state_hash else None,
         })
-    if chain.outcome == "abandoned":
+    if chain.outcome == Outcome.ABANDONED:
         rd = chain.unanswered_round
         if rd is not None:  # the wait no retry ended: up to the abandonment
             rounds[-1]["unanswered_ms"] = round((chain.end - rd.irr_time) * 1000.0, 3)
@@ -57,7 +58,7 @@ def chain_summary(chain: "Chain") -> dict:
         "target": chain.target,
         "rounds": len(chain.rounds) + len(chain.asks),
         "requests": [r.id for r in chain.requests],
-        "outcome": chain.outcome or "open",
+        "outcome": chain.outcome or Outcome.OPEN,
         "link": chain.link,
         "duration_ms": chain.duration_ms,
         "era": chain.era,

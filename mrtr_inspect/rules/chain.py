@@ -10,6 +10,8 @@ from ..core.findings import plural
 from ..core.messages import ERROR as ERROR_KIND
 from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
+from ..core.events import S2C
+from ..core.vocabulary import Outcome
 from . import spec
 from .common import answered, chain_of
 from .registry import ERROR, INFO, OTHER_RESULT, WARNING, rule
@@ -31,7 +33,7 @@ def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
     `structuredContent`, for a tool whose `outputSchema` this capture saw in an earlier tools/list.
     Results with `isError: true`, input_required and task results are not judged."""
     r = obs.response.result
-    if obs.response.direction != "s2c" or type(r) is not dict or "structuredContent" in r or r.get("isError") is True:
+    if obs.response.direction != S2C or type(r) is not dict or "structuredContent" in r or r.get("isError") is True:
         return
     if r.get("resultType", "complete") != "complete":
         return
@@ -269,7 +271,7 @@ def chain_key_reused_different_request(obs: RoundOpened, ctx) -> None:
 def chain_abandoned(obs: ChainClosed, ctx) -> None:
     """An open round got no retry before the idle timeout or the end of the capture."""
     c = obs.chain
-    if c.outcome == "abandoned" and c.rounds:
+    if c.outcome == Outcome.ABANDONED and c.rounds:
         rd = c.rounds[-1]
         ctx.emit(f"chain {c.id} ({c.method} {c.target}) was abandoned after round {rd.n}: no retry came",
                  messages=[rd.irr_index], chain=c.id, time=c.end)
@@ -285,7 +287,7 @@ def chain_cancelled(obs: ChainClosed, ctx) -> None:
     """stdio: `notifications/cancelled` for the chain's in-flight request; HTTP: the client closed
     the response before its final message."""
     c = obs.chain
-    if c.outcome == "cancelled":
+    if c.outcome == Outcome.CANCELLED:
         last = c.requests[-1]
         ctx.emit(f"chain {c.id} ({c.method} {c.target}) was cancelled while request id {last.id} was in flight",
                  messages=[last.index], chain=c.id, time=c.end)

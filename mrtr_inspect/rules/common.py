@@ -11,9 +11,10 @@ from __future__ import annotations
 import ipaddress
 from typing import Any, Callable
 
-from ..core.events import header
+from ..core.events import C2S, S2C, header
 from ..core.framing import media_type
 from ..core.messages import CLIENT_CAPABILITIES_KEY, Message
+from ..core.era import MODERN
 
 # --- error codes (basic/index.mdx "Error Codes", RULES.md §5) -------------------------------------------
 
@@ -51,7 +52,7 @@ def quoted(value: Any) -> str:
 
 
 def side(msg: Message) -> str:
-    return "client" if msg.direction == "c2s" else "server"
+    return "client" if msg.direction == C2S else "server"
 
 
 def answered(obs: Any) -> str:
@@ -97,7 +98,7 @@ def integer_code(msg: Message) -> int | None:
 def modern_result(obs: Any) -> dict | None:
     """The result object of a server's answer to a modern request (an `Answered`), else None."""
     r = obs.response
-    if r.era != "modern" or r.direction != "s2c" or obs.request is None or type(r.result) is not dict:
+    if r.era != MODERN or r.direction != S2C or obs.request is None or type(r.result) is not dict:
         return None
     return r.result
 

@@ -14,7 +14,7 @@ keeps that per capture session; the rest are rules of their own.
 from __future__ import annotations
 
 from ..core.era import LEGACY, MALFORMED, MODERN
-from ..core.events import header
+from ..core.events import C2S, header
 from ..core.findings import plural
 from ..core.messages import LEGACY_VERSIONS, REQUEST, Message
 from ..core.observations import Decoded, LegacyAsked
@@ -100,7 +100,7 @@ def legacy_request_id_reused_in_session(obs: Decoded, ctx, st: _State) -> None:
         bounded(st.ids, (msg.direction, session), seen)
     prior = seen.get(msg.idk)
     if prior is not None:
-        who = "client" if msg.direction == "c2s" else "server"
+        who = "client" if msg.direction == C2S else "server"
         ctx.emit(f"{at(msg)} from the {who} reuses the id of message #{prior} in the same legacy session; in "
                  "2025-11-25 a request ID MUST NOT have been used before by its sender in the session",
                  messages=[prior, msg.index])

@@ -82,6 +82,7 @@ from ..config import Config
 from ..core.findings import ERROR, INFO, SEVERITIES, WARNING, Finding
 from ..core.era import LEGACY
 from ..core.observations import Answered, Decoded, SessionOver
+from ..core.events import S2C
 from .spec import legacy as legacy_spec
 
 __all__ = ["Rule", "rule", "declare", "Pass", "REGISTRY", "RuleEngine", "Context", "Knowledge", "ERROR", "WARNING",
@@ -604,7 +605,7 @@ class Knowledge:
     def learn(self, obs: Decoded) -> None:
         """A server's result to a request of no chain: a tools/list's tools, a discover result."""
         msg, req = obs.msg, obs.request
-        if obs.creq is not None or msg.kind != RESULT or type(msg.result) is not dict or msg.direction != "s2c":
+        if obs.creq is not None or msg.kind != RESULT or type(msg.result) is not dict or msg.direction != S2C:
             return
         if req.method == "tools/list":
             tools = msg.result.get("tools")

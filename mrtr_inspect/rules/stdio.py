@@ -11,6 +11,7 @@ import json
 
 from ..core.messages import BATCH, Message
 from ..core.observations import Answered, Decoded, SessionOver
+from ..core.events import C2S, S2C
 from . import spec
 from .common import MODERN_CODES, at, error_code, side
 from .registry import ERROR, INFO, declare, rule
@@ -22,7 +23,7 @@ MAX_LINES = 100  # invalid lines reported per stream
 
 
 def _stream(msg: Message) -> str:
-    return "stdout" if msg.direction == "s2c" else "stdin"
+    return "stdout" if msg.direction == S2C else "stdin"
 
 
 def _bom_then_json(raw: bytes) -> bool:
@@ -171,13 +172,13 @@ def stdio_era_probe(obs, ctx) -> None:
         return
     if t is Answered:
         req, resp = obs.request, obs.response
-        if req.method == "server/discover" and req.transport == "stdio" and resp.direction == "s2c":
+        if req.method == "server/discover" and req.transport == "stdio" and resp.direction == S2C:
             probe = ctx.mem.get(req.session)
             if probe is not None and probe[0] is req:
                 probe[1] = resp
         return
     msg = obs.msg
-    if msg.transport != "stdio" or msg.direction != "c2s" or msg.kind != "request":
+    if msg.transport != "stdio" or msg.direction != C2S or msg.kind != "request":
         return
     if msg.method == "server/discover":
         ctx.mem.setdefault(msg.session, [msg, None])

@@ -8,7 +8,7 @@ messages were past the size limit, and so not analysed.
 
 from __future__ import annotations
 
-from ..core.events import UPSTREAM_ERROR, header
+from ..core.events import S2C, UPSTREAM_ERROR, header
 from ..core.findings import plural
 from ..core.messages import INVALID
 from ..core.observations import Decoded, ExchangeDone, InspectorFailed, ServerExited
@@ -54,7 +54,7 @@ def message_too_large(obs: Decoded, ctx) -> None:
     The traffic passed unchanged and the recording holds every byte; the analysis kept none of the
     message, so a response it was goes unpaired and its content is not checked."""
     msg = obs.msg
-    where = "stdout" if msg.direction == "s2c" else "stdin"
+    where = "stdout" if msg.direction == S2C else "stdin"
     if msg.transport == "http":
         where = f"HTTP exchange {msg.exchange}" if msg.exchange is not None else "HTTP"
     ctx.emit(f"message #{msg.index} from the {side(msg)} ({where}) {msg.problem}: forwarded and recorded unchanged, "

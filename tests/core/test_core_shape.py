@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import enum
 import inspect
 from pathlib import Path
 
@@ -19,7 +20,9 @@ FOREIGN_WRITES_PER_1000 = 4.4
 
 
 def _classes(module) -> list[type]:
-    return [c for _, c in inspect.getmembers(module, inspect.isclass) if c.__module__ == module.__name__]
+    """The classes a module defines, its closed sets (`StrEnum`s) left out."""
+    return [c for _, c in inspect.getmembers(module, inspect.isclass)
+            if c.__module__ == module.__name__ and not issubclass(c, enum.Enum)]
 
 
 def test_every_observation_and_event_of_the_core_is_a_frozen_dataclass():
@@ -31,6 +34,17 @@ def test_every_observation_and_event_of_the_core_is_a_frozen_dataclass():
         assert dataclasses.is_dataclass(c), c
         assert c.__dataclass_params__.frozen, f"{c.__name__} is not frozen"
         assert "__slots__" in c.__dict__, f"{c.__name__} has no slots"
+
+
+def test_the_closed_sets_are_str_enums_equal_to_their_values():
+    from mrtr_inspect.core.era import Era
+    from mrtr_inspect.core.findings import Severity
+    from mrtr_inspect.core.vocabulary import Link, Outcome
+
+    for e in (events.Direction, Era, Severity, Outcome, Link):
+        assert issubclass(e, enum.StrEnum)
+        for m in e:
+            assert m == m.value and hash(m) == hash(m.value) and f"{m}" == m.value
 
 
 def _targets(node: ast.AST):

@@ -9,6 +9,7 @@ from ...core.era import LEGACY
 from ...core.findings import plural
 from ...core.messages import BATCH, ERROR as ERROR_KIND, INVALID, NOTIFICATION, REQUEST, RESULT, Message, target_of
 from ...core.observations import Decoded, InFlightReuse, SessionOver
+from ...core.events import S2C
 from .. import spec
 from ..common import at, foreign_answer, side
 from ..registry import ERROR, WARNING, rule
@@ -64,7 +65,7 @@ def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
     if reason == "envelope":
         ctx.emit(f"message #{msg.index} from the {side(msg)} is not a valid JSON-RPC 2.0 message: {msg.problem}",
                  messages=[msg.index])
-    elif reason in ("json", "extra-data", "constant") and x is not None and msg.direction == "s2c":
+    elif reason in ("json", "extra-data", "constant") and x is not None and msg.direction == S2C:
         if foreign_answer(x):  # a 404 page, a 405 of another URL: no MCP answer (`upstream-not-mcp` says so)
             return
         where = "an SSE event's data" if x.event_stream else "the response body"

@@ -20,6 +20,7 @@ from ...core.messages import (
     id_key,
 )
 from ...core.observations import Cancelled, Decoded, ExchangeDone
+from ...core.events import C2S
 from ..common import (
     METHOD_NOT_FOUND,
     MODERN_CODES,
@@ -94,7 +95,7 @@ def _update(obs, st: _State) -> _State:
     if t is Decoded:
         msg = obs.msg
         k = msg.kind
-        if msg.direction == "c2s":
+        if msg.direction == C2S:
             if k == REQUEST:
                 x = obs.exchange
                 ti = type(msg.id)

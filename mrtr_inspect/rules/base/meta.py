@@ -9,7 +9,7 @@ import json
 import re
 
 from ...core.era import LEGACY, MALFORMED, MODERN, UNKNOWN
-from ...core.events import header
+from ...core.events import C2S, header
 from ...core.messages import (
     CLIENT_CAPABILITIES_KEY,
     CLIENT_INFO_KEY,
@@ -352,7 +352,7 @@ def response_id_mismatch(obs: Decoded, ctx, st: _State) -> None:
     msg, x = obs.msg, obs.exchange
     if obs.request is not None or msg.id is None:
         return
-    if msg.direction == "c2s":
+    if msg.direction == C2S:
         if msg.era == LEGACY:
             ctx.emit(f"{at(msg)} from the client answers no server request in flight", messages=[msg.index])
         return
