@@ -3,6 +3,7 @@ no message in what the state index keeps, nothing left for the garbage collector
 
 from __future__ import annotations
 
+import enum
 import gc
 import json
 import sys
@@ -22,11 +23,12 @@ from tests.core.completed_chains import ASK, REMEMBERED, Clock, chain_messages, 
 
 
 def _reachable(root) -> list:
-    """The objects reachable from `root` (classes, modules and functions left out)."""
+    """The objects reachable from `root` (classes, modules, functions and the members of the closed sets,
+    shared constants, left out)."""
     seen, stack, out = set(), list(gc.get_referents(root)), []
     while stack:
         x = stack.pop()
-        if id(x) in seen or isinstance(x, (type, types.ModuleType, types.FunctionType)):
+        if id(x) in seen or isinstance(x, (type, types.ModuleType, types.FunctionType, enum.Enum)):
             continue
         seen.add(id(x))
         out.append(x)
