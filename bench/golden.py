@@ -106,8 +106,17 @@ class Harvest:
         from mrtr_inspect.recording import format as fmt
 
         cls = inspector.Inspector
-        init, feed, close = cls.__init__, cls.feed, cls.close
         runs = self.runs
+        # the entry points every frame goes through: step/step_line/end since the core hands out
+        # events (feed/feed_line/close call them), feed/close before; hooking the outer pair of a
+        # tree whose analysis calls the inner one sees no frame at all
+        if hasattr(cls, "step"):
+            names = {"frame": "step", "line": "step_line", "end": "end"}
+        else:
+            names = {"frame": "feed", "line": "feed_line" if hasattr(cls, "feed_line") else None, "end": "close"}
+        init = cls.__init__
+        frame_in, end_in = getattr(cls, names["frame"]), getattr(cls, names["end"])
+        line_in = getattr(cls, names["line"]) if names["line"] else None
 
         def _init(insp, config=None, *args, **kw):
             init(insp, config, *args, **kw)
@@ -115,7 +124,7 @@ class Harvest:
             insp.__dict__["_golden"] = run
             runs.append(run)
 
-        def _feed(insp, frame):
+        def _note(insp, frame) -> None:
             run = insp.__dict__.get("_golden")
             if run is not None and run["ok"]:
                 try:
@@ -125,15 +134,28 @@ class Harvest:
                     run["ops"].append(["feed", line.decode("utf-8", "surrogateescape")])
                 except Exception:
                     run["ok"] = False
-            return feed(insp, frame)
 
-        def _close(insp, time=None):
+        def _frame(insp, frame):
+            _note(insp, frame)
+            return frame_in(insp, frame)
+
+        def _line(insp, time, session, direction, data, eol=True):
+            from mrtr_inspect.core.events import StdioLine
+
+            _note(insp, StdioLine(time, session, direction, data, eol))
+            return line_in(insp, time, session, direction, data, eol)
+
+        def _end(insp, time=None):
             run = insp.__dict__.get("_golden")
             if run is not None:
                 run["ops"].append(["close", time])
-            return close(insp, time)
+            return end_in(insp, time)
 
-        cls.__init__, cls.feed, cls.close = _init, _feed, _close
+        cls.__init__ = _init
+        setattr(cls, names["frame"], _frame)
+        setattr(cls, names["end"], _end)
+        if line_in is not None:
+            setattr(cls, names["line"], _line)
 
 
 def harvest(work: Path) -> None:
