@@ -21,6 +21,10 @@ process' main thread:
 - `behind(time, n)` for `BEHIND` (the tee only): the analysis fell `max_backlog_bytes` behind the
   traffic, and the tee skipped ahead; `n` the messages (lines) it has not handed over so far, sent
   as a stretch of skipping begins and once more before `END` (stdio_tee.Tap),
+- `upto(time, offset)` for `UPTO` (the tee with a recording: `Spooler.follow`): the recording's writes
+  reached `offset`; the analysis reads the records appended since (whole lines) from the file itself,
+  so the tee hands over no copy of the bytes, only this notice (one at a time while the spooler
+  has not sent the last, and the final one before `END`),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -42,9 +46,9 @@ import time
 from typing import Callable, Protocol
 
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND = range(9)  # GONE: the pipe broke before END (never sent)
+C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND, UPTO = range(10)  # GONE: the pipe broke before END (never sent)
 DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c", C2S_CUT: "c2s", S2C_CUT: "s2c"}
-SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages)
+SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages; UPTO's: an offset)
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
 #: bytes the analysis process' reader holds for the analysis: past them the reader waits until the
@@ -59,6 +63,7 @@ class Consumer(Protocol):
     def chunk(self, t: float, direction: str, data: bytes) -> None: ...
     def skip(self, t: float, direction: str, n: int) -> None: ...
     def behind(self, t: float, n: int) -> None: ...
+    def upto(self, t: float, offset: int) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
     def end(self, info: dict, t: float, gone: bool = False) -> int | None: ...
 
@@ -79,13 +84,21 @@ def to_devnull(fd: int) -> None:
 class Spooler:
     """The tee's end of the pipe to the analysis process: `put` never blocks; one thread writes.
     `held()`: the bytes put and not yet written to the pipe (`put`'s callers are one at a time: the
-    tee's Tap holds its lock, the proxy puts from its event loop; the spooler thread counts what it wrote)."""
+    tee's Tap holds its lock, the proxy puts from its event loop; the spooler thread counts what it wrote).
+
+    `follow(fd)`: the analysis reads the recording written on `fd` (its own descriptor of the file)
+    instead of copies of the chunks; `wake()` then tells it that the writes went on: at most one
+    notice waits in the queue, and the spooler thread fills in the offset the writes reached (`lseek`
+    on a duplicate of `fd`, which shares its offset) as it sends it, so the forwarding threads make
+    no system call for it."""
 
     def __init__(self, fd: int) -> None:
         self._fd: int | None = fd
         self._q: queue.SimpleQueue = queue.SimpleQueue()
         self.queued = 0  # bytes put (by the callers of `put`)
         self.written = 0  # bytes written to the pipe, or dropped with it (by the spooler thread)
+        self._follow: int | None = None  # the duplicate of the recording's descriptor (`follow`)
+        self._woken = False  # an UPTO notice waits in the queue
         self.thread = threading.Thread(target=self._run, name="mrtr-inspect-spool", daemon=True)
         self.thread.start()
 
@@ -96,6 +109,22 @@ class Spooler:
     def held(self) -> int:
         return self.queued - self.written
 
+    def follow(self, fd: int) -> None:
+        self._follow = os.dup(fd)
+
+    def wake(self) -> None:
+        """The recording grew: an UPTO notice, unless one waits already (its offset is read as it is sent)."""
+        if not self._woken:
+            self._woken = True
+            self._q.put((UPTO, 0.0, b""))
+
+    def _offset(self) -> bytes:
+        self._woken = False  # (before the offset is read: a write after this wakes again)
+        try:
+            return SKIPPED.pack(os.lseek(self._follow, 0, os.SEEK_CUR)) if self._follow is not None else SKIPPED.pack(0)
+        except OSError:
+            return SKIPPED.pack(0)
+
     def _run(self) -> None:
         get, get_nowait, pack = self._q.get, self._q.get_nowait, HEAD.pack
         while True:
@@ -105,16 +134,21 @@ class Spooler:
                     batch.append(get_nowait())
             except queue.Empty:
                 pass
+            size = sum(len(d) for _, _, d in batch)  # (an UPTO notice's offset is not counted: it was not put)
             if self._fd is not None:
+                if self._follow is not None:
+                    batch = [(k, t, self._offset()) if k == UPTO else (k, t, d) for k, t, d in batch]
                 try:
                     write_all(self._fd, b"".join(pack(k, t, len(d)) + d for k, t, d in batch))
                 except OSError:  # the analysis process is gone; the traffic goes on
                     os.close(self._fd)
                     self._fd = None
-            self.written += sum(len(d) for _, _, d in batch)
+            self.written += size
             if batch[-1][0] == END:
                 if self._fd is not None:
                     os.close(self._fd)
+                if self._follow is not None:
+                    os.close(self._follow)
                 return
             if len(batch) < SPOOL_BATCH:
                 # the queue ran dry: let the chunks of the next moments gather, one wake-up and one
@@ -178,6 +212,8 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == C2S_CUT or kind == S2C_CUT:
             analysis.skip(t, DIRECTION[kind], SKIPPED.unpack(data)[0])
+        elif kind == UPTO:
+            analysis.upto(t, SKIPPED.unpack(data)[0])
         elif kind == BEHIND:
             analysis.behind(t, SKIPPED.unpack(data)[0])
         elif kind == END:

@@ -26,9 +26,10 @@ before it is recorded and analysed, so the live findings are those of `check` on
 
 from __future__ import annotations
 
+import os
 import sys
 import time
-from typing import TYPE_CHECKING, Callable, Protocol
+from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ..analysis import Analysis
 from ..config import Config
@@ -41,6 +42,7 @@ from ..outputs.report import ReportBuilder
 from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
 from ..recording.format import decode
+from ..recording.reader import Follower
 from ..recording.secrets import SecretScan
 from ..recording.writer import RecordingWriter, new_session_id, redactor_for
 from .flows import FlowFramer
@@ -76,16 +78,16 @@ def session_start(writer: RecordingWriter | None, transport: str, info: dict) ->
 def new_analysis(start: SessionStart, config: Config, writer: RecordingWriter | None = None,
                  report_path: str | None = None, *, record: str | None = None, printer: FindingPrinter | None = None,
                  view: LiveView | None = None, notes: Sink | None = None, forwarder_records: bool = False,
-                 exports: Exports | None = None) -> LiveAnalysis:
+                 exports: Exports | None = None, follow: tuple | None = None) -> LiveAnalysis:
     """The analysis of one live session (the tee's, the proxy's, the addon's), its input chosen by
-    `start.transport`. `report_path`: where the report goes at the end (it names `record`, else the
+    `start.transport` (and `follow`: the tee's recording, read as it grows: `RecordedInput`). `report_path`: where the report goes at the end (it names `record`, else the
     writer's file); `printer`: findings on a terminal (the tee); `view`: the proxy's live view;
     `notes`: the addon's flow notes; `forwarder_records`: an `HttpRecorder` or `StdioRecorder`
     records where the bytes are forwarded; `exports`: the live OTLP and metrics exports."""
     recorded = record if record else str(writer.path) if writer is not None else None
     builder = ReportBuilder([recorded] if recorded else []) if report_path else None
     return LiveAnalysis(start, config, writer, printer, builder, report_path, view=view, notes=notes,
-                        forwarder_records=forwarder_records, exports=exports)
+                        forwarder_records=forwarder_records, exports=exports, follow=follow)
 
 
 class StdioInput:
@@ -110,6 +112,63 @@ class StdioInput:
     def rest(self, t: float) -> list:
         """The lines the streams ended in: no end of file, so no close frame."""
         return [f for d in ("c2s", "s2c") for f in self.framer.close(t, d) if type(f) is StdioLine]  # type: ignore[arg-type]
+
+
+class RecordedInput(StdioInput):
+    """The tee's session read back from its recording as the forwarding threads write it (`items`),
+    the records decoded as `check` decodes them (`reader.Follower`: whole lines only, a line not yet
+    ended waits), so the live analysis is `check`'s of the recording by construction. The tee hands
+    over no copy of the bytes, only a notice of how far the writes reached (`upto`).
+
+    Behind by more than `max_backlog_bytes` of the file, it skips ahead: the message records of its
+    session it reads, until it is back to half, are counted (`skipped`), not analysed; the other
+    records (a stream's close) still are. Records of other sessions (another writer appending to the
+    same file) are not its. If the recording stops (it cannot be written), the tee hands chunks
+    again (`StdioInput`)."""
+
+    def __init__(self, session: str, limit: int | None, file, start: int, backlog: int,
+                 began: Callable[[], None]) -> None:
+        super().__init__(session, limit)
+        self.session = session
+        self.follower = Follower(getattr(file, "name", "recording"), limit, file=file, start=start)
+        self.backlog = backlog
+        self.began = began  # called as a stretch of skipping begins
+        self.skipping = False
+        self.skipped = 0
+        self.last = start  # the highest offset the tee said its writes reached
+
+    def items(self, upto: int, final: bool = False) -> Iterator:
+        """The frames (line tuples, or frames) of the session's records appended since the last call,
+        in file order; `final`: the tee's last notice, `upto` its end (nothing after it is the session's)."""
+        self.last = max(self.last, upto)
+        follower, session, backlog = self.follower, self.session, self.backlog
+        fd = follower._f.fileno()
+        end = max(upto, os.fstat(fd).st_size)
+        n = 0
+        for offset, _, item in follower.poll():
+            if final and offset >= upto:
+                return
+            n += 1
+            if not n & 1023:
+                end = max(end, os.fstat(fd).st_size)
+            if type(item) is tuple:
+                if item[1] != session:
+                    continue
+                line = True
+            else:
+                if item.session != session or type(item) is SessionEnd:  # (`end` feeds its own)
+                    continue
+                line = type(item) is StdioLine
+            if self.skipping:
+                if end - offset <= backlog // 2:
+                    self.skipping = False
+            elif end - offset > backlog:
+                self.skipping = True
+                self.began()
+            if self.skipping and line:
+                self.skipped += 1
+                continue
+            yield item
 
 
 class HttpInput:
@@ -156,11 +215,17 @@ class LiveAnalysis:
     def __init__(self, start: SessionStart, config: Config, writer: RecordingWriter | None,
                  printer: FindingPrinter | None, report: ReportBuilder | None, report_path: str | None = None,
                  *, view: LiveView | None = None, notes: Sink | None = None, forwarder_records: bool = False,
-                 exports: Exports | None = None) -> None:
+                 exports: Exports | None = None, follow: tuple | None = None) -> None:
         self.session = start.session
         limit = config.max_message_bytes
-        self.input = StdioInput(start.session, limit) if start.transport == "stdio" else \
-            HttpInput(start.session, limit, self.ready)
+        self.input: StdioInput | HttpInput
+        if follow is not None:  # (file, offset): the tee's recording, read from the end of its header on
+            self.input = RecordedInput(start.session, limit, follow[0], follow[1], config.max_backlog_bytes,
+                                       self._skipping)
+        elif start.transport == "stdio":
+            self.input = StdioInput(start.session, limit)
+        else:
+            self.input = HttpInput(start.session, limit, self.ready)
         self.writer = writer
         self.forwarder_records = forwarder_records  # the forwarding process writes the recording
         self.inspector = Analysis(config)
@@ -184,6 +249,24 @@ class LiveAnalysis:
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     # -- what it is handed ------------------------------------------------------------------------
+    def upto(self, t: float, offset: int, final: bool = False) -> None:
+        """The tee's recording reached `offset`: its session's records since the last notice, analysed
+        (redacted where they were recorded)."""
+        inp = self.input
+        if type(inp) is not RecordedInput:  # pragma: no cover - only a follower is sent UPTO
+            return
+        feed, feed_line, handle = self.inspector.feed, self.inspector.feed_line, self._handle
+        try:
+            for item in inp.items(offset, final):
+                outs = feed_line(*item) if type(item) is tuple else feed(item)
+                if outs:
+                    handle(outs)
+        except Exception as e:  # an unreadable record is said by the reader's notes; this is the file itself
+            self._internal(e, "reading the recording")
+
+    def _skipping(self) -> None:
+        self.behind(0.0, 0)  # the live line (the follower counts what it skips: `RecordedInput.skipped`)
+
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         try:
             frames = self.input.chunk(t, direction, data)
@@ -236,7 +319,11 @@ class LiveAnalysis:
         """The session is over: what the streams ended in, the session end, the recording closed, the
         report. Returns the analysis process' exit status: REPORT_FAILED when the report could not be
         written, else 0. `gone`: the forwarding process went away without ending the session (killed)."""
+        if type(self.input) is RecordedInput:  # to the tee's last notice (after a kill: every whole line)
+            self.upto(t, self.input.last, final=not gone)
         self._analyse(self.input.rest(t), record=not gone)  # after a kill the forwarder never recorded it
+        if type(self.input) is RecordedInput:
+            self.skipped += self.input.skipped  # (the Tap's, `behind`, only if the recording stopped)
         if self.skipped:
             note = (f"the live analysis skipped {self.skipped} messages, behind the traffic by max_backlog_bytes "
                     f"({mib(self._backlog)}); {self._where_all()}")

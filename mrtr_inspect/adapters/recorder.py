@@ -159,6 +159,10 @@ class StdioRecorder(_Recorder):
             pending.append(data[i + 1:])
         self._append(self._lines(t, direction, body))
 
+    def open(self, direction: str) -> bool:
+        """Whether a line of `direction` has begun and not ended (its bytes wait here for its LF)."""
+        return bool(self._pending[direction]) or self._long[direction] is not None
+
     def _write_long(self, long: LongLine, t: float, direction: str, eol: bool) -> None:
         if self.limit is None or long.size <= self.limit:  # parsed by the analysis: redacted as any line
             line = long.take()

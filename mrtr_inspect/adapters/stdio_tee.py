@@ -54,7 +54,7 @@ from ..core.hops import hop_problem
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
-from .analysis_process import (BEHIND, C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED,
+from .analysis_process import (BEHIND, C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED, UPTO,
                                Spooler, fork_analysis, to_devnull, write_all)
 from .exports import Exports
 from .live_analysis import LiveAnalysis, new_analysis, session_start
@@ -78,9 +78,11 @@ class Tap:
     one `rfind` (two for the chunk that ends a line past the limit)."""
 
     def __init__(self, spool: Spooler, recorder: StdioRecorder | None, limit: int | None = None,
-                 backlog: int | None = None) -> None:
+                 backlog: int | None = None, follow: bool = False) -> None:
         self.spool = spool
         self.recorder = recorder
+        #: the analysis reads the recording (`follow`): it is handed no chunk, only a notice (`Spooler.wake`)
+        self.following = follow and recorder is not None
         self.lock = threading.Lock()
         self.limit = limit if limit is not None else sys.maxsize
         self._open = [0, 0]  # bytes of the line being read (its LF not yet seen), by C2S, S2C
@@ -92,6 +94,17 @@ class Tap:
 
     def put(self, kind: int, t: float, data: bytes = b"") -> None:
         with self.lock:
+            if self.following:
+                rec = self.recorder
+                if kind == C2S or kind == S2C:
+                    rec.chunk(t, DIRECTION[kind], data)  # type: ignore[union-attr]
+                else:
+                    rec.close(t, DIRECTION[kind])  # type: ignore[union-attr]
+                if rec.writer is not None:  # type: ignore[union-attr]
+                    self.spool.wake()
+                    return
+                self._unfollow(kind, t, data)
+                return
             if kind == C2S or kind == S2C:
                 handed = data
                 if self.behind or self._dropping[kind] or self.spool.queued - self.spool.written > self.backlog:
@@ -111,6 +124,20 @@ class Tap:
                 self.spool.put(kind, t, data)
                 if self.recorder is not None:
                     self.recorder.close(t, DIRECTION[kind])
+
+    def _unfollow(self, kind: int, t: float, data: bytes) -> None:
+        """The recording stopped (it could not be written): the analysis reads it to where it stopped,
+        then is handed chunks. The lines the failed write held, and the rest of a line open then, it
+        does not get (counted as skipped: it cannot be told which of them reached the file)."""
+        rec, self.recorder, self.following = self.recorder, None, False
+        self.spool.put(UPTO, t)
+        for k in (C2S, S2C):
+            self._dropping[k] = rec.open(DIRECTION[k])  # type: ignore[union-attr]
+        if kind == C2S or kind == S2C:
+            self.skipped += data.count(b"\n")
+        else:  # the end of that stream: the analysis closes it
+            self._dropping[kind - C2S_EOF] = False
+            self.spool.put(kind, t)
 
     def _shed(self, kind: int, t: float, data: bytes) -> bytes:
         """The part of `data` the analysis gets now that it may be behind: whole lines only. While it
@@ -166,6 +193,8 @@ class Tap:
             rec, self.recorder = self.recorder, None
             if rec is not None:
                 rec.finish(info, t)
+                if self.following:
+                    self.spool.put(UPTO, t)  # the final offset (its session's end is the analysis' own)
             if self.skipped:
                 self.spool.put(BEHIND, t, SKIPPED.pack(self.skipped))
             self.spool.put(END, t, json.dumps(info).encode())
@@ -238,15 +267,20 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         sys.stderr.write(tool_line(e))
         return 2
     start = session_start(writer, "stdio", info)
+    # with a recording the analysis process reads it as it grows: no second copy of the bytes
+    follow = writer.reader() if writer is not None else None
 
     def make() -> LiveAnalysis:
         printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
         return new_analysis(start, config, writer, report, record=record, printer=printer, forwarder_records=True,
-                            exports=exports)
+                            exports=exports, follow=follow)
 
     analysis_pid, spool = fork_analysis(make)
+    if follow is not None and writer is not None:
+        spool.follow(writer.fileno())
+        follow[0].close()  # the analysis process' copy is the one read
     tap = Tap(spool, StdioRecorder(writer, failed=_say, limit=config.max_message_bytes) if writer is not None else None,
-              config.max_message_bytes, config.max_backlog_bytes)
+              config.max_message_bytes, config.max_backlog_bytes, follow=follow is not None)
     if exports is not None:
         exports.forked()
 

@@ -187,16 +187,23 @@ class Follower:
     yields what was appended since the last one, as (offset, length, item) with the byte offset and
     length of the record's line, the item a line tuple (`read_frames(lines_as_tuples=True)`) or a
     frame. A line not yet ended (the writer is in the middle of it) waits for the next poll. An empty
-    file waits for its header; a first line that is not one raises UnreadableRecording."""
+    file waits for its header; a first line that is not one raises UnreadableRecording.
 
-    def __init__(self, path: str | os.PathLike, limit: int | None = MAX_MESSAGE_BYTES) -> None:
+    `file` and `start`: a file already open, read from the offset `start` on, where a session's
+    header ended (the tee's analysis process follows its own session: live_analysis.RecordedInput)."""
+
+    def __init__(self, path: str | os.PathLike, limit: int | None = MAX_MESSAGE_BYTES, *, file=None,
+                 start: int = 0) -> None:
         self.path = path
         self.notes = ReadNotes()
-        self.pos = 0
+        self.pos = start
         self._cap = limit + HEAD_ROOM if limit is not None else -1
         self._sessions: dict[bytes, str] = {}
         self._line = 0
-        self._want_header = True
+        self._want_header = not start
+        if file is not None:
+            self._f = file
+            return
         try:
             self._f = open(path, "rb")
         except OSError as e:

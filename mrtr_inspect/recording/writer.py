@@ -202,6 +202,29 @@ class RecordingWriter:
         except OSError:
             pass
 
+    def fileno(self) -> int:
+        return self._fd
+
+    def reader(self) -> tuple | None:
+        """(a file open for reading on this recording, the offset its writes reached: after the
+        header, once it began): what the tee's analysis process follows (live_analysis.RecordedInput);
+        None for what cannot be read back as it grows (standard output, a FIFO, a device), or when
+        the name no longer leads to the file written (replaced since)."""
+        if not self.regular or self.closed:
+            return None
+        try:
+            f = open(self.path, "rb")
+        except OSError:
+            return None
+        try:
+            mine, theirs = os.fstat(self._fd), os.fstat(f.fileno())
+            if (mine.st_dev, mine.st_ino) == (theirs.st_dev, theirs.st_ino) and stat.S_ISREG(theirs.st_mode):
+                return f, os.lseek(self._fd, 0, os.SEEK_CUR)
+        except OSError:
+            pass
+        f.close()
+        return None
+
     def release(self) -> None:
         """Close this process' descriptor of the file without writing (another process ends the session)."""
         with self.lock:
