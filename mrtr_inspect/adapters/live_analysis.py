@@ -135,6 +135,7 @@ class RecordedInput(StdioInput):
         self.began = began  # called as a stretch of skipping begins
         self.skipping = False
         self.skipped = 0
+        self.stopped = False  # the recording stopped (the tee hands chunks since: `StdioInput`)
         self.last = start  # the highest offset the tee said its writes reached
 
     def items(self, upto: int, final: bool = False) -> Iterator:
@@ -268,6 +269,8 @@ class LiveAnalysis:
         self.behind(0.0, 0)  # the live line (the follower counts what it skips: `RecordedInput.skipped`)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
+        if type(self.input) is RecordedInput:
+            self.input.stopped = True  # the recording stopped: the tee hands chunks again
         try:
             frames = self.input.chunk(t, direction, data)
         except Exception as e:  # pragma: no cover - the framers do not raise; the records were encoded by format.encode
@@ -288,11 +291,15 @@ class LiveAnalysis:
         self.skipped = max(self.skipped, n)
 
     def _where_all(self) -> str:
+        if type(self.input) is RecordedInput and self.input.stopped:
+            return "the recording stopped (it could not be written): it does not keep every message either"
         if self.writer is None:
             return "without a recording, what it skips is not analysed anywhere"
         return f"the recording keeps every message: `mrtr-inspect check {self.writer.path}` gives the full verdict"
 
     def eof(self, t: float, direction: str) -> None:
+        if type(self.input) is RecordedInput:
+            self.input.stopped = True
         self._analyse(self.input.eof(t, direction))
 
     def frames(self, frames: list) -> None:
@@ -325,8 +332,10 @@ class LiveAnalysis:
         if type(self.input) is RecordedInput:
             self.skipped += self.input.skipped  # (the Tap's, `behind`, only if the recording stopped)
         if self.skipped:
-            note = (f"the live analysis skipped {self.skipped} messages, behind the traffic by max_backlog_bytes "
-                    f"({mib(self._backlog)}); {self._where_all()}")
+            stopped = type(self.input) is RecordedInput and self.input.stopped
+            note = (f"the live analysis skipped {self.skipped} messages, "
+                    f"{'as the recording it read stopped, or ' if stopped else ''}behind the traffic by "
+                    f"max_backlog_bytes ({mib(self._backlog)}); {self._where_all()}")
             self._say(note)
             if self.report is not None:
                 self.report.notes.append(note)

@@ -104,11 +104,13 @@ def request(i: int) -> bytes:
 def test_a_killed_tee_loses_no_message_that_crossed(tmp_path, what):
     """20,000 requests through the tee to bench/echo_server.py, SIGKILL after 8,000 answers: of the
     tee alone (its analysis process lives on and ends the session in the file), or of the tee, its
-    analysis process and its child at once. The recording lacks at most one message that crossed."""
-    record, received = tmp_path / "r.jsonl", tmp_path / "received"
+    analysis process and its child at once. The recording lacks at most one message that crossed.
+    The analysis process follows the recording (live_analysis.RecordedInput): when it outlives the
+    tee, its report is `check`'s of the recording it ended."""
+    record, received, report = tmp_path / "r.jsonl", tmp_path / "received", tmp_path / "report.json"
     server = [sys.executable, str(ROOT / "bench" / "echo_server.py"), str(received)]
     env = {**os.environ, "PYTHONPATH": str(ROOT), "MRTR_INSPECT_REDACTION_KEY": "test-key"}
-    p = subprocess.Popen(tee_cmd("--record", str(record), "--quiet", cmd=server), cwd=ROOT, env=env,
+    p = subprocess.Popen(tee_cmd("--record", str(record), "--report", str(report), "--quiet", cmd=server), cwd=ROOT, env=env,
                          stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, bufsize=0)
     try:
         w, r = p.stdin.fileno(), p.stdout.fileno()
@@ -165,9 +167,13 @@ def test_a_killed_tee_loses_no_message_that_crossed(tmp_path, what):
     # on yet (the tee records before it forwards), so nothing that crossed is lost by it
     assert len(notes.skipped) <= (1 if what == "tee" else 0), notes.skipped
     assert all("cut short" in why for _, why in notes.skipped), notes.skipped
+    checked = check_reads(record)
     if what == "tee":  # the analysis process outlived it and ended the session in the file
         assert type(frames[-1]) is SessionEnd
-    assert check_reads(record)["summary"]["messages"] >= len(crossed_c2s) + len(crossed_s2c) - 1
+        live = json.loads(report.read_text())
+        assert live["summary"] == checked["summary"] and live["findings"] == checked["findings"]
+        assert live["chains"] == checked["chains"]
+    assert checked["summary"]["messages"] >= len(crossed_c2s) + len(crossed_s2c) - 1
 
 
 # -- the HTTP proxy -------------------------------------------------------------------------------
