@@ -7,9 +7,11 @@ recorded, analysed, then printed, reported and exported. `new_analysis` makes it
                                                                                    notes, OTLP, metrics
 
 `LiveAnalysis` runs away from the traffic: in the analysis process of the tee and of the embedded
-proxy (analysis_process.py, whose protocol `chunk`, `skip`, `eof`, `end` it speaks), or on a thread
+proxy (analysis_process.py, whose protocol `chunk`, `skip`, `behind`, `upto`, `eof`, `end` it speaks), or on a thread
 of stock mitmproxy's process (mitm_thread.AnalysisThread, which hands it `frames`). Its input turns
-what it is handed into frames: `StdioInput` splits the tee's chunks into lines (`StdioFramer`);
+what it is handed into frames: `RecordedInput` reads the tee's session back from its recording as
+the tee writes it (`upto`: the tee sends only how far its writes reached); without a recording,
+`StdioInput` splits the tee's chunks into lines (`StdioFramer`);
 `HttpInput` decodes the records the forwarding process made of its exchange steps where it forwarded
 them (recorder.HttpRecorder), or frames steps itself (`step`).
 

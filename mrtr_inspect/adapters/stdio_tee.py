@@ -4,14 +4,24 @@ The client starts the tee instead of the server; the tee starts the server and s
 
     client stdin ──▶ tee ──▶ child stdin          child stdout ──▶ tee ──▶ client stdout
                       └──── chunks, with their time ────┘
-                                     ├──▶ recording (the chunk's lines, one write: recorder.py)
-                                     ▼
-                        spooler thread ──pipe──▶ analysis process: frame → inspect → stderr
+                                     ├──▶ recording (the chunk's lines, one write: recorder.py) ─┐
+                                     ▼                                                  read back │
+                        spooler thread ──pipe──▶ analysis process: frame → inspect → stderr ◀────┘
+                        (with a recording: "the writes reached offset N"; without: the chunks)
 
-Forwarding never waits for the analysis. Each forwarding thread, just before writing its chunk on
-(bytes unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill
-of any process, or of all, loses no line that crossed) and hands the chunk to a queue (a reference,
-never blocking; of a line past max_message_bytes only its length: `Tap`); both under one lock, so
+Forwarding never waits for the analysis. With `--record` on a regular file the analysis reads the
+recording itself as it grows (live_analysis.RecordedInput: whole records only, decoded as `check`
+decodes them, so the live report is `check`'s of the recording), and the forwarding threads hand
+it no copy of the bytes: each chunk's `Tap.put` records the chunk, then only wakes the spooler
+(`Spooler.wake`: a flag test while a notice already waits), whose thread sends the offset the
+writes reached (UPTO); past `max_backlog_bytes` of the file behind, the follower skips ahead (it
+counts the messages it skips, said live and in the report). Without a recording (or with one on
+standard output, a FIFO, a device, or one that stops because it cannot be written) the chunks
+are handed over. In detail: each forwarding thread, just before writing its chunk on (bytes
+unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill of
+any process, or of all, loses no line that crossed) and hands the chunk (to a follower: the
+notice) to a queue (a reference, never blocking; of a line past max_message_bytes only its
+length: `Tap`); both under one lock, so
 the recording and the analysis see the chunks in one order, and the analysis sees a message before
 anything the peer answers to it. A spooler thread moves the queue into a pipe to the analysis
 process, which a reader thread there drains up to 16 MiB ahead of the analysis: framing and rules
@@ -188,7 +198,8 @@ class Tap:
         self.spool.put(kind, t, data)
 
     def finish(self, info: dict, t: float) -> None:
-        """The session is over: the recording ends (the tee writes its end), then the analysis' END."""
+        """The session is over: the recording ends (the tee writes its end), then, to a follower, the
+        offset its writes reached; then the analysis' END."""
         with self.lock:
             rec, self.recorder = self.recorder, None
             if rec is not None:
