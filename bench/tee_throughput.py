@@ -19,7 +19,10 @@ process (its forwarding threads: forwarding, recording, the hand-off to the anal
 analysis process) had spent when the last result arrived, per 1,000 messages: unlike the wall
 times, it hardly depends on what else the machine runs.
 
-    python bench/tee_throughput.py [--messages 50000] [--repeat 11]
+With `--against DIR` a fourth way is alternated with them: the tee of the tree at DIR (another
+checkout, such as the tree before a change), on the same echo server, with its ratios and CPU.
+
+    python bench/tee_throughput.py [--messages 50000] [--repeat 11] [--against DIR]
 """
 
 from __future__ import annotations
@@ -52,11 +55,14 @@ def cpu_of(pid: int) -> float:
     return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
-def drive(cmd: list[str], n: int, stderr, cpu: list | None = None) -> tuple[float, float]:
+def drive(cmd: list[str], n: int, stderr, cpu: list | None = None, tree: Path = ROOT) -> tuple[float, float]:
     """(seconds from the first request to the last result, seconds from then to the process' exit);
-    `cpu` gets the process' CPU seconds spent on the stream."""
+    `cpu` gets the process' CPU seconds spent on the stream; `tree`: the checkout whose code runs."""
+    env = env_with_project()
+    if tree != ROOT:
+        env["PYTHONPATH"] = str(tree)
     p = subprocess.Popen(cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=stderr, bufsize=0,
-                         env=env_with_project(), cwd=ROOT)
+                         env=env, cwd=tree)
     w, r = p.stdin.fileno(), p.stdout.fileno()
     os.write(w, request(0))  # warm-up: both processes are up once this comes back
     buf = b""
@@ -121,9 +127,11 @@ def main() -> float:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--messages", type=int, default=50_000)
     ap.add_argument("--repeat", type=int, default=11)
+    ap.add_argument("--against", type=Path, help="another checkout whose tee is alternated with this one's")
     args = ap.parse_args()
     server = [PY, str(ROOT / "bench" / "echo_server.py")]
     direct, relay, tee, trail, cpu = [], [], [], [], []
+    other: dict[str, list[float]] = {"tee": [], "trail": [], "cpu": []}
     with tempfile.TemporaryDirectory() as tmp:
         relay_cmd, relay_kind = relay_command(tmp)
         for i in range(args.repeat):
@@ -135,10 +143,14 @@ def main() -> float:
                                  args.messages, err, cpu)
             tee.append(s)
             trail.append(after)
-            frames = sum(1 for line in open(rec, "rb") if b'"k":"line"' in line.split(b"\t", 1)[0])
-            if frames != 2 * (args.messages + 1):
-                raise RuntimeError(f"the recording holds {frames} lines, not {2 * (args.messages + 1)}")
-            rec.unlink()
+            _whole(rec, args.messages)
+            if args.against is not None:
+                with open(Path(tmp) / "stderr.txt", "wb") as err:
+                    s, after = drive([PY, "-m", "mrtr_inspect", "stdio", "--record", str(rec), "--", *server],
+                                     args.messages, err, other["cpu"], args.against.resolve())
+                other["tee"].append(s)
+                other["trail"].append(after)
+                _whole(rec, args.messages)
     n = args.messages
     print(f"tee throughput, {n} requests + {n} results, {args.repeat} alternated round(s), medians:")
     print(_line("direct pipe", direct, n))
@@ -149,7 +161,24 @@ def main() -> float:
           f"   runs: {', '.join(f'{x:.3f}' for x in cpu)} s")
     print(f"  relay / direct pipe: {median(direct) / median(relay):.2f}x")
     _ratio("direct pipe", direct, tee, TARGET)
-    return _ratio("relay", relay, tee, RELAY_TARGET)
+    ratio = _ratio("relay", relay, tee, RELAY_TARGET)
+    if args.against is not None:
+        print(f"the tee of {args.against}, alternated with the others:")
+        print(_line("tee (record + analysis)", other["tee"], n))
+        print(f"  tee exited {median(other['trail']):.3f} s after the last result")
+        print(f"  tee process CPU: {median(other['cpu']) / (2 * n) * 1e6:.2f} ms per 1,000 messages"
+              f"   runs: {', '.join(f'{x:.3f}' for x in other['cpu'])} s")
+        _ratio("relay", relay, other["tee"], RELAY_TARGET)
+        print(f"  this tree's tee / that tree's: {median(other['tee']) / median(tee):.2f}x by the medians")
+    return ratio
+
+
+def _whole(rec: Path, n: int) -> None:
+    """The recording holds every message; then it goes (the next way records there too)."""
+    frames = sum(1 for line in open(rec, "rb") if b'"k":"line"' in line.split(b"\t", 1)[0])
+    if frames != 2 * (n + 1):
+        raise RuntimeError(f"the recording holds {frames} lines, not {2 * (n + 1)}")
+    rec.unlink()
 
 
 if __name__ == "__main__":
