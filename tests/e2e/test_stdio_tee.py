@@ -314,6 +314,27 @@ def test_report_has_the_contract_shape(procs, tmp_path):
     assert set(f) >= {"rule", "severity", "message", "chain", "messages", "spec", "conformance"}
 
 
+def test_a_recording_on_a_fifo_is_not_read_back_and_the_analysis_gets_the_chunks(procs, tmp_path):
+    """--record on a FIFO (its reader elsewhere): the analysis cannot read it back as it grows, so
+    the tee hands it the chunks, as without a recording; the report has every message and the
+    finding, the FIFO every record. Near miss: test_report_has_the_contract_shape, a recording on a
+    file, which the analysis reads back, gives the same summary."""
+    from tests.recording.test_output_files import fifo_read
+
+    report, fifo = tmp_path / "report.json", tmp_path / "r.fifo"
+    with fifo_read(fifo) as got:
+        done = procs.run(tee_cmd("--quiet", "--report", str(report), "--record", str(fifo), cmd=helper("respond")),
+                         FORGED)
+    assert done.returncode == 0
+    r = json.loads(report.read_text())
+    assert (r["summary"]["messages"], r["summary"]["chains"]) == (3, 1) and r["inputs"] == [str(fifo)]
+    assert RULE.decode() in {f["rule"] for f in r["findings"]}
+    copy = tmp_path / "copy.jsonl"
+    copy.write_bytes(got[0])
+    assert recorded_lines(copy, "c2s") == [FORGED[:-1]] and len(recorded_lines(copy, "s2c")) == 2
+    assert records(copy)[-1]["k"] == "session-end"
+
+
 # -- the analysis never holds the traffic up ----------------------------------------------------
 
 

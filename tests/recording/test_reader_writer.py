@@ -294,3 +294,22 @@ def test_a_torn_header_is_appended_to_and_the_new_session_reads(tmp_path):
     assert [f.session for f in got if type(f) is SessionStart] == ["s2"]
     assert [f for f in got if type(f) is StdioLine] == stdio("s2")[:3]
     assert [n for n, _ in notes.skipped] == [1] and not notes.torn_tail
+
+
+def test_a_writer_gives_its_file_to_read_back_from_the_end_of_its_header(tmp_path):
+    """`reader()`: the file open for reading and the offset after the session's header (appended to
+    an existing recording: after the new header, not the file's start); None once the name leads to
+    another file (replaced since it was opened), where following the name would read someone else's."""
+    path = tmp_path / "rec.jsonl"
+    RecordingWriter(path, "stdio", {}, session="s0").close({})
+    before = path.stat().st_size
+    w = RecordingWriter(path, "stdio", {}, session="s1")
+    f, start = w.reader()  # type: ignore[misc]
+    with f:
+        assert start == path.stat().st_size > before
+        f.seek(before)
+        assert fmt.is_header(f.read(start - before))
+    (tmp_path / "other.jsonl").write_bytes(path.read_bytes())
+    os.replace(tmp_path / "other.jsonl", path)
+    assert w.reader() is None
+    w.close({})
