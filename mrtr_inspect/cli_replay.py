@@ -234,7 +234,8 @@ def probe_client_command(path, cmd, mutation, transport, fmt, output, fail_on, t
     to the client command, which runs once per mutation; how it copes is judged, and every exchange
     by the passive rules. {url} in CMD becomes the probe server's URL (HTTP), {server} its stdio
     command line. Exit 0: nothing at or above --fail-on; 1: findings at or above it; 2: bad usage,
-    unreadable input, or a client that could not be driven; 130: interrupted (what was judged is written).
+    unreadable input, or a client that could not be driven; 130: interrupted by Ctrl-C, 143 by SIGTERM
+    (what was judged is written).
 
     \b
       mrtr-inspect probe-client session.jsonl -- python my_client.py --url {url}

@@ -1,13 +1,14 @@
 """`mrtr-inspect probe-client`, for the command line, the pytest marker and bench/interop.py: the
 checks before anything runs (a loopback probe server unless allowed otherwise), the run, the report;
 returns the exit status (as `probe`: 0, 1 for findings at or above --fail-on, 2 when the client
-could not be driven at all, 130 when interrupted; the report is written in each case), or raises a
-UserError (exit 2)."""
+could not be driven at all, 130 when interrupted by Ctrl-C, 143 by SIGTERM; the report is written in
+each case), or raises a UserError (exit 2)."""
 
 from __future__ import annotations
 
 import contextlib
 import shutil
+import signal
 import sys
 from typing import IO
 
@@ -18,7 +19,7 @@ from ..recording.files import open_private
 from ..replay.script import ReplayError, load_script
 from ..rules.common import loopback_host
 from . import output
-from .client_runner import ClientOptions, ClientProbeRun, mutation_names, run_client_probes
+from .client_runner import ClientOptions, ClientProbeRun, StopSignals, mutation_names, run_client_probes
 from .mutations import FAIL, PASS, SKIPPED
 from .runner import describe
 
@@ -106,8 +107,6 @@ def probe_client(path: str, cmd: tuple[str, ...], *, options: ClientOptions | No
                  config: Config | None = None, out: IO[str] | None = None,
                  err: IO[str] | None = None) -> tuple[int, ClientProbeRun, dict]:
     """Run the client probes; write the report; return (exit status, the run, the JSON report)."""
-    from .command import recorded_chains_report
-
     out, err = out or sys.stdout, err or sys.stderr
     options = options or ClientOptions()
     if not cmd:
@@ -125,7 +124,24 @@ def probe_client(path: str, cmd: tuple[str, ...], *, options: ClientOptions | No
         err.write(printable(f"mrtr-inspect: {describe(r)}") + "\n")
         err.flush()
 
-    run = run_client_probes(script, list(cmd), options, config, progress if fmt != "text" or output_path else None)
+    with StopSignals() as stop:  # Ctrl-C, SIGTERM: the client and the probe server stop, what was judged is written
+        run = run_client_probes(script, list(cmd), options, config,
+                                progress if fmt != "text" or output_path else None, stop)
+        with stop.held():
+            doc = _write(run, path, cmd, fmt, output_path, fail_on, config, out)
+    if run.interrupted or stop.signum:  # 130 for Ctrl-C, 143 for SIGTERM (a shell's 128 + the signal)
+        return 128 + (stop.signum or signal.SIGINT), run, doc
+    if run.undriven is not None:  # as `probe` with a server it cannot reach: nothing was tested
+        return 2, run, doc
+    bad = fail_on != "never" and any(RANK.get(f.severity, 0) >= RANK[fail_on] for f in run.findings)
+    return (1 if bad else 0), run, doc
+
+
+def _write(run: ClientProbeRun, path: str, cmd: tuple[str, ...], fmt: str, output_path: str | None, fail_on: str,
+           config: Config | None, out: IO[str]) -> dict:
+    """The report (also when interrupted), then the temporary traffic folder removed."""
+    from .command import recorded_chains_report
+
     try:
         chains = recorded_chains_report(path, config)
         against = " ".join(cmd)
@@ -147,9 +163,4 @@ def probe_client(path: str, cmd: tuple[str, ...], *, options: ClientOptions | No
     finally:
         if run.temp is not None:
             shutil.rmtree(run.temp, ignore_errors=True)
-    if run.interrupted:
-        return 130, run, doc
-    if run.undriven is not None:  # as `probe` with a server it cannot reach: nothing was tested
-        return 2, run, doc
-    bad = fail_on != "never" and any(RANK.get(f.severity, 0) >= RANK[fail_on] for f in run.findings)
-    return (1 if bad else 0), run, doc
+    return doc

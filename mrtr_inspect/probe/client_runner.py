@@ -11,6 +11,7 @@ still running when the probe's time ran out).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shlex
@@ -19,6 +20,7 @@ import signal
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -342,30 +344,92 @@ def expand(cmd: list[str], url: str | None, server: list[str] | None) -> list[st
     return out
 
 
-def run_client(argv: list[str], env: dict, timeout: float, work: str) -> ClientRun:
+class StopSignals:
+    """Ctrl-C (SIGINT) and SIGTERM while probe-client runs (`with StopSignals() as stop:`, main
+    thread only; the previous handlers come back after).
+
+    The first signal raises KeyboardInterrupt, as Python's own SIGINT handler does; the run stops the
+    client's process group and the probe server and reports what was judged so far. Later signals
+    are only noted: the clean-up they would cut short is itself bounded (SIGTERM, then SIGKILL).
+    The handlers are installed whatever was inherited: a shell without job control (a script, `make
+    test &`, many CI runners) starts a background command with SIGINT ignored, and Python then
+    installs no KeyboardInterrupt handler at all, so a Ctrl-C or `kill -INT` never reached the run
+    (as `mrtr-inspect`'s proxy and `replay serve`, and mitmdump, which take SIGINT and SIGTERM
+    whatever they inherited). `held()`: a signal is taken at the next `check()` instead (while the
+    client starts, so that its process group is known and stopped)."""
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM)
+
+    def __init__(self) -> None:
+        self.signum = 0
+        self._held = False
+        self._old: dict = {}
+
+    def __enter__(self) -> StopSignals:
+        if threading.current_thread() is threading.main_thread():
+            for s in self.SIGNALS:
+                self._old[s] = signal.signal(s, self._on_signal)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for s, h in self._old.items():
+            signal.signal(s, h)
+        self._old.clear()
+
+    def _on_signal(self, signum: int, frame) -> None:
+        first = not self.signum
+        self.signum = self.signum or signum
+        if first and not self._held:
+            raise KeyboardInterrupt
+
+    @contextlib.contextmanager
+    def held(self):
+        self._held = True
+        try:
+            yield
+        finally:
+            self._held = False
+
+    def check(self) -> None:
+        if self.signum:
+            raise KeyboardInterrupt
+
+
+def run_client(argv: list[str], env: dict, timeout: float, work: str, stop: StopSignals | None = None) -> ClientRun:
+    """Run the client command (its own process group) until it exits or `timeout` runs out; on a
+    stop signal (KeyboardInterrupt) it is stopped too, then the KeyboardInterrupt goes on."""
+    stop = stop or StopSignals()
     err_path = os.path.join(work, "client-stderr")
     started = time.monotonic()
+    run = ClientRun()
+    p: subprocess.Popen | None = None
+    interrupted = False
     with open(err_path, "w+b") as err, open(os.devnull, "wb") as null:
         try:
-            p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=null, stderr=err, env=env,
-                                 start_new_session=True)
-        except (OSError, ValueError) as e:
-            return ClientRun(False, None, f"{argv[0] if argv else '(empty)'}: {getattr(e, 'strerror', None) or e}")
-        run = ClientRun()
-        try:
+            with stop.held():  # a signal while it starts is taken once its process group is known
+                try:
+                    p = subprocess.Popen(argv, stdin=subprocess.DEVNULL, stdout=null, stderr=err, env=env,
+                                         start_new_session=True)
+                except (OSError, ValueError) as e:
+                    return ClientRun(False, None, f"{argv[0] if argv else '(empty)'}: "
+                                     f"{getattr(e, 'strerror', None) or e}")
+            stop.check()
             run.status = p.wait(timeout)
         except subprocess.TimeoutExpired:
-            run.killed_at = time.time()
-            _stop(p)
+            pass
         except KeyboardInterrupt:
-            run.killed_at = time.time()
-            _stop(p)
-            raise
-        finally:
+            interrupted = True
+        with stop.held():  # the clean-up is bounded: a second signal does not cut it short
+            if p is not None and run.status is None:
+                run.killed_at = time.time()
+                _stop(p)
             run.seconds = time.monotonic() - started
-        _reap(p.pid)  # what it started (a stdio probe server) ends too, its recording and summary written
-        err.seek(0)
-        run.stderr = _last_lines(err.read())
+            if p is not None:
+                _reap(p.pid)  # what it started (a stdio probe server) ends too, its recording and summary written
+            err.seek(0)
+            run.stderr = _last_lines(err.read())
+    if interrupted:
+        raise KeyboardInterrupt
     return run
 
 
@@ -523,20 +587,23 @@ class ProbeServer:
 
 
 def run_mutation(script: Script, mutation: str, cmd: list[str], transport: str, options: ClientOptions,
-                 traffic: str, work: str, config: Config | None) -> tuple[Seen, list[str]]:
+                 traffic: str, work: str, config: Config | None,
+                 stop: StopSignals | None = None) -> tuple[Seen, list[str]]:
+    stop = stop or StopSignals()
     env = dict(os.environ)
     server = ProbeServer(script, mutation, transport, options, traffic, work, config)
-    server.start()
-    if server.url:
-        argv = expand(cmd, server.url, None)
-        env["MRTR_PROBE_URL"] = server.url
-    else:
-        argv = expand(cmd, None, server.command)
-        env["MRTR_PROBE_SERVER"] = shlex.join(server.command)
     try:
-        client = run_client(argv, env, options.timeout, work)
+        server.start()
+        if server.url:
+            argv = expand(cmd, server.url, None)
+            env["MRTR_PROBE_URL"] = server.url
+        else:
+            argv = expand(cmd, None, server.command)
+            env["MRTR_PROBE_SERVER"] = shlex.join(server.command)
+        client = run_client(argv, env, options.timeout, work, stop)
     finally:
-        server.stop()
+        with stop.held():
+            server.stop()
     return server.seen(client), argv
 
 
@@ -613,7 +680,12 @@ def mutation_names(only: tuple[str, ...]) -> tuple[str, ...]:
 
 
 def run_client_probes(script: Script, cmd: list[str], options: ClientOptions, config: Config | None = None,
-                      progress: Callable[[ClientResult], None] | None = None) -> ClientProbeRun:
+                      progress: Callable[[ClientResult], None] | None = None,
+                      stop: StopSignals | None = None) -> ClientProbeRun:
+    """Every mutation in turn. A KeyboardInterrupt (a stop signal: `stop`, entered by the caller)
+    stops the mutation under way, unreported, and the run: `interrupted`, the mutations judged
+    before it kept."""
+    stop = stop or StopSignals()
     names = mutation_names(options.only)
     transport = options.transport or ("stdio" if any(SERVER_FIELD in a for a in cmd) else
                                       "http" if any(URL_FIELD in a for a in cmd) else script.transport)
@@ -635,34 +707,35 @@ def run_client_probes(script: Script, cmd: list[str], options: ClientOptions, co
             traffic = os.path.join(folder, f"{n:02d}-{name}.jsonl")
             res = ClientResult("-", name, SKIPPED, limit=limit_of(name, options),
                                traffic=None if temp else traffic)
-            if undriven is not None:
-                res.reason = undriven
+            try:
+                stop.check()  # a signal held back while the last mutation's client was stopped or judged
+                if undriven is not None:
+                    res.reason = undriven
+                    seen = None
+                else:
+                    with tempfile.TemporaryDirectory(prefix="mrtr-probe-run-") as work:
+                        seen, _ = run_mutation(script, name, cmd, transport, options, traffic, work, config, stop)
+                    res.verdict, res.rule, res.reason, res.messages = verdict(name, seen)
+                    res.chain = seen.director.get("chain") or "-"
+                    res.label = seen.director.get("label") or ""
+                    mine, dropped = _findings(res, seen, config)
+            except KeyboardInterrupt:
+                interrupted = True
+                break
+            with stop.held():  # a judged mutation is reported whole
+                if seen is not None:
+                    messages += len(seen.messages)
+                    if res.verdict == SKIPPED and not any(m.direction == "c2s" for m in seen.messages):
+                        undriven = res.reason  # a client that cannot be driven: the same for every mutation
+                    left_out += dropped
+                    findings += mine
+                    groups.append((traffic, mine))
                 results.append(res)
                 if progress:
                     progress(res)
-                continue
-            with tempfile.TemporaryDirectory(prefix="mrtr-probe-run-") as work:
-                try:
-                    seen, _ = run_mutation(script, name, cmd, transport, options, traffic, work, config)
-                except KeyboardInterrupt:
-                    interrupted = True
-                    break
-            res.verdict, res.rule, res.reason, res.messages = verdict(name, seen)
-            res.chain = seen.director.get("chain") or "-"
-            res.label = seen.director.get("label") or ""
-            messages += len(seen.messages)
-            if res.verdict == SKIPPED and not any(m.direction == "c2s" for m in seen.messages):
-                undriven = res.reason  # a client that cannot be driven: the same for every mutation
-            mine, dropped = _findings(res, seen, config)
-            left_out += dropped
-            findings += mine
-            groups.append((traffic, mine))
-            results.append(res)
-            if progress:
-                progress(res)
     except BaseException:
         if temp is not None:
             shutil.rmtree(temp, ignore_errors=True)
         raise
-    return ClientProbeRun(results, findings, messages, options.record, left_out, interrupted, groups, temp,
-                          undriven if results and all(r.reason == undriven for r in results) else None)
+    return ClientProbeRun(results, findings, messages, options.record, left_out, interrupted or bool(stop.signum),
+                          groups, temp, undriven if results and all(r.reason == undriven for r in results) else None)

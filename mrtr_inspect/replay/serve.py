@@ -729,12 +729,15 @@ class BackgroundHttpServer:
         self._ready = threading.Event()
         self._error: BaseException | None = None
         self._thread = threading.Thread(target=self._run, name="mrtr-inspect-replay-http", daemon=True)
+        self._stopping = False
         self.result: dict | None = None
 
     def _run(self) -> None:
         async def main() -> None:
             self._loop = asyncio.get_running_loop()
             self._stop = asyncio.Event()
+            if self._stopping:  # stop() came before the loop was there to hear it
+                self._stop.set()
 
             def ready(url: str) -> None:
                 self.url = url
@@ -755,8 +758,14 @@ class BackgroundHttpServer:
         return self.url
 
     def stop(self, timeout: float = 10.0) -> dict:
+        """Also after a start() cut short (a KeyboardInterrupt while it waited)."""
+        self._stopping = True
         if self._loop is not None and self._stop is not None:
-            self._loop.call_soon_threadsafe(self._stop.set)
-        self._thread.join(timeout)
+            try:
+                self._loop.call_soon_threadsafe(self._stop.set)
+            except RuntimeError:  # its loop has ended already
+                pass
+        if self._thread.is_alive():
+            self._thread.join(timeout)
         return self.result if self.result is not None else self.session.close()
 

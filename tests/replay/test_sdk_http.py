@@ -110,6 +110,18 @@ def test_an_event_stream_is_replayed_event_by_event_at_its_pace(pace):
             assert arrived - start >= offset - 0.005
 
 
+def test_a_stop_while_start_still_waits_ends_the_server_thread():
+    """As when Ctrl-C cuts start() short (probe-client): the stop comes before the server's loop
+    may be there to hear it, and the thread still ends."""
+    srv = BackgroundHttpServer(ServeSession(load_script(RECORDING), ServeOptions(), "http"))
+    try:
+        srv.start(timeout=0)
+    except RuntimeError:  # not started within 0 s: what a KeyboardInterrupt in its wait leaves
+        pass
+    srv.stop()
+    assert not srv._thread.is_alive()
+
+
 def test_what_is_not_a_request_gets_no_recorded_answer():
     srv = BackgroundHttpServer(ServeSession(load_script(RECORDING), ServeOptions(), "http"))
     u = urlsplit(srv.start())
