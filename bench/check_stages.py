@@ -8,9 +8,12 @@ stages, each run REPEAT times alternated with the floor, the best run of each ta
   decode   read + decode_message of every payload (strict parse, classification)
   core     read + the whole inspector with every rule disabled (pairing, eras, stitching, dispatch)
   rules    read + the inspector with the full catalog
-  check    what `check --format json` does: rules + the JSON report, written to /dev/null
+  items    rules + the report's items made (`ReportBuilder.add_all`: the chain summaries, the
+           findings' dicts), not serialised
+  check    what `check --format json` does: rules + the JSON report, written to /dev/null (the
+           step over `items`: serialising the items, spooling them, writing the report)
 
-    python bench/check_stages.py REC [--repeat 5] [--stages read,decode,core,rules,check]
+    python bench/check_stages.py REC [--repeat 5] [--stages read,decode,core,rules,items,check]
 """
 
 from __future__ import annotations
@@ -53,6 +56,12 @@ def stages(path: str) -> dict:
     def rules() -> None:
         analyze_all([path], lambda outs: None, Config())
 
+    def items() -> None:
+        b = ReportBuilder([path])
+        b._chains.add = b._findings.add = lambda obj: None  # the item made, not serialised
+        analyze_all([path], b.add_all, Config())
+        b.close()
+
     def check() -> None:
         b = ReportBuilder([path])
         analyze_all([path], b.add_all, Config())
@@ -60,14 +69,15 @@ def stages(path: str) -> dict:
             b.write_json(out)
         b.close()
 
-    return {"floor": floor, "read": read, "decode": decode, "core": core, "rules": rules, "check": check}
+    return {"floor": floor, "read": read, "decode": decode, "core": core, "rules": rules, "items": items,
+            "check": check}
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("recording")
     ap.add_argument("--repeat", type=int, default=5)
-    ap.add_argument("--stages", default="read,decode,core,rules,check")
+    ap.add_argument("--stages", default="read,decode,core,rules,items,check")
     args = ap.parse_args()
     load_rules()
     all_stages = stages(args.recording)

@@ -10,7 +10,7 @@ and prints both and their difference, the analysis' own instructions.
     python bench/instructions.py [--messages 20000] [--recording PATH] [--tree DIR] [--against DIR] [--stages]
 
 `--stages` counts the cumulative stages of bench/check_stages.py instead (floor, read, decode, core,
-rules, check: each in its own run, less the same interpreter importing them and loading the rules)
+rules, items, check: each in its own run, less the same interpreter importing them and loading the rules)
 and prints each per message with its step over the one before, the figure of each step of the
 pipeline (issue 27).
 
@@ -54,7 +54,7 @@ def _count(tree: Path, code: str, args: list[str], ok: tuple = (0, 1)) -> int:
 
 _STAGE = ("import sys; sys.path.insert(0, sys.argv[3]); import check_stages; from mrtr_inspect.rules import load_rules; "
           "load_rules(); sys.argv[2] != 'none' and check_stages.stages(sys.argv[1])[sys.argv[2]]()")
-STAGES = ("floor", "read", "decode", "core", "rules", "check")
+STAGES = ("floor", "read", "decode", "core", "rules", "items", "check")
 
 
 def measure_stages(tree: Path, recording: str) -> dict:
