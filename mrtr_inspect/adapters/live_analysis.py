@@ -259,8 +259,13 @@ class LiveAnalysis:
         if type(inp) is not RecordedInput:  # pragma: no cover - only a follower is sent UPTO
             return
         feed, feed_line, handle = self.inspector.feed, self.inspector.feed_line, self._handle
+        # the tee redacted the records: which configured paths matched is counted here, as the
+        # analysis' own redaction counted it (said at the end: `SecretScan.lines`), until all did
+        unhit = bool(self.redactor.paths) and not all(self.redactor.hits)
         try:
             for item in inp.items(offset, final):
+                if unhit and (type(item) is tuple or type(item) is StdioLine):
+                    unhit = self.redactor.note_paths(item[3] if type(item) is tuple else item.data)
                 outs = feed_line(*item) if type(item) is tuple else feed(item)
                 if outs:
                     handle(outs)

@@ -209,6 +209,18 @@ class Redactor:
         self._sensitive: dict[str, int] = {}  # name as sent -> 0 kept, 1 secret, 2 a URL, 3 links, 4 an id (names are few)
         self.key_id = hmac.new(key, _KEY_ID, hashlib.sha256).hexdigest()[:12]
 
+    def note_paths(self, raw: bytes) -> bool:
+        """Count in `hits` the configured paths' string values in `raw`, a payload this redaction
+        already redacted elsewhere (the tee's analysis reads back what its forwarding threads
+        redacted and recorded): a placeholder stands where each value was, so the count is the one
+        redacting it would have made. Returns whether a path is still without a hit."""
+        try:
+            text = raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return True
+        _string_spans(text, self.paths, self.hits)
+        return not all(self.hits)
+
     def unmatched(self) -> list[str]:
         """The configured paths that redacted no string value so far (a typo, or a path the traffic
         never had)."""
