@@ -50,14 +50,20 @@ class Analysis:
         """Analyse one frame: its messages and chain events, then its findings."""
         out, observed = self.inspector.step(frame)
         if observed:
-            out += self._judge(observed, frame.time, type(frame).__name__)
+            if self.observe is None:
+                out += self.engine.judge(observed, frame.time)
+            else:
+                out += self._judge(observed, frame.time, type(frame).__name__)
         return out
 
     def feed_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> list:
         """`feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)."""
         out, observed = self.inspector.step_line(time, session, direction, data, eol)
         if observed:
-            out += self._judge(observed, time, "StdioLine")
+            if self.observe is None:  # the common case, one call less per message
+                out += self.engine.judge(observed, time)
+            else:
+                out += self._judge(observed, time, "StdioLine")
         return out
 
     def close(self, time: float | None = None) -> list:
@@ -69,7 +75,7 @@ class Analysis:
 
     def _judge(self, observed: list, now: float, frame: str | None) -> list:
         observe = self.observe
-        if observe is not None:
+        if observe is not None:  # (feed and feed_line call the engine themselves when there is no observer)
             seen = []
             for obs in observed:
                 seen.append(obs)

@@ -537,11 +537,10 @@ class Stitcher:
             chain.requests.append(creq)
         params = msg.params if type(msg.params) is dict else {}
         rd.retries.append(creq)
-        link = Linked(
-            chain=chain, round=rd, request=msg, creq=creq, via=via, state=relation, replay=replay,
-            forked=bool(forked), params_changed=key[2] != rd.key[2], cross_principal=peer != rd.peer,
-            ambiguous=ambiguous, earlier=earlier,
-        )
+        # Linked(chain, round, request, creq, via, state, replay, forked, params_changed, cross_principal,
+        # ambiguous, earlier)
+        link = Linked.new(chain, rd, msg, creq, via, relation, replay, bool(forked), key[2] != rd.key[2], peer != rd.peer,
+                          ambiguous, earlier)
         creq.linked(link, summarize_responses(params.get("inputResponses")))
         return link
 
@@ -578,7 +577,7 @@ class Stitcher:
             chain.rounds.append(rd)
             self._states.add(rd)
             self._open_by_peer.setdefault(chain.peer, []).append(rd)
-            obs.append(RoundOpened(chain, rd, prev))
+            obs.append(RoundOpened.new(chain, rd, prev))
             self._maybe_close(chain, obs)
         elif rtype == "task":
             creq.answer("task", resp.index, t)
@@ -678,7 +677,7 @@ class Stitcher:
         if chain.rounds:
             self._states.retire_chain(chain)
         forget_retries(chain)
-        obs.append(ChainClosed(chain))
+        obs.append(ChainClosed.new(chain))
         closed = self._closed
         closed.append(chain)
         if len(closed) > RELEASE_AFTER:

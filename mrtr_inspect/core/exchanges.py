@@ -164,6 +164,12 @@ class ExchangeTracker:
         s = self._client.get(scope)
         return s if s is not None else _NONE
 
+    def flight(self, scope: str) -> Flight:
+        """`client_requests(scope).snapshot()`: what a `Decoded` observation carries (the stdio
+        session, the HTTP peer)."""
+        s = self._client.get(scope)
+        return s.snapshot() if s is not None else NO_FLIGHT
+
     def server_scope(self, scope: str) -> InFlight:
         s = self._server.get(scope)
         if s is None:

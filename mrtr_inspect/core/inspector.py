@@ -223,8 +223,22 @@ class Inspector:
     def step_line(self, time: float, session: str, direction: str, data: bytes, eol: bool = True) -> tuple[list, list]:
         """`step(StdioLine(time, session, direction, data, eol))`, without the frame (the recording
         reader's common case)."""
+        # `_run(time, "StdioLine", self._stdio_line, ...)` written out: this is once per message of a
+        # recording, and the call with its packed arguments is a measurable part of it
         self._seen[session] = time
-        return self._run(time, "StdioLine", self._stdio_line, time, session, direction, data, eol)
+        out = self._out = []
+        observed = self._observed = []
+        if self.hops is None:
+            self._dispatch = observed.append
+        if time > self._now:
+            self._now = time
+        try:
+            if self.config.abandon_after is not None and time - self._last_expire >= 1.0:
+                self._expire(time)
+            self._stdio_line(time, session, direction, data, eol)
+        except Exception as e:  # the pipeline must survive anything
+            self._failed("StdioLine", e, time)
+        return out, observed
 
     def feed(self, frame: Frame) -> list:
         """The outputs of `step(frame)`, its observations left out."""
@@ -371,13 +385,13 @@ class Inspector:
         self._dispatch(obs)
         t = type(obs)
         if t is Linked:
-            self._out.append(ChainEvent("retry", obs.chain, obs.request.time))
+            self._out.append(ChainEvent.new("retry", obs.chain, obs.request.time))
         elif t is RoundOpened:
-            self._out.append(ChainEvent("round", obs.chain, self._now))
+            self._out.append(ChainEvent.new("round", obs.chain, self._now))
         elif t is ChainClosed:
-            self._out.append(ChainEvent("closed", obs.chain, self._now))
+            self._out.append(ChainEvent.new("closed", obs.chain, self._now))
         elif t is LegacyAsked and obs.round is not None:
-            self._out.append(ChainEvent("round", obs.round.chain, self._now))
+            self._out.append(ChainEvent.new("round", obs.round.chain, self._now))
 
     def _obs_list(self, items: list) -> None:
         for o in items:
@@ -393,7 +407,11 @@ class Inspector:
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool, cut: int = 0) -> None:
         if session not in self._sessions:
             self._session(session, "stdio")
-        self._message(self._decode(data, cut), time, session, direction, "stdio", None,
+        config = self.config
+        limit = config.max_message_bytes
+        # `_decode(data, cut)`, without the call
+        d = oversized(len(data) + cut, limit) if cut or len(data) > limit else decoded(data, config.max_depth)
+        self._message(d, time, session, direction, "stdio", None,
                       None if eol else "the stream ended without a newline after this message",
                       session, "stdio:" + session, session, None, None)
 
@@ -528,7 +546,7 @@ class Inspector:
         if msg.duplicates:
             self._obs(DuplicateMembers(msg, x))
         if kind == BATCH:
-            self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
+            self._dispatch(Decoded.new(msg, x, None, None, self.exchanges.flight(session if x is None else peer)))
             for member in members(msg):
                 self._message(member, time, session, direction, transport, exchange, None, context, peer, scope, headers,
                               x, index)
@@ -544,7 +562,7 @@ class Inspector:
                     ask = self._legacy_question(msg, scope, x)
                     if ask is not None and ask.round is not None:
                         asking.attach(msg, ask.round)
-                self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
+                self._dispatch(Decoded.new(msg, x, None, None, self.exchanges.flight(session if x is None else peer)))
                 if ask is not None:
                     self._obs(ask)
             return msg
@@ -553,13 +571,13 @@ class Inspector:
                 if asked is not None:
                     self.stitcher.on_server_answer(asked, msg)
                     if not asked.chain.closed:
-                        self._out.append(ChainEvent("answered", asked.chain, time))
-                self._dispatch(Decoded(msg, x, req, None, self._flight(msg)))
-                self._dispatch(Answered(msg, req, None, x, asked))
+                        self._out.append(ChainEvent.new("answered", asked.chain, time))
+                self._dispatch(Decoded.new(msg, x, req, None, self.exchanges.flight(session if x is None else peer)))
+                self._dispatch(Answered.new(msg, req, None, x, asked))
             else:
                 self._server_response(msg, req, tie, context, scope, x)
             return msg
-        self._dispatch(Decoded(msg, x, None, None, self._flight(msg)))
+        self._dispatch(Decoded.new(msg, x, None, None, self.exchanges.flight(session if x is None else peer)))
         if kind == NOTIFICATION and c2s and msg.method == "notifications/cancelled":
             p = msg.params if type(msg.params) is dict else {}
             rid = id_key(p.get("requestId"))
@@ -571,10 +589,6 @@ class Inspector:
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, time))
         return msg
-
-    def _flight(self, msg: Message) -> Any:
-        """The client requests in flight in the scope of `msg` (the stdio pipe, the HTTP peer), now."""
-        return self.exchanges.client_requests(msg.peer if msg.transport == "http" else msg.session).snapshot()
 
     def _context_era(self, direction: str, context: str, headers, x: HttpExchange | None) -> str:
         """The era of a message no request pairs with: a server message on a request's POST response
@@ -599,11 +613,11 @@ class Inspector:
                 self._legacy_request(creq, scope)
             if x is not None and msg.batch is None:  # the request POSTed on the exchange (`x.request`)
                 self._x_ties[x] = tie
-        self._dispatch(Decoded(msg, x, None, creq, inflight.snapshot()))
+        self._dispatch(Decoded.new(msg, x, None, creq, inflight.snapshot()))
         if prior is not None:
             self._obs(InFlightReuse(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
-            self._out.append(ChainEvent("opened", creq.chain, msg.time))
+            self._out.append(ChainEvent.new("opened", creq.chain, msg.time))
         self._obs_list(obs)
 
     def _paired(self, idk: tuple | None, scope: str, x: HttpExchange | None) -> tuple[Message | None, Tie | None]:
@@ -634,12 +648,12 @@ class Inspector:
             waiting = self._legacy_open.get(scope)
             if waiting is not None and waiting.get(req.idk) is creq:
                 del waiting[req.idk]
-        self._dispatch(Decoded(msg, x, req, creq, self._flight(msg)))
-        self._dispatch(Answered(msg, req, creq, x))
+        self._dispatch(Decoded.new(msg, x, req, creq, self.exchanges.flight(msg.session if x is None else msg.peer)))
+        self._dispatch(Answered.new(msg, req, creq, x))
         if creq is not None:
             self._obs_list(self.stitcher.on_response(creq, msg))
             if creq.chain.refused is not None and creq.response_index == msg.index:
-                self._out.append(ChainEvent("refused", creq.chain, msg.time))
+                self._out.append(ChainEvent.new("refused", creq.chain, msg.time))
 
     # -- legacy questions (RULES.md §13) ----------------------------------------------------------
     def _legacy_request(self, creq: ChainRequest, scope: str) -> None:

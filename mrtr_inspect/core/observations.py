@@ -24,7 +24,13 @@ if TYPE_CHECKING:  # pragma: no cover
 def fast_init(cls: type) -> type:
     """A frozen slotted dataclass, given an `__init__` that stores each field through its slot (the one
     `dataclass(frozen=True)` writes calls `object.__setattr__` per field: 2 to 3 times slower, and
-    observations are made for every message). Same signature, same defaults; frozen as before."""
+    observations are made for every message). Same signature, same defaults; frozen as before.
+
+    `cls.new`, same signature, is cheaper still, for the core's hot paths: a class of the same slots,
+    not frozen, stores the fields as any plain slotted class does, then gives the instance `cls` as its
+    class (a layout-compatible `__class__` assignment). What it returns is a `cls` like any other,
+    frozen from then on: 3.6k instructions for a five-field observation against 5.7k through the slots'
+    descriptors (a descriptor's `__set__` is called with a tuple of arguments; callgrind, this Python)."""
     names = [f.name for f in fields(cls)]
     ns: dict[str, Any] = {}
     params = []
@@ -38,6 +44,11 @@ def fast_init(cls: type) -> type:
     body = "".join(f"    _s_{n}(self, {n})\n" for n in names)
     exec(f"def __init__(self, {', '.join(params)}):\n{body}", ns)
     cls.__init__ = ns["__init__"]  # type: ignore[misc]
+    ns["_frozen"] = cls
+    stores = "".join(f"    self.{n} = {n}\n" for n in names)
+    exec(f"def __init__(self, {', '.join(params)}):\n{stores}    self.__class__ = _frozen\n", ns)
+    cls.new = type(f"_{cls.__name__}Builder", (), {"__slots__": tuple(cls.__slots__), "__init__": ns["__init__"],  # type: ignore[attr-defined]
+                                                  "__module__": cls.__module__})
     return cls
 
 
