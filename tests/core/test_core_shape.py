@@ -87,3 +87,23 @@ def test_the_count_sees_a_foreign_write_and_not_an_own_one(tmp_path):
     p.write_text("class A:\n    def f(self, o):\n        self.x = 1\n        o.y, self.z = 2, 3\n        o.n += 1\n",
                  encoding="utf-8")
     assert foreign_writes(p) == ["m.py:4: o.y", "m.py:5: o.n"]
+
+
+def test_the_cheap_constructor_builds_the_frozen_class_itself():
+    # `fast_init`'s `new` (the core's hot paths) stores the fields through a plain class of the same
+    # slots, then gives the instance the frozen class: the result is that class, equal to what the
+    # class builds, and frozen
+    built = [(observations.Decoded, ("m", None, "r")), (observations.ChainClosed, ("c",)),
+             (inspector.ChainEvent, ("opened", "c", 1.5)),
+             (observations.Linked, ("c", "rd", "m", "cr", "state", "echoed", None, True))]
+    for cls, args in built:
+        o = cls.new(*args)
+        assert type(o) is cls and o == cls(*args) and hash(o) == hash(cls(*args))
+        field = dataclasses.fields(cls)[0].name
+        try:
+            setattr(o, field, "other")
+        except dataclasses.FrozenInstanceError:
+            pass
+        else:
+            raise AssertionError(f"{cls.__name__}.new built a mutable instance")
+        assert getattr(o, field) == args[0]
