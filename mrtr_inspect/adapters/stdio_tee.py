@@ -206,6 +206,7 @@ class Tap:
                 rec.finish(info, t)
                 if self.following:
                     self.spool.put(UPTO, t)  # the final offset (its session's end is the analysis' own)
+            self.following = False  # (a late end of file, from a thread still closing, is put as without it)
             if self.skipped:
                 self.spool.put(BEHIND, t, SKIPPED.pack(self.skipped))
             self.spool.put(END, t, json.dumps(info).encode())
