@@ -18,6 +18,7 @@ from typing import Any, Iterable
 
 from .adapters.offline import analyze_all
 from .config import Config
+from .core.era import Era
 from .core.findings import Finding
 from .outputs.report import ReportBuilder
 from .recording.reader import ReadNotes
@@ -133,7 +134,7 @@ class ChainSummary:
     @classmethod
     def from_dict(cls, d: dict) -> ChainSummary:
         return cls(d["id"], d.get("method"), d.get("target"), d["rounds"], list(d["requests"]), d["outcome"],
-                   d.get("link"), d["duration_ms"], d.get("era", "unknown"), d.get("peer", ""), d.get("start", 0.0),
+                   d.get("link"), d["duration_ms"], d.get("era", Era.UNKNOWN), d.get("peer", ""), d.get("start", 0.0),
                    d.get("end", 0.0), d.get("error_code"),
                    [RequestSummary.from_dict(e) for e in d.get("timeline") or ()],
                    [RoundSummary.from_dict(r) for r in d.get("round_details") or ()], _extra(d, cls._KEYS), d.get("hop"))

@@ -10,7 +10,7 @@ import click
 
 from .version import __version__
 from .config import Config
-from .core.findings import RANK
+from .core.findings import RANK, Severity
 from .errors import UserError
 
 from .cli_options import (_IGNORE_HELP, build_config, config_option, export_options, fail, hop_option,
@@ -283,7 +283,7 @@ def check(paths, fmt, output, fail_on, verbose, baseline_file, contract_file, fl
 def _check_text(builder, out, verbose: bool) -> None:
     from .outputs.text import FindingPrinter, chain_line, summary_line
 
-    printer = FindingPrinter(out, min_severity="info" if verbose else "warning")
+    printer = FindingPrinter(out, min_severity=Severity.INFO if verbose else Severity.WARNING)
     for f in builder.findings():
         printer.finding(f)
     chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))

@@ -8,6 +8,7 @@ import sys
 import click
 
 from .config import Config
+from .core.findings import SEVERITIES, Severity
 
 EXIT_USAGE = 2
 
@@ -26,14 +27,14 @@ def fail(message: str, code: int = EXIT_USAGE) -> None:
     sys.exit(code)
 
 
-def _parse_severity(items: tuple[str, ...]) -> dict[str, str]:
+def _parse_severity(items: tuple[str, ...]) -> dict[str, Severity]:
     out = {}
     for item in items:
         rid, sep, level = item.partition("=")
         level = level.strip().lower()
-        if not sep or level not in ("error", "warning", "info"):
+        if not sep or level not in SEVERITIES:
             fail(f"--severity takes ID=error|warning|info, not {item!r}")
-        out[rid.strip()] = level
+        out[rid.strip()] = Severity(level)
     return out
 
 

@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .config import Config
-from .core.findings import Finding, plural
+from .core.findings import SEVERITIES, Finding, plural
+from .core.vocabulary import OUTCOMES
 from .errors import UserError
 
-OUTCOMES = ("complete", "error", "abandoned", "cancelled", "open", "task")
 LATENCY = {  # key -> (what it measures, the percentile)
     "p50_ms": ("duration", 50), "p95_ms": ("duration", 95), "max_ms": ("duration", 100),
     "server_p50_ms": ("server", 50), "server_p95_ms": ("server", 95), "server_max_ms": ("server", 100),
@@ -117,8 +117,8 @@ def parse_contract(table: Any, where: str) -> Contract:
             if type(v) is not dict:
                 raise bad(key, "must be a table of error|warning|info = a whole number")
             for sev, n in v.items():
-                if sev not in ("error", "warning", "info"):
-                    raise bad(f"{key}.{sev}", _unknown(sev, ("error", "warning", "info")))
+                if sev not in SEVERITIES:
+                    raise bad(f"{key}.{sev}", _unknown(sev, (s.value for s in SEVERITIES)))
                 if not _count(n):
                     raise bad(f"{key}.{sev}", f"must be a whole number (0 or more), not {n!r}")
             c.max_findings = dict(v)

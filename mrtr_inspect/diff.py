@@ -30,6 +30,7 @@ from dataclasses import dataclass, field
 from typing import IO, Any, Iterable
 
 from .core.messages import ERROR, RESULT, Message
+from .core.vocabulary import Outcome
 from .replay.matching import ABSENT, MRTR_FIELDS, differences, parse_paths, show, strip_paths
 from .replay.script import Exchange, load_script
 
@@ -152,7 +153,7 @@ def load_side(path: str, ignore: Iterable[str] = ()) -> Side:
         last = responses.get(timeline[-1].get("response_message")) if timeline else None
         if last is not None and last.kind == ERROR:
             final, final_kind = _part(value(last), "error"), "error"
-        elif last is not None and last.kind == RESULT and summary.get("outcome") != "abandoned":
+        elif last is not None and last.kind == RESULT and summary.get("outcome") != Outcome.ABANDONED:
             final, final_kind = _no_meta(_part(value(last), "result")), "result"
         first = value(exs[0].request) if exs else ABSENT
         params = _part(first, "params")

@@ -21,7 +21,7 @@ from typing import Iterable, TextIO
 import click
 
 from .config import Config
-from .core.findings import SEVERITIES, spec_url
+from .core.findings import SEVERITIES, Severity, spec_url
 from .rules.registry import Rule
 
 RULES_MD = Path(__file__).resolve().parent.parent / "docs" / "rules.md"
@@ -178,7 +178,7 @@ def listing(rules: Iterable[Rule], config: Config) -> list[dict]:
     ]
 
 
-_STYLE = {"error": "red", "warning": "yellow", "info": "cyan"}
+_STYLE = {Severity.ERROR: "red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 
 def _shown(row: dict) -> str:

@@ -33,6 +33,9 @@ import re
 from dataclasses import dataclass
 from typing import Any, Callable, Iterable, Sequence
 
+from .core.findings import SEVERITIES
+from .core.vocabulary import OUTCOMES, Outcome
+
 __all__ = ["Filter", "FilterError", "parse", "TEXT_FIELDS", "NUMBER_FIELDS"]
 
 #: the fields a `NAME:VALUE` term may name, with what each matches
@@ -52,8 +55,6 @@ NUMBER_FIELDS = {
     "ms": "the chain's duration in milliseconds, first request to end",
     "waited": "the user's answering time in milliseconds, over the chain's answered rounds",
 }
-SEVERITIES = ("error", "warning", "info")
-OUTCOMES = ("complete", "error", "abandoned", "cancelled", "open", "task")
 KEYWORDS = ("and", "or", "not")
 MAX_LENGTH = 4096  # characters of an expression
 MAX_DEPTH = 64  # nested parentheses and `not`s
@@ -185,7 +186,7 @@ def _chain_texts(name: str, c: Any, session: str | None) -> Iterable[str]:
     else:  # method, outcome, hop
         t = _text(_get(c, name))
         if name == "outcome" and t is None:
-            t = "open"
+            t = Outcome.OPEN
         if t is not None:
             yield t
 

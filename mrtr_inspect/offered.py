@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+from .core.events import Direction
 from .core.messages import RESULT, SERVER_INFO_KEY, target_of
 from .core.observations import Answered
 from .core.rawjson import element_spans, value_span
@@ -98,7 +99,7 @@ class Offered:
         if type(obs) is not Answered:
             return
         resp, req = obs.response, obs.request
-        if resp.kind != RESULT or resp.direction != "s2c" or req is None or resp.batch is not None:
+        if resp.kind != RESULT or resp.direction != Direction.S2C or req is None or resp.batch is not None:
             return
         result = resp.result
         sid = resp.session

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Callable, Collection
 
 from .config import Config
-from .core.findings import SEVERITIES
+from .core.findings import SEVERITIES, Severity
 from .errors import UserError
 from .tomlfile import read_toml
 
@@ -161,7 +161,7 @@ def apply(settings: Settings, config: Config, rule_ids: Collection[str]) -> Conf
         known("severity", rid)
         if type(level) is not str or level.strip().lower() not in SEVERITIES:
             raise bad("severity", f"{rid} = {level!r}: the level must be error, warning or info")
-        levels[rid] = level.strip().lower()
+        levels[rid] = Severity(level.strip().lower())
     disable = t.get("disable", [])
     if type(disable) is not list:
         raise bad("disable", "must be a list of rule ids")

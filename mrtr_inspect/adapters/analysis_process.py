@@ -45,9 +45,12 @@ import threading
 import time
 from typing import Callable, Protocol
 
+from ..core.events import Direction
+
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
 C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND, UPTO = range(10)  # GONE: the pipe broke before END (never sent)
-DIRECTION = {C2S: "c2s", S2C: "s2c", C2S_EOF: "c2s", S2C_EOF: "s2c", C2S_CUT: "c2s", S2C_CUT: "s2c"}
+DIRECTION = {C2S: Direction.C2S, S2C: Direction.S2C, C2S_EOF: Direction.C2S, S2C_EOF: Direction.S2C, C2S_CUT: Direction.C2S,
+             S2C_CUT: Direction.S2C}
 SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages; UPTO's: an offset)
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again

@@ -14,6 +14,7 @@ import json
 from mitmproxy.contentviews import Contentview, Metadata
 
 from ..core.canonical import state_hash
+from ..core.events import Direction
 from ..core.framing import SseDecoder, media_type, parse_sse_event
 from ..core.messages import INVALID, RESULT, decode_message
 from ..outputs.text import printable
@@ -57,7 +58,7 @@ class McpJsonRpc(Contentview):
     def prettify(self, data: bytes, metadata: Metadata) -> str:
         is_request = metadata.http_message is not None and metadata.flow is not None and \
             metadata.http_message is getattr(metadata.flow, "request", None)
-        notes, findings = _notes_for(metadata, "c2s" if is_request else "s2c")
+        notes, findings = _notes_for(metadata, Direction.C2S if is_request else Direction.S2C)
         out = []
         for i, payload in enumerate(body_messages(data, metadata.content_type)):
             msg = decode_message(payload)

@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 
 from mitmproxy import http
 
-from ..core.findings import Finding
+from ..core.events import Direction
+from ..core.findings import Finding, Severity
 from ..core.messages import Message
 from ..core.observations import Answered, Decoded, LegacyAsked
 
@@ -22,7 +23,7 @@ if TYPE_CHECKING:
     from .mitm_thread import LoopOutbox
 
 NOTES_KEY = "mrtr-inspect"
-MARKS = {"error": ":red_circle:", "warning": ":warning:"}  # flow.marked by the worst finding of a flow
+MARKS = {Severity.ERROR: ":red_circle:", Severity.WARNING: ":warning:"}  # flow.marked by the worst finding of a flow
 
 
 class FlowNotes:
@@ -86,7 +87,7 @@ def apply_note(flow: http.HTTPFlow, kind: str, note: dict) -> http.HTTPFlow:
     comment = flow_comment(notes)
     if flow.comment in ("", ours[0]):  # a comment or a mark of the user's own stays
         flow.comment = notes["comment"] = comment
-    mark = next((MARKS[s] for s in ("error", "warning") if any(f["severity"] == s for f in notes["findings"])), "")
+    mark = next((MARKS[s] for s in MARKS if any(f["severity"] == s for f in notes["findings"])), "")
     if mark and flow.marked in ("", ours[1]):
         flow.marked = notes["marked"] = mark
     return flow
@@ -107,7 +108,7 @@ def flow_comment(notes: dict) -> str:
     answered: list[str] = []
     for n in notes["messages"]:
         kind = n["label"].split(" ", 1)[0]
-        if n["direction"] == "c2s":
+        if n["direction"] == Direction.C2S:
             text = f"{n['chain']} · {n['step']}" if n.get("chain") else n["label"]
             into = asked
         elif kind in ("result", "error"):
@@ -122,7 +123,7 @@ def flow_comment(notes: dict) -> str:
     line = ", ".join(asked) or "(no request)"
     if answered:
         line += " → " + ", ".join(answered)
-    bad = [f"{f['severity']} {f['rule']}" for f in notes["findings"] if f["severity"] in ("error", "warning")]
+    bad = [f"{f['severity']} {f['rule']}" for f in notes["findings"] if f["severity"] in MARKS]
     if bad:
         line += " · " + ", ".join(dict.fromkeys(bad))
     return line
@@ -135,7 +136,7 @@ def message_note(msg: Message, creq: Any = None) -> dict:
     if creq is not None:
         chain = creq.chain
         note["chain"] = f"{chain.id} {chain.method} {chain.target}"
-        if msg.direction == "c2s":
+        if msg.direction == Direction.C2S:
             note["step"] = f"retry of round {creq.round.n}" if creq.round is not None else "first request"
         else:
             rd = next((r for r in chain.rounds if r.irr_index == msg.index), None)

@@ -35,7 +35,7 @@ from typing import TYPE_CHECKING, Callable, Iterator, Protocol
 
 from ..analysis import Analysis
 from ..config import Config
-from ..core.events import CAPTURE_ENDED, SessionEnd, SessionStart, StdioLine
+from ..core.events import CAPTURE_ENDED, Direction, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import StdioFramer, mib
 from ..core.inspector import ChainEvent
@@ -113,7 +113,7 @@ class StdioInput:
 
     def rest(self, t: float) -> list:
         """The lines the streams ended in: no end of file, so no close frame."""
-        return [f for d in ("c2s", "s2c") for f in self.framer.close(t, d) if type(f) is StdioLine]  # type: ignore[arg-type]
+        return [f for d in Direction for f in self.framer.close(t, d) if type(f) is StdioLine]  # type: ignore[arg-type]
 
 
 class RecordedInput(StdioInput):

@@ -20,6 +20,7 @@ from typing import Any, Callable
 from mitmproxy import ctx, hooks, http
 
 from ..core.events import CAPTURE_ENDED
+from ..core.findings import Severity
 from .live_analysis import LiveAnalysis
 from .recorder import HttpRecorder
 
@@ -150,7 +151,7 @@ def _startup_check_watching() -> bool:
     return handler is not None and handler in logging.getLogger().handlers
 
 
-LEVELS = {"error": logging.ERROR, "warning": logging.WARNING}  # a live-view line's level, by its finding's severity
+LEVELS = {Severity.ERROR: logging.ERROR, Severity.WARNING: logging.WARNING}  # a live-view line's level, by its finding's severity
 
 
 def log_line(outbox: LoopOutbox) -> Callable[[str, str | None], None]:

@@ -31,7 +31,7 @@ import queue
 import threading
 from typing import Any, Callable
 
-from ..core.events import StdioClose, StdioLine
+from ..core.events import Direction, StdioClose, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
 from ..recording import format as fmt
 from ..recording.redaction import Redactor
@@ -120,10 +120,10 @@ class StdioRecorder(_Recorder):
         self.redact = writer.redactor.frame
         self._needles = _needles(writer.redactor)
         self._members = getattr(writer.redactor, "may_redact", None)  # a secret member's name: one bytes search
-        self._enc = {d: fmt.LineEncoder(self.session, d) for d in ("c2s", "s2c")}
-        self._pending: dict[str, list[bytes]] = {"c2s": [], "s2c": []}
-        self._held = {"c2s": 0, "s2c": 0}  # bytes in _pending
-        self._long: dict[str, LongLine | None] = {"c2s": None, "s2c": None}
+        self._enc = {d: fmt.LineEncoder(self.session, d) for d in Direction}
+        self._pending: dict[str, list[bytes]] = {d: [] for d in Direction}
+        self._held = {d: 0 for d in Direction}  # bytes in _pending
+        self._long: dict[str, LongLine | None] = {d: None for d in Direction}
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         """Append the lines `data` completes (one write; a long line's record in pieces)."""
@@ -202,7 +202,7 @@ class StdioRecorder(_Recorder):
 
     def finish(self, info: dict, t: float) -> None:
         """The session is over: what waits for an LF, as lines of their own, then the session's end."""
-        self._append(self._rest(t, "c2s") + self._rest(t, "s2c"))
+        self._append(self._rest(t, Direction.C2S) + self._rest(t, Direction.S2C))
         self._close(info, t)
 
 

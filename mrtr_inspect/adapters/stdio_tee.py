@@ -60,6 +60,7 @@ import time
 from typing import Callable
 
 from ..config import Config
+from ..core.findings import Severity
 from ..core.hops import hop_problem
 from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
@@ -283,7 +284,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
     follow = writer.reader() if writer is not None else None
 
     def make() -> LiveAnalysis:
-        printer = None if quiet else FindingPrinter(sys.stderr, min_severity="warning", prefix="mrtr-inspect: ")
+        printer = None if quiet else FindingPrinter(sys.stderr, min_severity=Severity.WARNING, prefix="mrtr-inspect: ")
         return new_analysis(start, config, writer, report, record=record, printer=printer, forwarder_records=True,
                             exports=exports, follow=follow)
 

@@ -30,3 +30,7 @@ class Link(StrEnum):
     STREAM = "stream"
     RELATED = "related"
     TIME = "time"
+
+
+#: the outcomes in the order the command line and the contract name them
+OUTCOMES = (Outcome.COMPLETE, Outcome.ERROR, Outcome.ABANDONED, Outcome.CANCELLED, Outcome.OPEN, Outcome.TASK)

@@ -22,17 +22,17 @@ from urllib.parse import quote
 from xml.etree import ElementTree as ET
 
 from ..version import __version__
-from ..core.findings import RANK, spec_url
+from ..core.findings import RANK, Severity, spec_url
 from ..rules.registry import REGISTRY
 from .exporters.capture import Located, chain_label, locate
 from .text import json_printable
 
 SARIF_SCHEMA = "https://docs.oasis-open.org/sarif/sarif/v2.1.0/errata01/os/schemas/sarif-schema-2.1.0.json"
-SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
+SARIF_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}  # SARIF's levels
 FINGERPRINT = "mrtrFinding/v1"
 
 
-def write(fmt: str, builder, out: IO[str], fail_on: str = "error") -> None:
+def write(fmt: str, builder, out: IO[str], fail_on: str = Severity.ERROR) -> None:
     if fmt == "sarif":
         write_sarif(sarif(builder), out)
     elif fmt == "junit":
@@ -220,7 +220,7 @@ def _case(suite: ET.Element, classname: str, name: str, seconds: float, findings
     return 1 if failing else 0
 
 
-def junit(builder, fail_on: str = "error") -> str:
+def junit(builder, fail_on: str = Severity.ERROR) -> str:
     chains = sorted(builder.chains(), key=lambda c: int(c["id"][1:]))
     findings = list(builder.findings())
     by_chain = {c["id"]: c for c in chains}

@@ -21,13 +21,14 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.text import Text
 
-from ..core.findings import RANK, Finding
+from ..core.findings import RANK, SEVERITIES, Finding, Severity
 from ..core.inspector import ChainEvent
 from ..core.messages import Message, format_id
+from ..core.vocabulary import Outcome
 from .text import chain_line, plain_finding, printable, rich_finding, summary_line
 
-OUTCOME_STYLE = {"complete": "green", "error": "red", "cancelled": "yellow", "abandoned": "yellow",
-                 "task": "cyan", "open": "dim"}
+OUTCOME_STYLE = {Outcome.COMPLETE: "green", Outcome.ERROR: "red", Outcome.CANCELLED: "yellow", Outcome.ABANDONED: "yellow",
+                 Outcome.TASK: "cyan", Outcome.OPEN: "dim"}
 MAX_ROWS = 12
 
 
@@ -61,7 +62,7 @@ class LiveView:
     `color=None` decides by `stream.isatty()`. Findings below `min_severity` are counted, not shown.
     """
 
-    def __init__(self, stream: IO[str] | None = None, *, color: bool | None = None, min_severity: str = "warning",
+    def __init__(self, stream: IO[str] | None = None, *, color: bool | None = None, min_severity: str = Severity.WARNING,
                  write: Callable[[str, str | None], None] | None = None, prefix: str = "mrtr-inspect: ",
                  clock: Callable[[], float] = time.time) -> None:
         self.stream = stream if stream is not None else sys.stderr
@@ -72,7 +73,7 @@ class LiveView:
         self._clock = clock
         self._lock = threading.Lock()
         self._rows: dict[str, _Row] = {}
-        self.counts = {"messages": 0, "chains": 0, "error": 0, "warning": 0, "info": 0}
+        self.counts = {"messages": 0, "chains": 0, **{s: 0 for s in SEVERITIES}}
         self.console = Console(file=self.stream, force_terminal=True, highlight=False) if self.color else None
         self._live: Live | None = None
         self.started = False
@@ -93,8 +94,8 @@ class LiveView:
         if not self.started:
             return
         c = self.counts
-        self._say(summary_line({"messages": c["messages"], "chains": c["chains"], "errors": c["error"],
-                                "warnings": c["warning"], "infos": c["info"]}), "bold")
+        self._say(summary_line({"messages": c["messages"], "chains": c["chains"], "errors": c[Severity.ERROR],
+                                "warnings": c[Severity.WARNING], "infos": c[Severity.INFO]}), "bold")
 
     # -- input ------------------------------------------------------------------------------------
     def add(self, out) -> None:

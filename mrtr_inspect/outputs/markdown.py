@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import IO
 
-from ..core.findings import RANK, plural, spec_url
+from ..core.findings import RANK, Severity, plural, spec_url
 from .text import printable
 
 SHOWN = 100
@@ -36,7 +36,7 @@ def _finding_row(f: dict) -> str:
             + (f"[spec]({url})" if url else "–") + " |")
 
 
-def render(builder, fail_on: str = "error", verbose: bool = False) -> str:
+def render(builder, fail_on: str = Severity.ERROR, verbose: bool = False) -> str:
     s = builder.summary()
     findings = list(builder.findings())
     bar = RANK.get(fail_on, 99)
@@ -51,11 +51,11 @@ def render(builder, fail_on: str = "error", verbose: bool = False) -> str:
         lines.append(f"> note: {md(note)}")
     if builder.notes:
         lines.append("")
-    for severity, title in (("error", "Errors"), ("warning", "Warnings"), ("info", "Infos")):
+    for severity, title in ((Severity.ERROR, "Errors"), (Severity.WARNING, "Warnings"), (Severity.INFO, "Infos")):
         these = [f for f in findings if f["severity"] == severity]
         if not these:
             continue
-        if severity == "info" and not verbose:
+        if severity == Severity.INFO and not verbose:
             lines += [f"{plural(len(these), 'info')} not listed (`--verbose` lists them).", ""]
             continue
         lines += [f"### {title} ({len(these)})", "", "| rule | finding | chain, messages | specification |",
@@ -78,5 +78,5 @@ def render(builder, fail_on: str = "error", verbose: bool = False) -> str:
     return "\n".join(lines)
 
 
-def write(builder, out: IO[str], fail_on: str = "error", verbose: bool = False) -> None:
+def write(builder, out: IO[str], fail_on: str = Severity.ERROR, verbose: bool = False) -> None:
     out.write(render(builder, fail_on, verbose))

@@ -24,16 +24,17 @@ from __future__ import annotations
 import socket
 import threading
 
-from ..core.findings import Finding
+from ..core.findings import SEVERITIES as _SEVERITIES, Finding
 from ..core.inspector import ChainEvent
+from ..core.vocabulary import OUTCOMES as _OUTCOMES, Outcome
 from ..hosts import HostPolicy
 
 DURATION_BUCKETS = (0.01, 0.02, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 30, 60, 120, 300)
 ROUNDS_BUCKETS = (0, 1, 2, 3, 4, 5, 8, 10, 20)
 WAIT_BUCKETS = (0.5, 1, 2, 5, 10, 30, 60, 120, 300, 600, 1800, 3600)
 METHODS = frozenset({"tools/call", "prompts/get", "resources/read"})
-OUTCOMES = frozenset({"complete", "error", "abandoned", "cancelled", "open", "task"})
-SEVERITIES = frozenset({"error", "warning", "info"})
+OUTCOMES = frozenset(_OUTCOMES)
+SEVERITIES = frozenset(_SEVERITIES)
 
 
 def _bounded(value, allowed) -> str:
@@ -68,7 +69,7 @@ class Metrics:
         if t is ChainEvent and out.kind == "closed":
             c = out.chain
             method = _bounded(c.method, METHODS)
-            self.duration.labels(method, _bounded(c.outcome or "open", OUTCOMES)).observe(max(c.end - c.start, 0.0))
+            self.duration.labels(method, _bounded(c.outcome or Outcome.OPEN, OUTCOMES)).observe(max(c.end - c.start, 0.0))
             self.rounds.labels(method).observe(len(c.rounds) + len(c.asks))
             wait = self.wait.labels(method)
             for r in c.requests:

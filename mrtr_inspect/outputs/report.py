@@ -13,7 +13,7 @@ import tempfile
 from typing import IO, Any, Iterable, Iterator
 
 from ..version import __version__
-from ..core.findings import Finding
+from ..core.findings import SEVERITIES, Finding, Severity
 from ..core.jsontext import dumps_with
 from ..core.hops import HopsCorrelated
 from ..core.inspector import ChainEvent
@@ -114,7 +114,7 @@ class ReportBuilder:
         #: the filter expression the report was narrowed by (outputs/narrow.py), else None
         self.filter: str | None = None
         self.messages = 0
-        self.severity_counts = {"error": 0, "warning": 0, "info": 0}
+        self.severity_counts = {s: 0 for s in SEVERITIES}
         self.rule_counts: dict[str, int] = {}
         self._chains = _Spool()
         self._findings = _Spool()
@@ -169,9 +169,9 @@ class ReportBuilder:
         return {
             "messages": self.messages,
             "chains": self._chains.count,
-            "errors": self.severity_counts.get("error", 0),
-            "warnings": self.severity_counts.get("warning", 0),
-            "infos": self.severity_counts.get("info", 0),
+            "errors": self.severity_counts.get(Severity.ERROR, 0),
+            "warnings": self.severity_counts.get(Severity.WARNING, 0),
+            "infos": self.severity_counts.get(Severity.INFO, 0),
         }
 
     def write_json(self, fp: IO[str]) -> None:

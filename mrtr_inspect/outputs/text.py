@@ -6,9 +6,9 @@ import re
 import sys
 from typing import IO, TYPE_CHECKING, Any
 
-from ..core.findings import RANK, Finding, plural, spec_url
+from ..core.findings import RANK, Finding, Severity, plural, spec_url
 
-SEV_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+SEV_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "yellow", Severity.INFO: "cyan"}
 
 # what must not reach a terminal or split a line: C0 and C1 controls, DEL, the Unicode line and
 # paragraph separators, lone surrogates (which a strict UTF-8 stream cannot even encode), and the
@@ -109,7 +109,7 @@ def rich_finding(f: Finding | dict) -> Text:
 class FindingPrinter:
     """Prints findings at or above a severity to a stream (stderr for live adapters)."""
 
-    def __init__(self, stream: IO[str] | None = None, min_severity: str = "warning", color: bool | None = None,
+    def __init__(self, stream: IO[str] | None = None, min_severity: str = Severity.WARNING, color: bool | None = None,
                  prefix: str = "") -> None:
         self.stream = stream if stream is not None else sys.stderr
         self.min_rank = RANK.get(min_severity, 0)

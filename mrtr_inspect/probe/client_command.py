@@ -13,7 +13,7 @@ import sys
 from typing import IO
 
 from ..config import Config
-from ..core.findings import RANK, plural
+from ..core.findings import RANK, Severity, plural
 from ..outputs.text import FindingPrinter, printable
 from ..recording.files import open_private
 from ..replay.script import ReplayError, load_script
@@ -46,8 +46,8 @@ def write_text(run: ClientProbeRun, out: IO[str], against: str, verbose: bool = 
     out.write(printable(f"probe-client: {against}") + "\n")
     for r in run.probes:
         out.write("  " + printable(describe(r)) + "\n")
-    printer = FindingPrinter(out, min_severity="info" if verbose else "warning", color=False)
-    if any(f.severity != "info" or verbose for f in run.findings):
+    printer = FindingPrinter(out, min_severity=Severity.INFO if verbose else Severity.WARNING, color=False)
+    if any(f.severity != Severity.INFO or verbose for f in run.findings):
         out.write("findings:\n")
         for f in run.findings:
             printer.finding(f)
@@ -103,7 +103,7 @@ class _Group(output._Builder):
 
 
 def probe_client(path: str, cmd: tuple[str, ...], *, options: ClientOptions | None = None, fmt: str = "text",
-                 output_path: str | None = None, fail_on: str = "error", allow_remote: bool = False,
+                 output_path: str | None = None, fail_on: str = Severity.ERROR, allow_remote: bool = False,
                  config: Config | None = None, out: IO[str] | None = None,
                  err: IO[str] | None = None) -> tuple[int, ClientProbeRun, dict]:
     """Run the client probes; write the report; return (exit status, the run, the JSON report)."""

@@ -26,11 +26,13 @@ from typing import Any
 
 import pytest
 
+from ..core.findings import SEVERITIES, Severity
+
 OPTIONS = ("mutations", "transport", "timeout", "window", "fail_on", "record")
 MARKER = ("mrtr_probe_client(path, *, mutations=(), transport='http', timeout=10.0, window=2.0, fail_on='error', "
           "record=None): run the test once per client-probe mutation (docs/probe-client.md), its body the client "
           "under test against the probe server (fixture mrtr_probe_client; mrtr-inspect)")
-LEVELS = ("error", "warning", "info", "never")
+LEVELS = (*SEVERITIES, "never")
 # mutations a client passes by giving up: an error raised to its caller (the test body) is the coping
 GIVING_UP = frozenset({"fault-delay", "fault-disconnect", "fault-malformed", "missing-capability", "undeclared-kind",
                        "many-rounds"})
@@ -100,7 +102,7 @@ def _options(marker) -> tuple[Path, dict]:
         _usage(f"mrtr_probe_client: unknown mutation {', '.join(bad)} (known: {', '.join(DIRECTORS)})")
     if opts.get("transport", "http") not in ("http", "stdio"):
         _usage(f"mrtr_probe_client: transport is 'http' or 'stdio', not {opts['transport']!r}")
-    if opts.get("fail_on", "error") not in LEVELS:
+    if opts.get("fail_on", Severity.ERROR) not in LEVELS:
         _usage(f"mrtr_probe_client: fail_on is one of {', '.join(LEVELS)}, not {opts['fail_on']!r}")
     return Path(marker.args[0]), opts
 
@@ -133,7 +135,7 @@ def mrtr_probe_client(request: pytest.FixtureRequest, _mrtr_probe_mutation: str,
                          None, hold=options.timeout)
     server.start()
     obj = MrtrProbeClient(_mrtr_probe_mutation, server)
-    request.node._mrtr_probe_client = (obj, server, opts.get("fail_on", "error"), time.monotonic())
+    request.node._mrtr_probe_client = (obj, server, opts.get("fail_on", Severity.ERROR), time.monotonic())
     try:
         yield obj
     finally:

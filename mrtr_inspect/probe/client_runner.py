@@ -26,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import Config
-from ..core.events import CLIENT_DISCONNECTED, HttpEnd
+from ..core.events import CLIENT_DISCONNECTED, Direction, HttpEnd
 from ..core.findings import Finding
 from ..core.messages import NOTIFICATION, REQUEST, Message, target_of
 from ..recording.reader import ReadNotes, UnreadableRecording, read_frames
@@ -116,7 +116,7 @@ class Seen:
     options: ClientOptions
 
     def requests(self) -> list[Message]:
-        return [m for m in self.messages if m.kind == REQUEST and m.direction == "c2s"]
+        return [m for m in self.messages if m.kind == REQUEST and m.direction == Direction.C2S]
 
     def with_state(self, states) -> list[Message]:
         return [m for m in self.requests() if cm._params(m).get("requestState") in states]
@@ -149,7 +149,7 @@ def _finding_v(f: Finding, what: str) -> tuple:
 def _gave_up(s: Seen) -> str:
     """How the client ended the call it did not retry, when the traffic says."""
     for m in s.messages:
-        if m.kind == NOTIFICATION and m.direction == "c2s" and m.method == "notifications/cancelled":
+        if m.kind == NOTIFICATION and m.direction == Direction.C2S and m.method == "notifications/cancelled":
             why = cm._params(m).get("reason")
             return f"; it cancelled the request (notifications/cancelled{': ' + why if isinstance(why, str) else ''})"
     return ""
@@ -183,7 +183,7 @@ def judge_state_only(s: Seen) -> tuple:
     if len(again) > 1:
         return _v(FAIL, "request-state-dropped", "the client sent the request again without the requestState of the "
                   "state-only result", [again[1].index])
-    served = [m.index for m in s.messages if m.direction == "s2c" and type(m.result) is dict
+    served = [m.index for m in s.messages if m.direction == Direction.S2C and type(m.result) is dict
               and m.result.get("requestState") == state]
     return _v(FAIL, "client-ignored-state-only", "the client did not retry the input_required result that carried only "
               f"a requestState (\"retry when ready\"): {s.client.ended()} ({_limit(s.options)})", served)
@@ -292,7 +292,7 @@ def judge_fault(s: Seen) -> tuple:
         return _v(PASS, None, f"{c.ended()} after {c.seconds:.1f} s")
     cut = c.killed_at if c.killed_at is not None else float("inf")
     for m in s.messages:
-        if m.kind == NOTIFICATION and m.direction == "c2s" and m.method == "notifications/cancelled" \
+        if m.kind == NOTIFICATION and m.direction == Direction.C2S and m.method == "notifications/cancelled" \
                 and cm._params(m).get("requestId") == rid and m.time < cut:
             return _v(PASS, None, "the client cancelled the request (notifications/cancelled)", [m.index])
     asked = next((m for m in s.requests() if m.id == rid), None)
@@ -536,7 +536,7 @@ def _keep(f: Finding, msgs: dict[int, Message], director: dict) -> bool:
     rule = REGISTRY.get(f.rule)
     if f.rule.startswith(("server-", "upstream-")) or (rule is not None and rule.section in SERVER_SECTIONS):
         return False
-    if f.messages and all(msgs[i].direction == "s2c" for i in f.messages if i in msgs):
+    if f.messages and all(msgs[i].direction == Direction.S2C for i in f.messages if i in msgs):
         return False
     if f.rule == "input-responses-missing-key" and cm.PREFIX + "undeclared" in f.message \
             and director.get("mutation") == "undeclared-kind":
@@ -643,7 +643,7 @@ def _findings(res: ClientResult, seen: Seen, config: Config | None) -> tuple[lis
 
 
 def verdict(mutation: str, seen: Seen) -> tuple:
-    if not any(m.direction == "c2s" for m in seen.messages):
+    if not any(m.direction == Direction.C2S for m in seen.messages):
         return _v(SKIPPED, None, _not_driven(seen.client, seen.options))
     d = seen.director
     if not d.get("applied"):
@@ -725,7 +725,7 @@ def run_client_probes(script: Script, cmd: list[str], options: ClientOptions, co
             with stop.held():  # a judged mutation is reported whole
                 if seen is not None:
                     messages += len(seen.messages)
-                    if res.verdict == SKIPPED and not any(m.direction == "c2s" for m in seen.messages):
+                    if res.verdict == SKIPPED and not any(m.direction == Direction.C2S for m in seen.messages):
                         undriven = res.reason  # a client that cannot be driven: the same for every mutation
                     left_out += dropped
                     findings += mine

@@ -13,7 +13,7 @@ from typing import IO
 from urllib.parse import urlsplit
 
 from ..config import Config
-from ..core.findings import RANK
+from ..core.findings import RANK, Severity
 from ..recording.files import open_private
 from ..replay.script import ReplayError, load_script
 from ..rules.common import loopback_host
@@ -45,7 +45,7 @@ def recorded_chains_report(path: str, config: Config | None) -> list[dict]:
 
 
 def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), options: ProbeOptions | None = None,
-          fmt: str = "text", output_path: str | None = None, fail_on: str = "error", allow_remote: bool = False,
+          fmt: str = "text", output_path: str | None = None, fail_on: str = Severity.ERROR, allow_remote: bool = False,
           record: str | None = None, headers: tuple[tuple[str, str], ...] = (), config: Config | None = None,
           out: IO[str] | None = None, err: IO[str] | None = None) -> tuple[int, ProbeRun, dict]:
     """Run the probes; write the report; return (exit status, the run, the JSON report)."""

@@ -8,7 +8,7 @@ import json
 from typing import IO, Iterator
 from xml.etree import ElementTree as ET
 
-from ..core.findings import RANK
+from ..core.findings import RANK, Severity
 from ..outputs.formats import _finding_line, _x
 from ..outputs.report import FORMAT
 from ..outputs.text import FindingPrinter, json_printable, printable
@@ -24,11 +24,11 @@ def counts(run: ProbeRun) -> dict[str, int]:
 
 
 def summary(run: ProbeRun, chains: list[dict]) -> dict:
-    sev = {"error": 0, "warning": 0, "info": 0}
+    sev = {s: 0 for s in Severity}
     for f in run.findings:
         sev[f.severity] = sev.get(f.severity, 0) + 1
-    return {"messages": run.messages, "chains": len(chains), "errors": sev["error"], "warnings": sev["warning"],
-            "infos": sev["info"], "probes": counts(run)}
+    return {"messages": run.messages, "chains": len(chains), "errors": sev[Severity.ERROR], "warnings": sev[Severity.WARNING],
+            "infos": sev[Severity.INFO], "probes": counts(run)}
 
 
 def report(run: ProbeRun, path: str, chains: list[dict], against: str) -> dict:
@@ -54,7 +54,7 @@ def write_text(run: ProbeRun, out: IO[str], against: str, verbose: bool = False)
         out.write("  no recorded chain has an input_required round: there is nothing to probe\n")
     for r in run.probes:
         out.write("  " + printable(describe(r)) + "\n")
-    printer = FindingPrinter(out, min_severity="info" if verbose else "warning", color=False)
+    printer = FindingPrinter(out, min_severity=Severity.INFO if verbose else Severity.WARNING, color=False)
     if run.findings:
         out.write("findings:\n")
         for f in run.findings:
@@ -102,7 +102,7 @@ def write_sarif(run: ProbeRun, chains: list[dict], out: IO[str]) -> None:
     write_log(sarif(_Builder(run, chains, [run.record] if run.record else [])), out)
 
 
-def junit(run: ProbeRun, path: str, fail_on: str = "error", command: str = "probe") -> str:
+def junit(run: ProbeRun, path: str, fail_on: str = Severity.ERROR, command: str = "probe") -> str:
     """A test suite for the recording, a test case per chain × mutation: a failure at or above
     `fail_on` fails it, a skipped probe is skipped."""
     root = ET.Element("testsuites", name=f"mrtr-inspect {command}")

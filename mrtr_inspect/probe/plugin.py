@@ -23,13 +23,15 @@ from typing import Any
 
 import pytest
 
+from ..core.findings import SEVERITIES, Severity
+
 OPTIONS = ("server", "upstream", "only", "timeout", "max_rounds", "reuse", "fail_on", "allow_remote", "record",
            "allow_failures", "headers")
 MARKER = ("mrtr_probe(path, *, server=None, upstream=None, only=(), timeout=30.0, max_rounds=10, reuse=False, "
           "fail_on='warning', allow_remote=False, record=None, allow_failures=False, headers=()): run the "
           "recording's probes (docs/rules.md §12) against the server under test (fixture mrtr_probe; mrtr-inspect, "
           "docs/probes.md)")
-LEVELS = ("error", "warning", "info", "never")
+LEVELS = (*SEVERITIES, "never")
 
 
 def pytest_configure(config: pytest.Config) -> None:
@@ -104,7 +106,7 @@ def _options(request: pytest.FixtureRequest, config: dict) -> tuple[Any, dict]:
         _usage("mrtr_probe: give the recording to probe (a path, from the rootdir)")
     if bool(opts.get("server")) == bool(opts.get("upstream")):
         _usage("mrtr_probe: give the server under test: server=[a stdio command] or upstream=URL (one of them)")
-    if opts.get("fail_on", "warning") not in LEVELS:
+    if opts.get("fail_on", Severity.WARNING) not in LEVELS:
         _usage(f"mrtr_probe: fail_on is one of {', '.join(LEVELS)}, not {opts['fail_on']!r}")
     only = opts.get("only", ())
     if isinstance(only, str):
@@ -126,7 +128,7 @@ def mrtr_probe(request: pytest.FixtureRequest, mrtr_probe_config: dict) -> MrtrP
         path = request.config.rootpath / path
     options = ProbeOptions(opts["only"], float(opts.get("timeout", 30.0)), int(opts.get("max_rounds", 10)),
                            bool(opts.get("reuse")))
-    fail_on = opts.get("fail_on", "warning")
+    fail_on = opts.get("fail_on", Severity.WARNING)
     try:
         _, _, report = probe(str(path), upstream=opts.get("upstream"),
                              cmd=tuple(str(a) for a in opts.get("server") or ()), options=options, fmt="json",

@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 
 from ..config import Config
-from ..core.events import SessionEnd, SessionStart
-from ..core.findings import Finding
+from ..core.events import Direction, SessionEnd, SessionStart
+from ..core.findings import Finding, Severity
 from ..core.framing import HttpFramer
 from ..core.messages import ERROR, REQUEST, RESULT, Message, decode_message
 from ..core.observations import Decoded, LegacyAsked
@@ -162,8 +162,8 @@ class Traffic:
             t = type(o)
             if t is Message:
                 self.messages += 1
-                if o.idk is not None and (o.kind == REQUEST and o.direction == "c2s"
-                                          or o.kind in (RESULT, ERROR) and o.direction == "s2c"):
+                if o.idk is not None and (o.kind == REQUEST and o.direction == Direction.C2S
+                                          or o.kind in (RESULT, ERROR) and o.direction == Direction.S2C):
                     self.index.setdefault((o.direction, o.idk), o.index)
             elif t is Finding:
                 self.found.append((o, self.current[0], self.current[1]))
@@ -365,8 +365,8 @@ def _close(peer: Peer, log: ProbeLog | None) -> None:
 def _indexes(traffic: Traffic, live: Live, p: Played) -> tuple[list[int], list[int]]:
     """The probe's exchanges that show its verdict: the response that opened the round, the mutated
     request and what answered it (message indexes of the probe's traffic); and the last two alone."""
-    opened = [("s2c", live.opened.idk)] if live.opened is not None and live.opened.idk is not None else []
-    mine = [("c2s", p.sent.idk), ("s2c", p.sent.idk)] if p.sent is not None and p.sent.idk is not None else []
+    opened = [(Direction.S2C, live.opened.idk)] if live.opened is not None and live.opened.idk is not None else []
+    mine = [(Direction.C2S, p.sent.idk), (Direction.S2C, p.sent.idk)] if p.sent is not None and p.sent.idk is not None else []
     with traffic.lock:
         o = [traffic.index[k] for k in opened if k in traffic.index]
         m = [traffic.index[k] for k in mine if k in traffic.index]
@@ -387,7 +387,7 @@ def _finding(res: ProbeResult, config: Config | None) -> Finding | None:
     rule = REGISTRY.get(res.rule)
     # every rule a probe reports is registered (rules/probes.py, and the passive rules it shares)
     severity, conformance, page = (rule.severity, rule.conformance, rule.spec) if rule is not None else \
-        ("warning", None, spec.MRTR_SERVER)
+        (Severity.WARNING, None, spec.MRTR_SERVER)
     if config is not None:
         if res.rule in config.disabled:
             return None

@@ -12,7 +12,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Iterator
 
-from ..core.events import Frame, SessionStart, StdioLine
+from ..core.events import Direction, Frame, SessionStart, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
 from ..errors import UserError
 from . import format as fmt
@@ -23,7 +23,7 @@ from . import format as fmt
 _LINE_RECORD = re.compile(
     rb'\{"t":(-?(?:0|[1-9][0-9]{0,17})(\.[0-9]{1,17})?),"s":"([\x20\x21\x23-\x5b\x5d-\x7e]{0,64})",'
     rb'"k":"line","d":"(c2s|s2c)"\}\t')
-_DIRECTIONS = {b"c2s": "c2s", b"s2c": "s2c"}
+_DIRECTIONS = {d.value.encode(): d.value for d in Direction}  # the plain strings format.decode gives
 
 
 class UnreadableRecording(UserError):

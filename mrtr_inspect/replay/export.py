@@ -23,7 +23,7 @@ from dataclasses import dataclass, field, replace
 from typing import Callable, Iterable
 
 from ..config import Config
-from ..core.events import HttpRequest, SessionStart, StdioLine
+from ..core.events import Direction, HttpRequest, SessionStart, StdioLine
 from ..core.messages import decode_message, split_batch
 from ..recording import format as fmt
 from ..recording.files import named, write_private
@@ -112,7 +112,7 @@ def export_fixture(path: str, output: str, chains: Iterable[str] = (), only_chai
 def _messages(frame) -> list:
     """The client's messages in a frame (a stdio line, a request body), decoded for the scan."""
     t = type(frame)
-    if t is StdioLine and frame.direction == "c2s":
+    if t is StdioLine and frame.direction == Direction.C2S:
         raw = frame.data
     elif t is HttpRequest:
         raw = frame.body

@@ -11,7 +11,7 @@ import time
 
 from ..analysis import Analysis
 from ..config import Config
-from ..core.events import Headers, SessionEnd, SessionStart, StdioLine
+from ..core.events import Direction, Headers, SessionEnd, SessionStart, StdioLine
 from ..core.findings import Finding
 from ..core.framing import HttpFramer
 from ..core.messages import ERROR, Message
@@ -52,7 +52,7 @@ class LiveLog:
     def _outs(self, outs: list) -> None:
         for o in outs:
             t = type(o)
-            if t is Message and o.kind == ERROR and o.direction == "s2c" and type(o.error) is dict \
+            if t is Message and o.kind == ERROR and o.direction == Direction.S2C and type(o.error) is dict \
                     and str(o.error.get("message", "")).startswith(OWN_REPLY):
                 self.own.add(o.index)
             elif t is Finding:

@@ -598,7 +598,7 @@ def _died_unanswered(obj: MrtrReplay) -> str | None:
     """Over stdio, while recording: a session in which the server exited without answering
     anything, told with its exit status and the end of its stderr (the client only sees the
     connection close)."""
-    from ..core.events import SessionEnd, StdioLine
+    from ..core.events import Direction, SessionEnd, StdioLine
     from ..recording.reader import read_frames
 
     if obj._raw is None or obj.transport != "stdio" or not obj._raw.exists():
@@ -607,7 +607,7 @@ def _died_unanswered(obj: MrtrReplay) -> str | None:
     try:
         for f in read_frames(obj._raw):
             t = type(f)
-            if t is StdioLine and f.direction == "s2c":
+            if t is StdioLine and f.direction == Direction.S2C:
                 answered = True
             elif t is SessionEnd:
                 code = f.info.get("exit") if isinstance(f.info, dict) else None

@@ -8,7 +8,7 @@ import sys
 from typing import IO
 
 from ..config import Config
-from ..core.findings import RANK
+from ..core.findings import RANK, Severity
 from ..hosts import allow_host as allow_host_name, refusals, stderr_line
 from ..outputs.text import FindingPrinter, tool_line
 from .script import ReplayError, Script, load_script
@@ -38,7 +38,7 @@ def _load(path: str, err: IO[str]) -> Script:
 
 
 def _printer(quiet: bool, err: IO[str]) -> FindingPrinter | None:
-    return None if quiet else FindingPrinter(err, min_severity="warning", prefix="mrtr-inspect: ")
+    return None if quiet else FindingPrinter(err, min_severity=Severity.WARNING, prefix="mrtr-inspect: ")
 
 
 def _over(findings: list, fail_on: str) -> bool:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ..core.events import (
+    Direction,
     Headers,
     HttpBody,
     HttpEnd,
@@ -227,7 +228,7 @@ class _Loader:
             self.sessions.append(frame)
         elif t is StdioLine:
             for m in msgs:
-                (self._client_line if frame.direction == "c2s" else self._server_line)(m)
+                (self._client_line if frame.direction == Direction.C2S else self._server_line)(m)
         elif t is HttpRequest:
             self._http_request(frame, msgs)
         elif t in (HttpResponse, HttpBody, SseEvent, HttpEnd):

@@ -24,8 +24,8 @@ from typing import Any, Callable
 import h11
 
 from ..config import Config
-from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Headers
-from ..core.findings import Finding
+from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR, Direction, Headers
+from ..core.findings import Finding, Severity
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id
 from ..hosts import HostPolicy, forbidden_body, header
 from ..outputs.text import FindingPrinter, tool_line
@@ -352,7 +352,7 @@ def summary_lines(s: dict) -> list[str]:
     for f in s["findings"]:
         counts[f["severity"]] = counts.get(f["severity"], 0) + 1
     if counts:
-        rules = sorted({f["rule"] for f in s["findings"] if f["severity"] != "info"})
+        rules = sorted({f["rule"] for f in s["findings"] if f["severity"] != Severity.INFO})
         out.append("findings of the live session: " + ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
                    + (f" ({', '.join(rules)})" if rules else ""))
     return out
@@ -394,7 +394,7 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
             dst.flush()
         except (OSError, ValueError):
             return  # the client went away
-        session.log.line("s2c", data)
+        session.log.line(Direction.S2C, data)
 
     async def paced(ans: Answer, start: float) -> None:
         for offset, msg, _ in ans.items:
@@ -436,7 +436,7 @@ async def _stdio(session: ServeSession, src, dst) -> dict:
         line = line[:-1] if line.endswith(b"\n") else line
         if not line.strip():
             continue
-        session.log.line("c2s", line)
+        session.log.line(Direction.C2S, line)
         ans = session.answer(line)
         if ans is None:
             continue

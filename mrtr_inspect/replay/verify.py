@@ -31,7 +31,7 @@ from typing import IO, Any, Callable
 from urllib.parse import urlsplit
 
 from ..config import Config
-from ..core.events import UPSTREAM_ERROR, Headers
+from ..core.events import UPSTREAM_ERROR, Direction, Headers
 from ..core.framing import SseDecoder, is_event_stream, parse_sse_event
 from ..core.messages import ERROR, NOTIFICATION, REQUEST, RESULT, Message, decode_message, format_id, id_key, target_of
 from ..outputs.text import printable
@@ -336,7 +336,7 @@ class StdioPeer(Peer):
         self.reader.start()
 
     def _write(self, data: bytes) -> None:
-        self.log.line("c2s", data)
+        self.log.line(Direction.C2S, data)
         try:
             assert self.proc.stdin is not None
             self.proc.stdin.write(data + b"\n")
@@ -370,7 +370,7 @@ class StdioPeer(Peer):
         for line in iter(self.proc.stdout.readline, b""):
             line = line[:-1] if line.endswith(b"\n") else line
             if line.strip():
-                self.log.line("s2c", line)
+                self.log.line(Direction.S2C, line)
                 self._message(decode_message(line))
         try:  # its output is closed: what waits fails now, with the status if it comes soon
             code = self.proc.wait(timeout=2.0)

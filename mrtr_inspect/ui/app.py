@@ -34,15 +34,16 @@ from textual.strip import Strip
 from textual.widgets import Footer, Input, OptionList, Static
 from textual.widgets.option_list import Option
 
-from ..core.findings import plural, spec_url
+from ..core.findings import Severity, plural, spec_url
 from ..core.messages import format_id
+from ..core.vocabulary import Outcome
 from ..outputs.show import chain_tree
 from ..outputs.text import SEV_STYLE, printable, printable_lines
 from .store import SEVERITY, Feeder, Row, Store
 
 REFRESH_SECONDS = 0.2
-OUTCOME_STYLE = {"complete": "green", "error": "red", "cancelled": "yellow", "abandoned": "yellow",
-                 "task": "cyan", "open": "magenta"}
+OUTCOME_STYLE = {Outcome.COMPLETE: "green", Outcome.ERROR: "red", Outcome.CANCELLED: "yellow", Outcome.ABANDONED: "yellow",
+                 Outcome.TASK: "cyan", Outcome.OPEN: "magenta"}
 #: (title, width) of the chain list's columns; the tool's takes what is left
 COLUMNS = (("chain", 8), ("tool", 0), ("outcome", 10), ("rounds", 7), ("duration", 10), ("waited", 10),
            ("worst finding", 30), ("hop", 8))
@@ -342,8 +343,8 @@ class InspectApp(App[int]):
         t.append("mrtr-inspect ", style="bold")
         t.append(printable(", ".join(os.path.basename(p) for p in s.inputs)), style="cyan")
         t.append(f"  {plural(s.count, 'chain')}, {plural(s.messages, 'message')}, ")
-        t.append(plural(s.severity['error'], 'error'), style="red" if s.severity["error"] else "")
-        t.append(f", {plural(s.severity['warning'], 'warning')}, {plural(s.severity['info'], 'info')}")
+        t.append(plural(s.severity[Severity.ERROR], 'error'), style="red" if s.severity[Severity.ERROR] else "")
+        t.append(f", {plural(s.severity[Severity.WARNING], 'warning')}, {plural(s.severity[Severity.INFO], 'info')}")
         what = "findings" if self.showing_findings else "chains"
         t.append(f"  showing {shown} {what}")
         if s.session is not None:

@@ -27,7 +27,7 @@ from typing import Any, Callable, Iterable, Protocol
 from ..analysis import Analysis
 from ..config import Config
 from ..core.events import HttpBody, HttpRequest, HttpResponse, SseEvent, StdioLine
-from ..core.findings import RANK, Finding
+from ..core.findings import RANK, SEVERITIES, Finding
 from ..core.hops import HopsCorrelated
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
@@ -139,7 +139,7 @@ class Store:
         self.rows: list[Row | None] = [None]  # by chain number (c1 is rows[1])
         self.count = 0  # chains shown (rows that exist)
         self.messages = 0
-        self.severity = {"error": 0, "warning": 0, "info": 0}
+        self.severity = {s: 0 for s in SEVERITIES}
         self.sessions: dict[str, int] = {}
         self.hop_names: dict[str, int] = {}
         self.hops: list[dict] | None = None

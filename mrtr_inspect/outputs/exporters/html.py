@@ -16,7 +16,8 @@ from html import escape
 from typing import Iterable
 
 from ...version import __version__
-from ...core.findings import plural, spec_url
+from ...core.findings import SEVERITIES, Severity, plural, spec_url
+from ...core.events import Direction
 from ...core.messages import format_id
 from ..show import _answered, _asked, _ms, legacy_rounds
 from ..text import printable_lines
@@ -224,8 +225,8 @@ def _timeline(c: dict, findings: list[dict], times: dict[int, float], numbers: d
 
 def _wrong(findings: list[dict], numbers: dict[int, int]) -> str:
     """What is wrong, first: the errors, then the warnings (the infos are in the findings table)."""
-    bad = [f for f in findings if f["severity"] == "error"] + [f for f in findings if f["severity"] == "warning"]
-    errors = sum(1 for f in bad if f["severity"] == "error")
+    bad = [f for f in findings if f["severity"] == Severity.ERROR] + [f for f in findings if f["severity"] == Severity.WARNING]
+    errors = sum(1 for f in bad if f["severity"] == Severity.ERROR)
     if not bad:
         return ('<section id="wrong"><h2>Nothing wrong</h2><p>No errors, no warnings'
                 f'{" (the infos are under Findings)" if findings else ""}.</p></section>')
@@ -289,7 +290,7 @@ def to_html(cap: Capture) -> str:
     by_chain: dict[str, list[dict]] = {}
     for f in cap.findings:
         by_chain.setdefault(f.get("chain") or "", []).append(f)
-    counts = {s: sum(1 for f in cap.findings if f["severity"] == s) for s in ("error", "warning", "info")}
+    counts = {s: sum(1 for f in cap.findings if f["severity"] == s) for s in SEVERITIES}
     numbers = {id(f): n for n, f in enumerate(cap.findings, start=1)}
     times = {i: m.time for i, m in cap.messages.items()}
     title = "mrtr-inspect: " + ", ".join(cap.inputs)
@@ -303,7 +304,7 @@ def to_html(cap: Capture) -> str:
         f"<title>{_e(title)}</title><style>{STYLE}</style></head><body>",
         f"<h1>{_e(title)}</h1>",
         f"<p>{plural(len(cap.messages), 'message')} · {plural(len(cap.chains), 'chain')} · "
-        f"{plural(counts['error'], 'error')} · {plural(counts['warning'], 'warning')} · {plural(counts['info'], 'info')}</p>",
+        f"{plural(counts[Severity.ERROR], 'error')} · {plural(counts[Severity.WARNING], 'warning')} · {plural(counts[Severity.INFO], 'info')}</p>",
         f'<p class="meta">sessions: {_e(sessions) or "none"} · written by mrtr-inspect {_e(__version__)}</p>',
         _wrong(cap.findings, numbers),
         '<p><a href="#chains">Chains</a> · <a href="#findings">Findings</a> · <a href="#messages">Messages</a></p>',
@@ -318,7 +319,7 @@ def to_html(cap: Capture) -> str:
     for i in sorted(cap.messages):
         m = cap.messages[i]
         role = roles.get(i)
-        arrow = "→" if m.direction == "c2s" else "←"
+        arrow = "→" if m.direction == Direction.C2S else "←"
         extra = f" · {role.label}: {role.step}" if role else ""
         if i in flagged:
             extra += " · " + ", ".join(flagged[i])

@@ -21,6 +21,7 @@ from __future__ import annotations
 from typing import Any
 
 from ...version import __version__
+from ...core.events import Direction
 from ...core.messages import SERVER_INFO_KEY
 from .capture import Capture
 from .otlp_spans import (CLIENT, INTERNAL, STATUS_ERROR, Event, Facts, Span, chain_span, common_attributes, facts_of,
@@ -70,7 +71,7 @@ def _server_names(cap: Capture) -> dict[str, str]:
     result of a legacy initialize)."""
     names: dict[str, str] = {}
     for m in cap.messages.values():
-        if m.session not in names and m.direction == "s2c" and type(m.result) is dict:
+        if m.session not in names and m.direction == Direction.S2C and type(m.result) is dict:
             meta = m.result.get("_meta")
             info = meta.get(SERVER_INFO_KEY) if type(meta) is dict else None
             info = info if type(info) is dict else m.result.get("serverInfo")

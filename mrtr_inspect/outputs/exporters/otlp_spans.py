@@ -24,6 +24,8 @@ from dataclasses import dataclass, field
 from typing import Any, Callable
 from urllib.parse import urlsplit
 
+from ...core.vocabulary import Outcome
+
 CLIENT, INTERNAL = 3, 1  # Span.SpanKind in OTLP
 STATUS_ERROR = 2  # Status.StatusCode in OTLP
 TARGET_KEY = {"tools/call": "gen_ai.tool.name", "prompts/get": "gen_ai.prompt.name", "resources/read": "mcp.resource.uri"}
@@ -182,13 +184,13 @@ def chain_span(c: dict, session: str, transport: str | None, upstream: str | Non
              "mrtr.waited_ms": waited_ms(c), "mrtr.era": c.get("era"),
              "mrtr.requests": [plain_id(i) or "null" for i in c.get("requests") or ()]}
     status = None
-    if c.get("outcome") == "error" and c.get("error_code") is not None:
+    if c.get("outcome") == Outcome.ERROR and c.get("error_code") is not None:
         attrs["error.type"] = attrs["rpc.response.status_code"] = str(c.get("error_code"))
         status = (STATUS_ERROR, final_facts.error_message or f"JSON-RPC error {c.get('error_code')}")
-    elif c.get("outcome") == "error":  # the exchange ended with no JSON-RPC response
+    elif c.get("outcome") == Outcome.ERROR:  # the exchange ended with no JSON-RPC response
         attrs["error.type"] = NO_RESPONSE
         status = (STATUS_ERROR, "no JSON-RPC response")
-    elif c.get("outcome") == "complete" and final_facts.tool_error:
+    elif c.get("outcome") == Outcome.COMPLETE and final_facts.tool_error:
         attrs["error.type"] = TOOL_ERROR
         status = (STATUS_ERROR, "the tool result has isError: true")
     retried = {e["retries_round"]: e for e in timeline if e.get("retries_round")}
