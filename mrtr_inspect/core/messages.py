@@ -112,7 +112,13 @@ class Message:
 
     @property
     def meta(self) -> dict | None:
-        return meta_of(self.params)
+        """`meta_of(self.params)`, written out (read for most messages)."""
+        params = self.params
+        if type(params) is dict:
+            m = params.get("_meta")
+            if type(m) is dict:
+                return m
+        return None
 
     def text(self) -> str:
         return self.raw.decode("utf-8", "replace")
