@@ -7,7 +7,10 @@ Each path in turn (`http_peers.paths`) gets a warm-up, then `--chains` chains fr
 then is left until idle (so the analysis, which trails the traffic, is counted whole); its processes'
 CPU time (user + system) over that, divided by the chains. Medians over `--turns` turns.
 
-    python bench/http_cpu.py [--chains 2000] [--turns 3]
+    python bench/http_cpu.py [--chains 2000] [--turns 3] [--against DIR]
+
+`--against DIR`: also mrtr-inspect as another checkout's code runs it (`mrtr-inspect@before`), in the
+same turns.
 
 No target of its own: it explains http_throughput.py. With 2 cores saturated by the clients, the
 server and the proxy, throughput goes as the inverse of all the CPU a chain takes, the proxy's share
@@ -17,6 +20,7 @@ included.
 from __future__ import annotations
 
 import argparse
+import os
 
 from _util import median
 from http_peers import _pids, cache_folder, drive_chains, paths, process_cpu, sample_server, settle
@@ -28,10 +32,11 @@ def main(argv: list[str] | None = None) -> dict:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--chains", type=int, default=2000)
     ap.add_argument("--turns", type=int, default=3)
+    ap.add_argument("--against", help="another checkout: its mrtr-inspect measured in the same turns")
     args = ap.parse_args(argv)
     chains = args.chains // CLIENTS * CLIENTS
     per: dict[str, list[list[float]]] = {}
-    with cache_folder() as cache, sample_server(cache) as (upstream, _), paths(cache, upstream) as urls:
+    with cache_folder() as cache, sample_server(cache) as (upstream, _), paths(cache, upstream, against=args.against) as urls:
         for _ in range(args.turns):
             for name, (url, pid) in urls.items():
                 if pid <= 0:
@@ -43,14 +48,16 @@ def main(argv: list[str] | None = None) -> dict:
                 drive_chains(url, chains, CLIENTS)
                 settle(pid)
                 per.setdefault(name, []).append([(process_cpu(p) - b) / chains * 1000 for p, b in zip(procs, before)])
-    print(f"CPU per MRTR chain (ms; {chains} chains from {CLIENTS} clients, median of {args.turns} turns):")
+    print(f"CPU per MRTR chain (ms; {chains} chains from {CLIENTS} clients, median of {args.turns} turns; "
+          f"load {os.getloadavg()[0]:.1f}):")
     out = {}
     for name, turns in per.items():
         parts = [median([t[i] for t in turns]) for i in range(len(turns[0]))]
         out[name] = parts
         detail = f"  (proxy {parts[0]:.2f} + analysis {parts[1]:.2f})" if len(parts) > 1 else ""
-        print(f"  {name:<15} {sum(parts):5.2f}{detail}   turns: "
-              + ", ".join(f"{sum(t):.2f}" for t in turns))
+        print(f"  {name:<19} {sum(parts):5.2f}{detail}   turns: "
+              + ", ".join(f"{sum(t):.2f}" for t in turns)
+              + ("" if len(parts) < 2 else "; proxy process " + ", ".join(f"{t[0]:.2f}" for t in turns)))
     return out
 
 

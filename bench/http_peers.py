@@ -94,10 +94,10 @@ def sample_server(cache: str) -> Iterator[tuple[str, subprocess.Popen]]:
 
 
 @contextmanager
-def proxy(kind: str, upstream: str, cache: str, *args: str) -> Iterator[tuple[str, subprocess.Popen]]:
-    """`mrtr-inspect` (the embedded proxy, with ARGS), `mitmdump` (plain, reverse mode, its flow dump
-    off: a bare proxy) or `lean` (bench/lean_proxy.py: mitmproxy as mrtr-inspect embeds it, without
-    mrtr-inspect) in front of `upstream`."""
+def proxy(kind: str, upstream: str, cache: str, *args: str, tree: str | None = None) -> Iterator[tuple[str, subprocess.Popen]]:
+    """`mrtr-inspect` (the embedded proxy, with ARGS; `tree`: the code of another checkout), `mitmdump`
+    (plain, reverse mode, its flow dump off: a bare proxy) or `lean` (bench/lean_proxy.py: mitmproxy
+    as mrtr-inspect embeds it, without mrtr-inspect) in front of `upstream`."""
     u = urlsplit(upstream)
     if kind == "mrtr-inspect":
         cmd = [PY, "-m", "mrtr_inspect", "--upstream", upstream, "--listen", "127.0.0.1:0", "--quiet", *args]
@@ -109,7 +109,8 @@ def proxy(kind: str, upstream: str, cache: str, *args: str) -> Iterator[tuple[st
         cmd = [MITMDUMP, "--mode", f"reverse:{u.scheme}://{u.netloc}", "--listen-host", "127.0.0.1",
                "--listen-port", "0", "--set", f"confdir={cache}/mitmproxy", "--set", "flow_detail=0", *args]
         rx, out = r"listening at 127\.0\.0\.1:(\d+)", "stdout"
-    p = subprocess.Popen(cmd, cwd=ROOT, env=env(cache), stdin=subprocess.DEVNULL,
+    p = subprocess.Popen(cmd, cwd=tree or ROOT, env={**env(cache), **({"PYTHONPATH": tree} if tree else {})},
+                         stdin=subprocess.DEVNULL,
                          stdout=subprocess.PIPE if out == "stdout" else subprocess.DEVNULL,
                          stderr=subprocess.PIPE if out == "stderr" else subprocess.DEVNULL)
     try:
@@ -174,11 +175,12 @@ def drive_chains(url: str, chains: int, clients: int) -> None:
         t.join()
 
 
+AGAINST = "mrtr-inspect@before"  # the path of `paths(against=…)`
 LIKE_FOR_LIKE = ("--set", "connection_strategy=lazy",)  # as mrtr-inspect's embedded mitmproxy is set
 
 
 @contextmanager
-def paths(cache: str, upstream: str, record: bool = True) -> Iterator[dict[str, tuple[str, int]]]:
+def paths(cache: str, upstream: str, record: bool = True, against: str | None = None) -> Iterator[dict[str, tuple[str, int]]]:
     """The paths the figures compare, all up at once, as {name: (url, pid)}:
 
     - `direct`: the sample server itself;
@@ -190,7 +192,9 @@ def paths(cache: str, upstream: str, record: bool = True) -> Iterator[dict[str, 
     - `mitmproxy-lean`: mitmproxy as mrtr-inspect embeds it (`proxy.reverse_proxy_master`: only the
       addons a reverse proxy uses, lazy upstream connections) without mrtr-inspect's addon and analysis,
       so the difference to mrtr-inspect is mrtr-inspect's own work alone;
-    - `mrtr-inspect`: recording and reporting (`--record`, `--report`), no terminal output (`--quiet`).
+    - `mrtr-inspect`: recording and reporting (`--record`, `--report`), no terminal output (`--quiet`);
+    - `against` (a checkout's folder, given): `mrtr-inspect` as that tree's code runs it (`AGAINST`),
+      to compare a change with the tree before it in one run.
     """
     with ExitStack() as stack:
         out = {"direct": (upstream, -1)}
@@ -201,6 +205,10 @@ def paths(cache: str, upstream: str, record: bool = True) -> Iterator[dict[str, 
                                   if record else ())):
             url, p = stack.enter_context(proxy(kind, upstream, cache, *args))
             out[name] = (url, p.pid)
+        if against is not None:
+            url, p = stack.enter_context(proxy("mrtr-inspect", upstream, cache, "--record", f"{cache}/against.jsonl",
+                                               "--report", f"{cache}/against.json", tree=against))
+            out[AGAINST] = (url, p.pid)
         yield out
 
 

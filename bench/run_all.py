@@ -21,6 +21,7 @@ RUNS = {
     "startup.py": (["--repeat", "15"], ["--repeat", "2"]),
     "http_latency.py": (["--chains", "600"], ["--chains", "20"]),
     "http_cpu.py": (["--chains", "2000", "--turns", "3"], ["--chains", "200", "--turns", "1"]),
+    "proxy_hooks.py": (["--chains", "4000", "--turns", "7"], ["--chains", "200", "--turns", "1"]),
     "http_throughput.py": (["--turns", "9", "--seconds", "3"], ["--turns", "1", "--seconds", "1"]),
     "http_memory.py": (["--requests", "40000"], ["--requests", "2000"]),
 }

@@ -198,11 +198,20 @@ def flow_client(flow: http.HTTPFlow) -> str:
 def is_streamed(m: http.Message) -> bool:
     """Whether a body goes through a stream callback, chunk by chunk as it comes: always for an event
     stream, a body of unknown length, or one over STREAM_ABOVE bytes. A small body of known length is
-    taken whole by mitmproxy (its stream path costs more per request than the bytes take to arrive)."""
-    if media_type(m.headers.get("content-type")) == "text/event-stream":
+    taken whole by mitmproxy (its stream path costs more per request than the bytes take to arrive).
+    The headers are read as `m.headers.get` reads them (every field of the name, folded with ", ",
+    UTF-8 with surrogate escapes), in one pass over the fields."""
+    ctype = length = None
+    for k, v in m.headers.fields:
+        n = len(k)
+        if n == 12 and k.lower() == b"content-type":
+            ctype = v if ctype is None else ctype + b", " + v
+        elif n == 14 and k.lower() == b"content-length":
+            length = v if length is None else length + b", " + v
+    if ctype is not None and media_type(ctype.decode("utf-8", "surrogateescape")) == "text/event-stream":
         return True
-    n = m.headers.get("content-length", "")
-    return not (n.isdigit() and int(n) <= STREAM_ABOVE)
+    text = length.decode("utf-8", "surrogateescape") if length is not None else ""
+    return not (text.isdigit() and int(text) <= STREAM_ABOVE)
 
 
 def unkept(flow: http.HTTPFlow) -> bool:

@@ -27,6 +27,10 @@ logger = logging.getLogger("mrtr_inspect")
 REFUSED = "mrtr-inspect refused"  # flow.metadata key of a refused flow: the other hooks leave it alone
 
 
+_VERDICTS = 256  # verdicts (and Host values) remembered; past them all are forgotten at once
+_UNSEEN = object()
+
+
 def refused(flow: http.HTTPFlow) -> bool:
     return REFUSED in flow.metadata
 
@@ -44,6 +48,10 @@ class HostGuard:
         hint = "--allow-host NAME" if self.embedded else "--set mrtr_allow_host=NAME"
         self._hint = hint
         self._tell = refusals(say or (lambda line: logger.warning("mrtr-inspect: %s", line)), hint)
+        # the verdicts of `policy` on the (Host, Origin, local address) seen, and the Host values
+        # rewritten to: a client sends the same ones request after request
+        self._verdicts: tuple[HostPolicy, dict] = (self.policy, {})
+        self._hostports: dict[tuple, str] = {}
 
     def load(self, loader) -> None:
         if not self.embedded:
@@ -77,7 +85,16 @@ class HostGuard:
             return
         req = flow.request
         sock = flow.client_conn.sockname
-        reason = self.policy.refusal(req.host_header, req.headers.get("origin"), sock[0] if sock else None)
+        key = (req.host_header, req.headers.get("origin"), sock[0] if sock else None)
+        verdicts = self._verdicts
+        if verdicts[0] is not self.policy:  # the policy changed (configure): what it said is forgotten
+            verdicts = self._verdicts = (self.policy, {})
+        reason = verdicts[1].get(key, _UNSEEN)
+        if reason is _UNSEEN:
+            reason = self.policy.refusal(*key)
+            if len(verdicts[1]) >= _VERDICTS:
+                verdicts[1].clear()
+            verdicts[1][key] = reason
         if reason is not None:
             flow.metadata[REFUSED] = reason
             flow.comment = f"mrtr-inspect: refused (403): {reason}"
@@ -85,6 +102,12 @@ class HostGuard:
                                                {"content-type": "application/json"})
             self._tell(reason)
         elif self.rewrite and flow.server_conn.address is not None:
-            host, port = flow.server_conn.address
-            req.host_header = url.hostport("https" if flow.server_conn.tls else "http", host, port)
+            where = (flow.server_conn.tls, flow.server_conn.address)
+            value = self._hostports.get(where)
+            if value is None:
+                if len(self._hostports) >= _VERDICTS:
+                    self._hostports.clear()
+                host, port = where[1]
+                value = self._hostports[where] = url.hostport("https" if where[0] else "http", host, port)
+            req.host_header = value
 

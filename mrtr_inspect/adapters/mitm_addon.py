@@ -12,8 +12,11 @@ hand each chunk to the recorder and back to mitmproxy untouched, so every server
 the client when the server sends it, and nothing is buffered. The recorder (recorder.HttpRecorder)
 frames the steps where they happen (content-encoding removed on a copy, SSE split into events),
 redacts the frames and appends them to the recording before the hook returns, so a kill loses no
-message that crossed; the callbacks and hooks never raise: a chunk is never dropped for the
-recording's or the analysis' sake. The rules run elsewhere (live_analysis.LiveAnalysis, made by
+message that crossed. A message mitmproxy takes whole (a small body of known length: flows.is_streamed)
+is forwarded only once its body is in, so its head waits for it and both are framed and recorded in
+one step (`request_message` at `request`, `response_message` at `response`, the head keeping the time
+it came): one step per message instead of three, one write per response instead of two. The
+callbacks and hooks never raise: a chunk is never dropped for the recording's or the analysis' sake. The rules run elsewhere (live_analysis.LiveAnalysis, made by
 `new_analysis` as for the tee): in a process of its own for the embedded proxy
 (proxy.AnalysisProcess), on a thread in stock mitmproxy (mitm_thread.AnalysisThread; `mitmdump -s
 addons/mrtr_inspect.py`, options declared in `load()`, checked in `configure()`). A JSON body is
@@ -73,13 +76,17 @@ class _Forward:
 
 
 class _Flow:
-    __slots__ = ("x", "request_done", "streamed", "kept")
+    __slots__ = ("x", "request_done", "streamed", "kept", "req_head", "resp_head")
 
     def __init__(self, x: int) -> None:
         self.x = x
         self.request_done = False
         self.streamed = False  # the body in hand (request, then response) goes through a stream callback
         self.kept: bytearray | None = None  # the streamed response body so far, under store_streamed_bodies
+        # a head whose body mitmproxy takes whole: framed with its body, in one step, when the body is
+        # in (nothing of the message is forwarded before that)
+        self.req_head: tuple | None = None
+        self.resp_head: tuple | None = None
 
 
 class MrtrInspect:
@@ -188,7 +195,7 @@ class MrtrInspect:
         analysis = new_analysis(start, s.config, s.writer, s.report, view=LiveView(write=log_line(outbox), color=False),
                                 notes=self.notes, forwarder_records=True, exports=s.exports)
         analysis.say = lambda text: outbox.post(outbox.log, logging.ERROR, f"mrtr-inspect: {text}")
-        self.analysis = AnalysisThread(analysis, recorder)
+        self.analysis = AnalysisThread(analysis, recorder, s.config.max_backlog_bytes)
 
     def _end(self) -> None:
         a, self.analysis = self.analysis, None
@@ -248,11 +255,13 @@ class MrtrInspect:
             x = self._next = self._next + 1
             st = self._flows[flow.id] = _Flow(x)
             req = flow.request
-            a.put(("request_head", (time.time(), x, req.method, req.data.path.decode("latin-1"),
-                                    flow_headers(req.headers), flow_client(flow))))
+            head = (req.method, req.data.path.decode("latin-1"), flow_headers(req.headers), flow_client(flow))
             if is_streamed(req):
                 st.streamed = True
+                a.put(("request_head", (time.time(), x, *head)))
                 req.stream = _Forward(a.put, "request_data", x)
+            else:
+                st.req_head = head
             if self.notes is not None:
                 self.notes.track(x, flow)
         except Exception as e:
@@ -275,8 +284,11 @@ class MrtrInspect:
         st = self._flows.get(flow.id)
         if st is not None and self.analysis is not None:
             st.request_done = True
-            self._whole_body(st, flow.request, "request_data")
-            self.analysis.put(("request_end", (time.time(), st.x, True)))
+            head, st.req_head = st.req_head, None
+            if head is not None:  # taken whole: one step
+                self.analysis.put(("request_message", (time.time(), st.x, *head, flow.request.raw_content or b"", True)))
+            else:
+                self.analysis.put(("request_end", (time.time(), st.x, True)))
 
     def responseheaders(self, flow: http.HTTPFlow) -> None:
         st = self._flows.get(flow.id)
@@ -285,26 +297,32 @@ class MrtrInspect:
             return
         try:
             resp = flow.response
-            a.put(("response_head", (time.time(), st.x, resp.status_code, flow_headers(resp.headers))))
+            head = (time.time(), st.x, resp.status_code, flow_headers(resp.headers))
             st.streamed = is_streamed(resp)
             if st.streamed:
+                a.put(("response_head", head))
                 if getattr(ctx.options, "store_streamed_bodies", False):  # an option of proxyserver
                     st.kept = bytearray()
                 resp.stream = _Forward(a.put, "response_data", st.x, st.kept)
+            else:
+                st.resp_head = head
         except Exception as e:
             self._failed(e)
 
     def response(self, flow: http.HTTPFlow) -> None:
         st = self._flows.pop(flow.id, None)
         if st is not None and self.analysis is not None and flow.response is not None:
-            self._whole_body(st, flow.response, "response_data")
-            self.analysis.put(("response_end", (time.time(), st.x, None)))
+            self._response_end(st, time.time(), flow.response.raw_content or b"", None)
             self._ended_flow(flow)
 
-    def _whole_body(self, st: _Flow, m: http.Message, step: str) -> None:
-        """A body mitmproxy took whole (not streamed) goes to the analysis in one piece."""
-        if not st.streamed and m.raw_content:
-            self.analysis.put((step, (time.time(), st.x, m.raw_content)))
+    def _response_end(self, st: _Flow, t: float, body: bytes, error: str | None) -> None:
+        """The response is over: with its head and whole body in one step when mitmproxy took it
+        whole (`body`: what it took), else the end of its stream."""
+        head, st.resp_head = st.resp_head, None
+        if head is not None:
+            self.analysis.put(("response_message", (*head, body, t, error)))
+        else:
+            self.analysis.put(("response_end", (t, st.x, error)))
 
     def error(self, flow: http.HTTPFlow) -> None:
         st = self._flows.pop(flow.id, None)
@@ -313,8 +331,10 @@ class MrtrInspect:
             return
         t = time.time()
         if not st.request_done:  # the body never arrived whole
-            a.put(("request_end", (t, st.x, False)))
-        a.put(("response_end", (t, st.x, self._reason(flow))))
+            head, st.req_head = st.req_head, None
+            a.put(("request_message", (t, st.x, *head, b"", False)) if head is not None else
+                  ("request_end", (t, st.x, False)))
+        self._response_end(st, t, b"", self._reason(flow))
         self._keep_broken_stream(st, flow)
         self._ended_flow(flow)
 

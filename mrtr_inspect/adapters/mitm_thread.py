@@ -2,7 +2,7 @@
 mitmproxy's event loop.
 
     event loop: hooks ─ put(step) ─▶ HttpRecorder (framed, redacted, recorded) ─▶ queue ─▶ AnalysisThread:
-                                                                                          LiveAnalysis
+                                                          (max_backlog_bytes at most)     LiveAnalysis
     event loop ◀── LoopOutbox.post(fn, …): flow notes, log lines, held flow saves ◀────────┘
 
 The embedded proxy runs the same analysis in a process of its own (proxy.AnalysisProcess).
@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import sys
 import threading
 import time
 from collections import deque
@@ -19,7 +20,7 @@ from typing import Any, Callable
 
 from mitmproxy import ctx, hooks, http
 
-from ..core.events import CAPTURE_ENDED
+from ..core.events import CAPTURE_ENDED, HttpBody, HttpRequest, SseEvent
 from ..core.findings import Severity
 from .live_analysis import LiveAnalysis
 from .recorder import HttpRecorder
@@ -27,16 +28,51 @@ from .recorder import HttpRecorder
 logger = logging.getLogger("mrtr_inspect")
 
 
+#: bytes counted for a frame besides its payload (its head: method, path, headers, status)
+FRAME_BYTES = 256
+BEGINS = frozenset({"request_head", "request_message", "exchange"})  # the steps an exchange begins with
+ENDS = frozenset({"response_end", "response_message", "exchange"})  # and ends with
+
+
+def held(frames: list) -> int:
+    """The bytes of traffic frames stand for, as the backlog counts them: each payload (a request
+    body, a response body, an event) and FRAME_BYTES a frame."""
+    n = 0
+    for f in frames:
+        t = type(f)
+        n += FRAME_BYTES + (len(f.body) if t is HttpRequest else len(f.data) if t is HttpBody else
+                            len(f.raw) if t is SseEvent else 0)
+    return n
+
+
+def messages(frames: list) -> int:
+    """The messages among frames the analysis does not get, as the proxy counts them in records: a
+    POST's request, a response body, an event."""
+    return sum(1 for f in frames if type(f) in (HttpBody, SseEvent) or (type(f) is HttpRequest and f.method == "POST"))
+
+
 class AnalysisThread:
     """A `LiveAnalysis` on a thread of mitmproxy's process: `put(step)` from the event loop (the step
     framed and recorded there by `recorder`, its frames queued for the thread; a body that decodes
     far is framed on the recorder's own thread, in order: `HttpRecorder.feed`), `after(fn)`,
-    `finish(info)` to end the session. proxy.AnalysisProcess is the same in a process."""
+    `finish(info)` to end the session. proxy.AnalysisProcess is the same in a process.
 
-    def __init__(self, analysis: LiveAnalysis, recorder: HttpRecorder) -> None:
+    The queue is bounded as the proxy's hand-off is (`backlog`: max_backlog_bytes, counted by `held`):
+    while more than that is queued, an exchange that begins is recorded whole and not queued, until the
+    thread is back to half; the analysis hears it as a stretch begins (`behind`: the live line) and
+    once more before the end (the report's note: how many messages it did not get, and that `check`
+    of the recording gives the full verdict). An exchange already queued is queued whole."""
+
+    def __init__(self, analysis: LiveAnalysis, recorder: HttpRecorder, backlog: int | None = None) -> None:
         self.analysis = analysis
         self.recorder = recorder
         self.status: int | None = None  # the end's: 0, or REPORT_FAILED
+        self.backlog = backlog if backlog is not None else sys.maxsize
+        self.queued = 0  # bytes queued (counted on the event loop)
+        self.done = 0  # bytes analysed (counted on the thread)
+        self.behind = False
+        self._skipping: set[int] = set()  # the exchanges the thread does not get (begun while behind)
+        self.skipped = 0  # messages not queued
         q: queue.SimpleQueue = queue.SimpleQueue()
         self._put = q.put
         self._get = q.get
@@ -44,7 +80,32 @@ class AnalysisThread:
         self.thread.start()
 
     def put(self, step: tuple) -> None:
-        self.recorder.feed(step, self._put)
+        name, args = step
+        x = args[0] if name == "exchange" else args[1]
+        if name in BEGINS and (self.behind or self.queued - self.done > self.backlog) and self._is_behind():
+            self._skipping.add(x)
+        if x in self._skipping:
+            if name in ENDS:
+                self._skipping.discard(x)
+            self.recorder.feed(step, self._skip)
+        else:
+            self.recorder.feed(step, self._queue)
+
+    def _queue(self, frames: list) -> None:
+        self.queued += held(frames)
+        self._put(frames)
+
+    def _skip(self, frames: list) -> None:  # recorded, not queued
+        self.skipped += messages(frames)
+
+    def _is_behind(self) -> bool:
+        held_now = self.queued - self.done
+        if not self.behind and held_now > self.backlog:
+            self.behind = True
+            self._put(("behind", time.time(), self.skipped))
+        elif self.behind and held_now <= self.backlog // 2:
+            self.behind = False
+        return self.behind
 
     def after(self, fn: Callable[[], Any]) -> None:
         """`fn()` on the analysis thread once the steps put before it are analysed."""
@@ -56,7 +117,9 @@ class AnalysisThread:
         for step in self.recorder.end_open(t, CAPTURE_ENDED):
             self.put(step)
         self.recorder.finish(info, t)
-        self._put((info, t))
+        if self.skipped:
+            self._put(("behind", t, self.skipped))
+        self._put(("end", info, t))
         self.thread.join()
 
     def _run(self) -> None:
@@ -65,12 +128,16 @@ class AnalysisThread:
         while True:
             item = self._get()
             if type(item) is tuple:
-                self.status = a.end(*item)
+                if item[0] == "behind":
+                    a.behind(item[1], item[2])
+                    continue
+                self.status = a.end(item[1], item[2])
                 return
             if callable(item):  # what waits for the steps before it to be analysed (`after`)
                 item()
                 continue
             a.frames(item)
+            self.done += held(item)
 
 
 class LoopOutbox:

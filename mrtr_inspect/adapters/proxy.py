@@ -51,6 +51,7 @@ from .exports import Exports, parse_host_port
 from .host_guard import HostGuard
 from .live_analysis import NOT_STARTED, LiveAnalysis, http_info, new_analysis, session_start
 from .mitm_addon import MrtrInspect
+from .mitm_thread import BEGINS, ENDS
 from .recorder import HttpRecorder
 from .analysis_process import BEHIND, C2S as RECORDS, C2S_EOF as READY, END, SKIPPED, fork_analysis
 
@@ -170,11 +171,11 @@ class AnalysisProcess:
     def put(self, step) -> None:  # on mitmproxy's event loop
         name, args = step
         x = args[0] if name == "exchange" else args[1]
-        if (name == "request_head" or name == "exchange") and (
+        if name in BEGINS and (
                 self.behind or self._spool.queued - self._spool.written > self.backlog) and self._is_behind():
             self._skipping.add(x)
         if x in self._skipping:
-            if name == "response_end" or name == "exchange":
+            if name in ENDS:
                 self._skipping.discard(x)
             self.recorder.feed(step, self._skip, as_records=True)
         else:

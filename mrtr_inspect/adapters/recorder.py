@@ -206,6 +206,10 @@ class StdioRecorder(_Recorder):
         self._close(info, t)
 
 
+#: the steps whose framing decodes a body (`FlowFramer.step_decodes_past`)
+_MAY_DECODE = frozenset({"request_end", "response_end", "response_data", "request_message", "response_message"})
+
+
 def _same(item: Any) -> Any:
     return item
 
@@ -270,10 +274,10 @@ class HttpRecorder(_Recorder):
 
     def _heavy(self, step: tuple) -> bool:
         name, args = step
-        if name not in ("request_end", "response_end", "response_data"):
+        if name not in _MAY_DECODE:
             return False
         try:
-            return self.framer.decodes_past(name, args[1], QUICK_DECODE)
+            return self.framer.step_decodes_past(name, args, QUICK_DECODE)
         except Exception:  # judged by `_frames`, which says what went wrong
             return False
 

@@ -570,6 +570,8 @@ def is_event_stream(headers: Headers) -> bool:
 def decode_body(data: bytes, encoding: str | None, limit: int | None = MAX_MESSAGE_BYTES) -> tuple[bytes, str | None]:
     """Decode a whole body, to at most `limit` bytes. Returns (bytes, note); on failure, or past the
     limit, the wire bytes and why."""
+    if encoding is None:  # no content-encoding: the bytes as they are (BodyDecoder's identity), at no cost
+        return data, None
     dec = BodyDecoder(encoding, limit)
     if dec.identity or (not data and dec.error is None):  # no body is no compressed body (as mitmproxy)
         return data, None
@@ -736,8 +738,38 @@ class HttpFramer:
         out.append(HttpEnd(time, self.session, exchange, error))
         return out
 
+    def request_message(self, time: float, exchange: int, method: str, path: str, headers: Headers, client: str,
+                        body: bytes, complete: bool = True) -> list[HttpRequest]:
+        """A request whose body came whole, in one step: `request_head`, `request_data` and
+        `request_end` at `time` (the frames they give)."""
+        self.request_head(time, exchange, method, path, headers, client)
+        self.request_data(time, exchange, body)
+        return self.request_end(time, exchange, complete)
+
+    def response_message(self, time: float, exchange: int, status: int, headers: Headers, body: bytes,
+                         end_time: float, error: str | None = None) -> list:
+        """A response whose body came whole, in one step: `response_head` at `time`, then
+        `response_data` and `response_end` at `end_time` (the frames they give)."""
+        out: list = self.response_head(time, exchange, status, headers)
+        out += self.response_data(end_time, exchange, body)
+        out += self.response_end(end_time, exchange, error)
+        return out
+
     def open_exchanges(self) -> list[int]:
         return list(self._x)
+
+    def step_decodes_past(self, name: str, args: tuple, quick: int) -> bool:
+        """`decodes_past` for a step (`name`, its arguments), the whole-message steps included."""
+        if name == "request_message":
+            return _decodes_past(header(args[4], "content-encoding"), (args[6],), quick)
+        if name == "response_message":
+            enc = header(args[3], "content-encoding")
+            if enc is not None and is_event_stream(args[3]) and not BodyDecoder(enc, quick).identity:
+                return True  # a compressed event stream is decoded as it comes (as `response_data`)
+            return _decodes_past(enc, (args[4],), quick)
+        if name in ("request_end", "response_end", "response_data"):
+            return self.decodes_past(name, args[1], quick)
+        return False
 
     def decodes_past(self, name: str, exchange: int, quick: int) -> bool:
         """Whether framing step `name` of `exchange` would decode more than `quick` bytes: the end of
@@ -751,14 +783,23 @@ class HttpFramer:
         if name == "request_end":
             enc, chunks = header(x.headers, "content-encoding"), x.req_chunks
         elif name == "response_end" and x.resp_sse is None and x.resp_decoder is not None:
+            if x.resp_decoder.identity:
+                return False
             enc, chunks = x.resp_decoder.encoding, x.resp_chunks
         else:
             return False
-        probe = BodyDecoder(enc, quick)
-        if probe.identity or probe.error is not None or not chunks:
-            return False
-        probe.count_only = True
-        for chunk in chunks:
-            probe.feed(chunk)
-        probe.flush()
-        return probe.over
+        return _decodes_past(enc, chunks, quick)
+
+
+def _decodes_past(enc: str | None, chunks: list[bytes] | tuple[bytes, ...], quick: int) -> bool:
+    """Whether `chunks` with content-encoding `enc` decode to more than `quick` bytes (counted, not kept)."""
+    if enc is None or not any(chunks):  # no content-encoding: nothing decodes (the common case, at no cost)
+        return False
+    probe = BodyDecoder(enc, quick)
+    if probe.identity or probe.error is not None:
+        return False
+    probe.count_only = True
+    for chunk in chunks:
+        probe.feed(chunk)
+    probe.flush()
+    return probe.over

@@ -416,3 +416,150 @@ def test_a_flow_s_comment_and_mark_follow_its_notes_and_leave_the_user_s_own():
     g.comment, g.marked = "mine", ":star:"
     apply_note(g, "findings", {"rule": "retry-reused-id", "severity": "error", "message": "…"})
     assert (g.comment, g.marked) == ("mine", ":star:")
+
+
+def test_a_message_taken_whole_is_framed_in_one_step_with_its_head_s_time(tmp_path, monkeypatch):
+    """A request and a response mitmproxy takes whole (small JSON of known length) are recorded when
+    their body is in, head and body in one step (`request_message`, `response_message`): the same
+    frames as step by step, the response head at the time its headers came; a response that breaks
+    off after its head is its head and the error. Near miss: a streamed response is stepped as it comes."""
+    from types import SimpleNamespace
+
+    from mrtr_inspect.adapters import mitm_addon
+
+    clock = iter(range(1, 100))
+    monkeypatch.setattr(mitm_addon, "time", SimpleNamespace(time=lambda: float(next(clock))))  # the addon's clock
+    steps: list[str] = []
+
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tctx, tmp_path)
+            put = addon.analysis.put
+            addon.analysis.put = lambda step: (steps.append(step[0]), put(step))
+            whole, broken, streamed = _flow(), _flow(), _flow()
+            for f in (whole, broken, streamed):
+                f.request.headers["content-length"] = str(len(dumps(CALL)))
+                addon.requestheaders(f)
+                f.request.raw_content = dumps(CALL)
+                addon.request(f)
+            _respond(addon, whole, [dumps(IRR)], b"application/json")
+            broken.response = http.Response.make(200)
+            broken.response.headers = http.Headers([(b"content-type", b"application/json"), (b"content-length", b"900")])
+            addon.responseheaders(broken)
+            broken.error = Error("peer closed connection")
+            addon.error(broken)
+            _respond(addon, streamed, [b"data: " + dumps(IRR) + b"\n\n"], b"text/event-stream")
+            addon.done()
+
+    asyncio.run(main())
+    assert steps == ["request_message"] * 3 + ["response_message"] * 2 + ["response_head", "response_data", "response_end"]
+    fs = [f for f in read_frames(tmp_path / "s.jsonl") if type(f) in (HttpRequest, HttpResponse, HttpBody, SseEvent, HttpEnd)]
+    kinds = [(type(f).__name__, f.exchange) for f in fs]
+    assert kinds == [("HttpRequest", 1), ("HttpRequest", 2), ("HttpRequest", 3), ("HttpResponse", 1), ("HttpBody", 1),
+                     ("HttpEnd", 1), ("HttpResponse", 2), ("HttpEnd", 2), ("HttpResponse", 3), ("SseEvent", 3), ("HttpEnd", 3)]
+    req, resp, body, end = fs[0], fs[3], fs[4], fs[5]
+    assert (req.body, req.complete, req.time) == (dumps(CALL), True, 1.0)  # the time its body was in (no clock before)
+    assert (resp.status, resp.time, body.data, body.complete, body.time, end.error) == (200, 4.0, dumps(IRR), True, 5.0, None)
+    assert (fs[6].time, fs[7].time, fs[7].error) == (6.0, 7.0, "upstream-error: peer closed connection")
+
+
+def _exchange(a, x: int) -> None:
+    """One exchange taken whole, as the addon steps it."""
+    json_ = (("content-type", "application/json"),)
+    a.put(("request_message", (1.0, x, "POST", "/mcp", json_, "", b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % x, True)))
+    a.put(("response_message", (1.1, x, 200, json_, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % x, 1.2, None)))
+
+
+def test_the_addon_s_analysis_thread_behind_by_the_backlog_gets_no_new_exchange_until_it_is_back_to_half(tmp_path):
+    """max_backlog_bytes at 2 KiB and an analysis that takes nothing until let go: the exchanges that
+    begin once more is queued are recorded whole and not queued (one already queued is queued whole),
+    their messages counted (a request and a response body each), `behind` heard as each stretch
+    begins and once more before the end; back to half, new exchanges are queued again. Near miss:
+    with the default backlog every exchange is queued."""
+    import threading
+
+    from mrtr_inspect.adapters.mitm_thread import AnalysisThread
+    from mrtr_inspect.adapters.recorder import HttpRecorder
+    from mrtr_inspect.recording.redaction import Redactor
+    from mrtr_inspect.recording.writer import RecordingWriter
+
+    class Held:  # an analysis that takes frames only while `gate` is open
+        def __init__(self) -> None:
+            self.gate = threading.Event()
+            self.got: set[int] = set()
+            self.said: list[int] = []
+            self.ended = False
+
+        def ready(self) -> None:
+            pass
+
+        def frames(self, frames: list) -> None:
+            self.gate.wait()
+            self.got |= {f.exchange for f in frames}
+
+        def behind(self, t: float, n: int) -> None:
+            self.said.append(n)
+
+        def end(self, info: dict, t: float) -> int:
+            self.ended = True
+            return 0
+
+    def run(backlog: int | None, path):
+        w = RecordingWriter(path, "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+        held = Held()
+        a = AnalysisThread(held, HttpRecorder("h", w.redactor, w), backlog)  # type: ignore[arg-type]
+        for x in range(1, 21):
+            _exchange(a, x)
+        caught_up = threading.Event()
+        a.after(caught_up.set)
+        held.gate.set()  # let go: it takes everything queued
+        assert caught_up.wait(30)
+        held.gate.clear()  # and holds again
+        for x in range(21, 41):
+            _exchange(a, x)
+        held.gate.set()
+        a.finish({})
+        recorded = {f.exchange for f in read_frames(path) if hasattr(f, "exchange")}
+        return a, held, recorded
+
+    a, held, recorded = run(2048, tmp_path / "r.jsonl")
+    assert recorded == set(range(1, 41)) and held.ended
+    skipped = set(range(1, 41)) - held.got
+    assert {1, 21} <= held.got  # the first, and the first once it caught up
+    assert skipped & set(range(2, 21)) and skipped & set(range(22, 41))  # two stretches
+    assert a.skipped == 2 * len(skipped)
+    assert held.said == [0, 2 * len(skipped & set(range(2, 21))), a.skipped]  # as each began, and at the end
+
+    a, held, recorded = run(None, tmp_path / "near.jsonl")
+    assert held.got == recorded == set(range(1, 41)) and a.skipped == 0 and held.said == []
+
+
+def test_the_addon_says_what_its_analysis_skipped_live_and_in_the_report(tmp_path, monkeypatch, caplog):
+    """The settings file's max_backlog_bytes bounds the addon's queue in stock mitmproxy: behind, the
+    log says so as it begins, and the report's notes how many messages were not analysed and that
+    check of the recording gives the full verdict; the recording keeps every exchange."""
+    import threading
+
+    from mrtr_inspect.adapters.live_analysis import LiveAnalysis
+
+    gate = threading.Event()
+    frames = LiveAnalysis.frames
+    monkeypatch.setattr(LiveAnalysis, "frames", lambda self, fs: (gate.wait(), frames(self, fs)))
+    (tmp_path / "s.toml").write_text("max_backlog_bytes = 2048\n")
+
+    async def main():
+        with taddons.context() as tctx:
+            addon = _stock_addon(tmp_path=tmp_path, tctx=tctx, mrtr_config=str(tmp_path / "s.toml"))
+            for x in range(1, 21):
+                _exchange(addon.analysis, x)
+            gate.set()
+            addon.done()
+
+    asyncio.run(main())
+    report = json.loads((tmp_path / "r.json").read_text())
+    notes = [n for n in report["notes"] if "skipped" in n]
+    assert len(notes) == 1 and "check " in notes[0] and str(tmp_path / "s.jsonl") in notes[0]
+    n = int(notes[0].split("skipped ")[1].split()[0])
+    assert 0 < n < 40 and report["summary"]["messages"] == 40 - n
+    assert any("it skips ahead, whole messages" in r.getMessage() for r in caplog.records)  # the live line
+    assert {f.exchange for f in read_frames(tmp_path / "s.jsonl") if hasattr(f, "exchange")} == set(range(1, 21))

@@ -44,7 +44,8 @@ def test_a_bad_listen_address(text):
         parse_listen(text)
 
 
-def test_a_proxy_analysis_behind_by_the_backlog_gets_no_new_exchange_until_it_is_back_to_half(tmp_path, monkeypatch):
+@pytest.mark.parametrize("whole", [False, True], ids=["stepped", "whole messages"])
+def test_a_proxy_analysis_behind_by_the_backlog_gets_no_new_exchange_until_it_is_back_to_half(tmp_path, monkeypatch, whole):
     """max_backlog_bytes at 2 KiB and an analysis that takes nothing: the exchanges that begin once
     more is held are recorded whole and not handed over (an exchange already begun is handed over
     whole), their messages counted (a request body and a response body each), BEHIND said as the
@@ -77,13 +78,19 @@ def test_a_proxy_analysis_behind_by_the_backlog_gets_no_new_exchange_until_it_is
         a = proxy.AnalysisProcess(None, HttpRecorder("h", w.redactor, w), backlog)
 
         async def feed() -> None:
+            json_ = (("content-type", "application/json"),)
             for x in range(1, 41):
-                a.put(("request_head", (1.0, x, "POST", "/mcp", (("content-type", "application/json"),), "")))
-                a.put(("request_data", (1.0, x, b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % x)))
-                a.put(("request_end", (1.0, x, True)))
-                a.put(("response_head", (1.1, x, 200, (("content-type", "application/json"),))))
-                a.put(("response_data", (1.1, x, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % x)))
-                a.put(("response_end", (1.2, x, None)))
+                request, answer = b'{"jsonrpc":"2.0","id":%d,"method":"ping"}' % x, b'{"jsonrpc":"2.0","id":%d,"result":{}}' % x
+                if whole:  # as the addon steps a message mitmproxy takes whole
+                    a.put(("request_message", (1.0, x, "POST", "/mcp", json_, "", request, True)))
+                    a.put(("response_message", (1.1, x, 200, json_, answer, 1.2, None)))
+                else:
+                    a.put(("request_head", (1.0, x, "POST", "/mcp", json_, "")))
+                    a.put(("request_data", (1.0, x, request)))
+                    a.put(("request_end", (1.0, x, True)))
+                    a.put(("response_head", (1.1, x, 200, json_)))
+                    a.put(("response_data", (1.1, x, answer)))
+                    a.put(("response_end", (1.2, x, None)))
                 a._flush()
                 if x == 30:
                     spool.written = spool.queued  # the analysis caught up

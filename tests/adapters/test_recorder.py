@@ -255,3 +255,45 @@ def test_a_body_that_decodes_far_is_framed_off_the_event_loop_and_the_steps_keep
     rec.finish({}, 2.0)
     on_file = [(type(f).__name__, getattr(f, "exchange", None)) for f in read_frames(tmp_path / "r.jsonl")]
     assert [k for k in on_file if k[0].startswith("Http")] == kinds
+
+
+def test_a_whole_message_that_decodes_far_is_framed_off_the_event_loop_too(tmp_path):
+    """The steps of a message mitmproxy took whole (`request_message`, `response_message`): one that
+    decodes past QUICK_DECODE goes to the recorder's thread with what follows it; a small one (or
+    one without a content-encoding) is framed on the loop."""
+    import asyncio
+    import gzip
+
+    from mrtr_inspect.adapters.recorder import QUICK_DECODE
+
+    w = RecordingWriter(tmp_path / "r.jsonl", "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+    rec = HttpRecorder("h", w.redactor, w)
+    far = gzip.compress(b"\0" * (QUICK_DECODE * 8))
+    gz = (("content-type", "application/json"), ("content-encoding", "gzip"))
+    plain = (("content-type", "application/json"),)
+
+    async def run() -> tuple[list, list]:
+        got: list = []
+        done = asyncio.Event()
+
+        def deliver(frames: list) -> None:
+            got.extend(frames)
+            if any(f.exchange == 3 for f in frames):
+                done.set()
+
+        rec.feed(("request_message", (1.0, 1, "POST", "/mcp", gz, "", gzip.compress(b'{"id":1}'), True)), deliver)
+        rec.feed(("response_message", (1.1, 1, 200, plain, b'{"id":1}', 1.2, None)), deliver)
+        at_once = [(type(f).__name__, f.exchange) for f in got]
+        rec.feed(("request_message", (1.3, 2, "POST", "/mcp", gz, "", far, True)), deliver)  # far: to the thread
+        rec.feed(("request_message", (1.4, 3, "POST", "/mcp", plain, "", b'{"id":3}', True)), deliver)  # after it
+        not_yet = [(type(f).__name__, f.exchange) for f in got]
+        await asyncio.wait_for(done.wait(), 60)
+        assert not_yet == at_once  # neither the far one nor the one after it framed in the hook
+        return at_once, got
+
+    at_once, got = asyncio.run(run())
+    assert at_once == [("HttpRequest", 1), ("HttpResponse", 1), ("HttpBody", 1), ("HttpEnd", 1)]
+    assert got[0].body == b'{"id":1}' and got[0].body_note == "decoded from content-encoding gzip"
+    assert [(type(f).__name__, f.exchange) for f in got[4:]] == [("HttpRequest", 2), ("HttpRequest", 3)]
+    assert got[4].body == b"\0" * (QUICK_DECODE * 8)
+    rec.finish({}, 2.0)

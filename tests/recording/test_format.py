@@ -108,3 +108,38 @@ def test_undecodable_lines_raise_format_error(line):
 def test_encode_refuses_what_is_not_a_frame():
     with pytest.raises(TypeError):
         fmt.encode("frame")  # type: ignore[arg-type]
+
+
+def test_records_written_by_orjson_are_the_bytes_the_json_encoder_writes():
+    """`_record` writes a record by orjson: the same bytes as the JSON encoder (`_dumps`), for every
+    code point (orjson escapes what JSON requires, as the encoder does with ensure_ascii=False), and
+    for records drawn at random from every ASCII character, non-ASCII, a lone surrogate, ints past 64
+    bits and times of every magnitude (what orjson cannot write goes to the encoder, whose failures
+    stay the same failures)."""
+    import random
+
+    from mrtr_inspect.core.events import Direction
+
+    every = "".join(chr(i) for i in range(0x110000) if not 0xD800 <= i < 0xE000)
+    assert fmt._record({"t": 1.5, "s": every}) == fmt._dumps({"t": 1.5, "s": every}).encode("utf-8")
+    r = random.Random(27)
+    alphabet = [chr(i) for i in range(128)] + ["é", "\u2028", "\ud800", "€", "\x7f", "\U0001f600"]
+
+    def text() -> str:
+        return "".join(r.choice(alphabet) for _ in range(r.randrange(12)))
+
+    def written(write, rec):
+        try:
+            return write(dict(rec))
+        except (UnicodeEncodeError, ValueError) as e:
+            return type(e)
+
+    for _ in range(5000):
+        t = r.choice([r.uniform(0, 2e9), 1e16, 1e-5, 123.0, 1796000000.123456, r.uniform(-1e20, 1e20), 7,
+                      float("inf"), float("nan")])
+        rec = {"t": t, "s": text(), "k": "req", "x": r.choice([r.randrange(1 << 40), 1 << 70]), "method": text(),
+               "path": text(), "headers": tuple((text(), text()) for _ in range(r.randrange(4))), "client": text(),
+               "d": r.choice(list(Direction))}
+        if r.random() < 0.3:
+            rec["complete"] = False
+        assert written(fmt._record, rec) == written(lambda d: fmt._dumps(d).encode("utf-8"), rec), rec

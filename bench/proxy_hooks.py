@@ -1,0 +1,184 @@
+"""CPU time of mrtr-inspect's own work in the proxy process, per MRTR chain, in-process: what the
+embedded proxy's addons (`HostGuard`, `MrtrInspect`) and the recorder do on mitmproxy's event loop,
+with mitmproxy itself, the sockets and the analysis process left out.
+
+A chain is the two exchanges `bench/http_peers.py` drives (`tools/call deploy` → `input_required`,
+the retry → complete), as mitmproxy hands them to the addons: real `HTTPFlow`s with the same headers
+and bodies, the hooks called in mitmproxy's order (requestheaders, request, responseheaders,
+response), each step framed, redacted and appended to a recording (a temporary file, as with
+`--record`), the records batched for the analysis as `proxy.AnalysisProcess` does (its spooler
+replaced by one that drops them: the hand-off to the analysis process is not counted here).
+The figure is the main thread's CPU time (`time.process_time` less the other threads': none here)
+divided by the chains, the median of `--turns` turns.
+
+    python bench/proxy_hooks.py [--chains 4000] [--turns 7] [--against DIR] [--instructions]
+
+`--against DIR` measures another checkout (its `mrtr_inspect` first on the path) in turns
+alternated with this one, each turn a process of its own, and prints both and their ratio.
+`--instructions` counts instructions instead (callgrind, as bench/instructions.py: the same count
+for the same code whatever the machine does): a run of 3 x `--chains` chains less a run of
+`--chains`, divided by the 2 x `--chains` chains between them. No target of its own: it explains
+`http_cpu.py`'s proxy process figure (mrtr-inspect's less mitmproxy-lean's).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+_ANSWER = (b'{"jsonrpc":"2.0","id":%d,"result":{"inputRequests":{"confirm":{"method":"elicitation/create",'
+           b'"params":{"message":"Deploy to bench?","mode":"form","requestedSchema":{"properties":{"confirm":'
+           b'{"type":"boolean"}},"required":["confirm"],"type":"object"}}}},"requestState":"v1.' + b"x" * 300
+           + b'","resultType":"input_required","_meta":{"io.modelcontextprotocol/serverInfo":{"name":"sample",'
+           b'"version":"1"}}}}')
+_DONE = b'{"jsonrpc":"2.0","id":%d,"result":{"content":[{"type":"text","text":"deployed to bench"}],"isError":false}}'
+
+
+def _turn(chains: int) -> float:
+    """One turn in this process: CPU seconds per chain."""
+    from mitmproxy import http
+    from mitmproxy.proxy.mode_specs import ProxyMode
+    from mitmproxy.test import tflow
+
+    from mrtr_inspect.adapters import proxy
+    from mrtr_inspect.adapters.host_guard import HostGuard
+    from mrtr_inspect.adapters.mitm_addon import MrtrInspect
+    from mrtr_inspect.adapters.recorder import HttpRecorder
+    from mrtr_inspect.config import Config
+    from mrtr_inspect.recording.writer import RecordingWriter, redactor_for
+
+    class Spool:  # the spooler's counters; the records dropped
+        queued = written = 0
+
+        def put(self, kind, t, data=b""):
+            self.queued += len(data)
+            self.written = self.queued
+
+    meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
+            "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
+            "io.modelcontextprotocol/clientCapabilities": {"elicitation": {"form": {}}}}
+    headers = [(b"Host", b"127.0.0.1:8788"), (b"Accept-Encoding", b"identity"), (b"Content-Type", b"application/json"),
+               (b"Accept", b"application/json, text/event-stream"), (b"MCP-Protocol-Version", b"2026-07-28"),
+               (b"Mcp-Method", b"tools/call"), (b"Mcp-Name", b"deploy")]
+    mode = ProxyMode.parse("reverse:http://127.0.0.1:3000")
+
+    def flow(body: bytes, answer: bytes) -> tuple[http.HTTPFlow, http.Response]:
+        f = tflow.tflow()
+        f.client_conn.proxy_mode = mode
+        f.client_conn.sockname = ("127.0.0.1", 8788)
+        f.client_conn.peername = ("127.0.0.1", 40000)
+        f.server_conn.address = ("127.0.0.1", 3000)
+        f.response = None
+        f.metadata.clear()
+        req = f.request
+        req.method, req.path = "POST", "/mcp"
+        req.headers = http.Headers(headers + [(b"Content-Length", str(len(body)).encode())])
+        req.raw_content = body
+        resp = http.Response.make(200, answer, {"content-type": "application/json", "date": "Sat, 05 Dec 2026 15:42:47 GMT",
+                                                "server": "uvicorn"})
+        return f, resp
+
+    with tempfile.TemporaryDirectory() as tmp:
+        config = Config()
+        writer = RecordingWriter(str(Path(tmp) / "r.jsonl"), "http", {}, redactor_for(config))
+        proxy.fork_analysis = lambda make: (0, Spool())
+        analysis = proxy.AnalysisProcess(None, HttpRecorder(writer.session, writer.redactor, writer,
+                                                            limit=config.max_message_bytes), config.max_backlog_bytes)
+        guard = HostGuard((), lambda line: None)
+        guard.rewrite = True
+        addon = MrtrInspect(config, analysis=analysis)
+        params = {"name": "deploy", "arguments": {"env": "bench"}, "_meta": meta}
+        first = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
+        retry = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
+            **params, "inputResponses": {"confirm": {"action": "accept", "content": {"confirm": True}}},
+            "requestState": "v1." + "x" * 300}}).encode()
+        # the chain's two flows, used again for every chain (what the hooks change put back: the
+        # request's headers, whose Host the guard rewrites, the response, the metadata), so that
+        # the count is the hooks' work and not the making of flows
+        flows = [(f, resp, f.request.headers.fields) for f, resp in (flow(first, _ANSWER % 1), flow(retry, _DONE % 2))]
+
+        async def run() -> float:
+            t0 = time.process_time()
+            for n in range(chains):
+                for f, resp, head in flows:
+                    f.metadata.clear()
+                    f.response = None
+                    f.request.headers = http.Headers(head)
+                    guard.requestheaders(f)
+                    addon.requestheaders(f)
+                    addon.request(f)
+                    f.response = resp
+                    addon.responseheaders(f)
+                    addon.response(f)
+                if n % 8 == 7:
+                    await asyncio.sleep(0)  # the batches flushed as the loop turns (FLUSH_AFTER)
+            analysis._flush()
+            return time.process_time() - t0
+
+        cpu = asyncio.run(run())
+        writer.close()
+    return cpu / chains
+
+
+def _instructions(trees: dict[str, Path], chains: int) -> dict:
+    sys.path.insert(0, str(ROOT / "bench"))
+    from instructions import _count
+
+    code = (f"import sys; sys.argv = ['proxy_hooks', '--one', '--chains', sys.argv[1]]; "
+            f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import proxy_hooks; proxy_hooks.main()")
+    os.environ["MRTR_INSPECT_REDACTION_KEY"] = "bench"
+    per = {name: (_count(tree, code, [str(3 * chains)], ok=(0,)) - _count(tree, code, [str(chains)], ok=(0,)))
+           / (2 * chains) for name, tree in trees.items()}
+    print(f"mrtr-inspect's work in the proxy process, instructions per MRTR chain (callgrind; {3 * chains} "
+          f"chains less {chains}):")
+    for name, n in per.items():
+        print(f"  {name:<10} {n / 1000:9.1f} k")
+    if len(per) > 1:
+        print(f"  this tree / against: {per['this tree'] / per['against']:.3f}x")
+    return per
+
+
+def main(argv: list[str] | None = None) -> dict:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--chains", type=int, default=4000)
+    ap.add_argument("--turns", type=int, default=7)
+    ap.add_argument("--against", help="another checkout, measured in turns alternated with this one")
+    ap.add_argument("--one", action="store_true", help=argparse.SUPPRESS)  # a turn of this process' tree
+    ap.add_argument("--instructions", action="store_true", help="count instructions (callgrind) instead of CPU time")
+    args = ap.parse_args(argv)
+    if args.one:
+        print(_turn(args.chains))
+        return {}
+    trees = {"this tree": ROOT} | ({"against": Path(args.against).resolve()} if args.against else {})
+    if args.instructions:
+        return _instructions(trees, args.chains)
+    per: dict[str, list[float]] = {k: [] for k in trees}
+    for _ in range(args.turns):
+        for name, tree in trees.items():
+            env = {**os.environ, "PYTHONPATH": str(tree), "MRTR_INSPECT_REDACTION_KEY": "bench"}
+            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", "--chains", str(args.chains)],
+                                 env=env, cwd=tree, check=True, capture_output=True, text=True).stdout
+            per[name].append(float(out.split()[-1]) * 1e6)
+    print(f"mrtr-inspect's work in the proxy process, CPU per MRTR chain (µs; {args.chains} chains, "
+          f"median of {args.turns} turns; load {os.getloadavg()[0]:.1f}):")
+    med = {}
+    for name, v in per.items():
+        v.sort()
+        med[name] = v[len(v) // 2]
+        print(f"  {name:<10} {med[name]:7.1f}   range {v[0]:.1f}-{v[-1]:.1f}")
+    if args.against:
+        print(f"  this tree / against: {med['this tree'] / med['against']:.3f}x")
+    return med
+
+
+if __name__ == "__main__":
+    main()
