@@ -1,4 +1,5 @@
-"""The proxy's DNS rebinding check (hosts.py), as a mitmproxy addon loaded before `MrtrInspect`.
+"""The proxy's DNS rebinding check (hosts.py), as a mitmproxy addon loaded before `MrtrInspect` (in
+the embedded proxy, run by `MrtrInspect`'s own hooks first: one addon fewer for every event to visit).
 
 In reverse mode a request is addressed to the proxy itself: its `Host` and `Origin` must name it
 (loopback names, the listening address, `--allow-host` / `mrtr_allow_host`), else it is answered

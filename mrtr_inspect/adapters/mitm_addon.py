@@ -44,7 +44,7 @@ from ..outputs.live import LiveView
 from ..recording.writer import redactor_for
 from .flow_notes import NOTES_KEY, FlowNotes, HeldSaves, show_comment_column
 from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
-from .host_guard import refused
+from .host_guard import HostGuard, refused
 from .live_analysis import new_analysis, session_start
 from .mitm_options import SESSION_OPTIONS, Session, declare, open_session
 from .mitm_thread import AnalysisThread, LoopOutbox, log_line
@@ -106,8 +106,11 @@ class MrtrInspect:
     be logged with a traceback.
     """
 
-    def __init__(self, config: Config | None = None, *, analysis=None) -> None:
+    def __init__(self, config: Config | None = None, *, analysis=None, guard: HostGuard | None = None) -> None:
         self.config = config or Config()
+        # the embedded proxy's Host/Origin check, run first from these hooks: mitmproxy visits every
+        # addon with every event of every flow, so one addon fewer saves that much on each
+        self.guard = guard
         self.embedded = analysis is not None
         self.settings_file = config is None and not self.embedded
         self.analysis = analysis
@@ -125,9 +128,13 @@ class MrtrInspect:
 
     # -- mitmproxy lifecycle ----------------------------------------------------------------------
     def load(self, loader) -> None:
+        if self.guard is not None:
+            self.guard.load(loader)
         declare(loader)
 
     def configure(self, updated: set[str]) -> None:
+        if self.guard is not None:
+            self.guard.configure(updated)
         if self.embedded or not updated & SESSION_OPTIONS:
             return
         values = tuple(getattr(ctx.options, name, None) for name in sorted(SESSION_OPTIONS))
@@ -245,6 +252,8 @@ class MrtrInspect:
 
     # -- HTTP events (mitmproxy's event loop: quick, and never raising) ----------------------------
     def requestheaders(self, flow: http.HTTPFlow) -> None:
+        if self.guard is not None:
+            self.guard.requestheaders(flow)
         try:
             a = self._session()
             if a is None or refused(flow):  # host_guard answered it 403: never forwarded, no part of the session

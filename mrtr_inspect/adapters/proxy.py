@@ -279,7 +279,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
                                                     limit=config.max_message_bytes), config.max_backlog_bytes)
     if exports is not None:
         exports.forked()
-    addon = MrtrInspect(config, analysis=analysis)
+    addon = MrtrInspect(config, analysis=analysis, guard=guard)
     mitm_log = logging.getLogger("mitmproxy")
     handler, propagate = _MitmLog(say), mitm_log.propagate
     mitm_log.addHandler(handler)
@@ -287,7 +287,7 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
     code = 0
     try:
         # the ready line names the path with its secret query values redacted, as the recording does
-        code = asyncio.run(_serve(addon, analysis, origin, redactor.url(path), host, port, say, handler, guard))
+        code = asyncio.run(_serve(addon, analysis, origin, redactor.url(path), host, port, say, handler))
     except KeyboardInterrupt:  # a SIGINT before our handler was in place: nothing was served yet
         pass
     finally:
@@ -298,14 +298,14 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
 
 
 async def _serve(addon: MrtrInspect, analysis: AnalysisProcess, origin: str, path: str, host: str, port: int,
-                 say, log: _MitmLog, guard: HostGuard) -> int:
+                 say, log: _MitmLog) -> int:
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
     master = reverse_proxy_master()
     ready = _Ready()
-    master.addons.add(guard, addon, ready)  # the guard first: a refused request reaches no other hook of ours
+    master.addons.add(addon, ready)  # the guard (addon.guard) runs first in its hooks: a refused request goes no further
     try:
         master.options.update(mode=[f"reverse:{origin}"], listen_host=host, listen_port=port,
                               connection_strategy="lazy", confdir=str(cache_dir() / "mitmproxy"))
