@@ -11,7 +11,7 @@ process of the tool at once. What may be lost is what had not crossed whole: a l
 not arrived (the tee), a body still streaming (the proxy), and a body that decodes past QUICK_DECODE
 bytes, with the steps after it, until the recorder's thread has recorded them just after they
 crossed (`HttpRecorder.feed`: no decoding of size in mitmproxy's hooks). The analysis process reads
-the tee's recording back as it grows (live_analysis.RecordedInput), or gets the same bytes or
+the tee's recording back as it grows (live_inputs.RecordedInput), or gets the same bytes or
 frames through its pipe (the proxy; the tee without a recording it can read back), and no longer
 writes the recording; it only ends the session when the
 forwarding process died before it could (`RecordingWriter.close(after_kill=True)`).

@@ -10,7 +10,7 @@ The client starts the tee instead of the server; the tee starts the server and s
                         (with a recording: "the writes reached offset N"; without: the chunks)
 
 Forwarding never waits for the analysis. With `--record` on a regular file the analysis reads the
-recording itself as it grows (live_analysis.RecordedInput: whole records only, decoded as `check`
+recording itself as it grows (live_inputs.RecordedInput: whole records only, decoded as `check`
 decodes them, so the live report is `check`'s of the recording), and the forwarding threads hand
 it no copy of the bytes: each chunk's `Tap.put` records the chunk, then only wakes the spooler
 (`Spooler.wake`: a flag test while a notice already waits), whose thread sends the offset the

@@ -190,7 +190,7 @@ class Follower:
     file waits for its header; a first line that is not one raises UnreadableRecording.
 
     `file` and `start`: a file already open, read from the offset `start` on, where a session's
-    header ended (the tee's analysis process follows its own session: live_analysis.RecordedInput)."""
+    header ended (the tee's analysis process follows its own session: live_inputs.RecordedInput)."""
 
     def __init__(self, path: str | os.PathLike, limit: int | None = MAX_MESSAGE_BYTES, *, file=None,
                  start: int = 0) -> None:

@@ -207,7 +207,7 @@ class RecordingWriter:
 
     def reader(self) -> tuple | None:
         """(a file open for reading on this recording, the offset its writes reached: after the
-        header, once it began): what the tee's analysis process follows (live_analysis.RecordedInput);
+        header, once it began): what the tee's analysis process follows (live_inputs.RecordedInput);
         None for what cannot be read back as it grows (standard output, a FIFO, a device), or when
         the name no longer leads to the file written (replaced since)."""
         if not self.regular or self.closed:

@@ -1,4 +1,4 @@
-"""The tee's analysis reading its recording as it grows (live_analysis.RecordedInput, the Tap with
+"""The tee's analysis reading its recording as it grows (live_inputs.RecordedInput, the Tap with
 `follow`, the spooler's UPTO notices): no copy of the bytes is handed over, the live report is
 `check`'s of the recording, a record is read only once it is whole, a follower behind by
 max_backlog_bytes skips whole messages and says how many, and a recording that stops hands chunks
@@ -12,7 +12,8 @@ import os
 
 from mrtr_inspect.adapters import analysis_process as ap
 from mrtr_inspect.adapters import stdio_tee as tee
-from mrtr_inspect.adapters.live_analysis import LiveAnalysis, RecordedInput
+from mrtr_inspect.adapters.live_analysis import LiveAnalysis
+from mrtr_inspect.adapters.live_inputs import RecordedInput
 from mrtr_inspect.adapters.offline import analyze
 from mrtr_inspect.adapters.recorder import StdioRecorder
 from mrtr_inspect.config import Config

@@ -10,6 +10,7 @@ import enum
 import inspect
 from pathlib import Path
 
+import mrtr_inspect
 from mrtr_inspect.core import events, hops, inspector, observations
 
 CORE = Path(inspector.__file__).resolve().parent
@@ -107,3 +108,11 @@ def test_the_cheap_constructor_builds_the_frozen_class_itself():
         else:
             raise AssertionError(f"{cls.__name__}.new built a mutable instance")
         assert getattr(o, field) == args[0]
+
+
+def test_no_module_is_large():
+    """Issue 26's done-when, held: no module of mrtr_inspect/ over 900 lines, no adapter over 400."""
+    pkg = Path(mrtr_inspect.__file__).parent
+    sizes = {p.relative_to(pkg).as_posix(): len(p.read_text(encoding="utf-8").splitlines()) for p in pkg.rglob("*.py")}
+    assert {m: n for m, n in sizes.items() if n > 900} == {}
+    assert {m: n for m, n in sizes.items() if m.startswith("adapters/") and n > 400} == {}

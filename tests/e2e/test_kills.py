@@ -105,7 +105,7 @@ def test_a_killed_tee_loses_no_message_that_crossed(tmp_path, what):
     """20,000 requests through the tee to bench/echo_server.py, SIGKILL after 8,000 answers: of the
     tee alone (its analysis process lives on and ends the session in the file), or of the tee, its
     analysis process and its child at once. The recording lacks at most one message that crossed.
-    The analysis process follows the recording (live_analysis.RecordedInput): when it outlives the
+    The analysis process follows the recording (live_inputs.RecordedInput): when it outlives the
     tee, its report is `check`'s of the recording it ended."""
     record, received, report = tmp_path / "r.jsonl", tmp_path / "received", tmp_path / "report.json"
     server = [sys.executable, str(ROOT / "bench" / "echo_server.py"), str(received)]
