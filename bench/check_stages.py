@@ -24,7 +24,10 @@ import sys
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+# this checkout first, unless the caller put one on the path (instructions.py --tree/--against sets
+# PYTHONPATH to the tree it counts: this file's own checkout first would count it instead)
+if not os.environ.get("PYTHONPATH"):
+    sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from check_speed import floor as parse_floor  # noqa: E402
 
