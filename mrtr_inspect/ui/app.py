@@ -286,6 +286,7 @@ class InspectApp(App[int]):
         self._messages: list[tuple[int, str]] = []
         self._rows_view = self._findings_view = array("i")
         self._said = 0
+        self._heading_width = 0  # the list's width the heading was drawn for
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -317,9 +318,11 @@ class InspectApp(App[int]):
     # -- the store, a few times a second ----------------------------------------------------------
     def _tick(self) -> None:
         store = self.store
-        if store.generation == self._seen_generation and len(store.said) == self._said:
+        width = self.query_one("#chains").size.width or 80
+        if store.generation == self._seen_generation and len(store.said) == self._said and width == self._heading_width:
             return
         self._said = len(store.said)
+        self._heading_width = width  # the list changed width (a resize, the detail pane): the heading follows
         # what the lists show until the next tick (the list not on the screen is left as it was)
         if self.showing_findings:
             self._findings_view = store.visible_findings()
@@ -328,7 +331,6 @@ class InspectApp(App[int]):
         self._seen_generation = store.generation
         self.query_one("#chains", VirtualList).sync()
         self.query_one("#findings", VirtualList).sync()
-        width = self.query_one("#chains").size.width or 80
         heading = chain_heading(width) if not self.showing_findings else Text.assemble(
             *(_cell(t, w, "bold underline") for t, w in (("severity", 9), ("rule", 40), ("chain", 8), ("message", 60))))
         self.query_one("#heading", Static).update(heading)

@@ -236,3 +236,22 @@ def test_the_hop_picker_and_a_front_chain_exported_with_its_back_chain(tmp_path)
     drive([rec], steps)
     text = md.read_text()
     assert "participant G as Gateway" in text and "participant U as Upstream" in text  # c1 with the c2 it caused
+
+
+def test_the_list_heading_follows_the_list_width(tmp_path):
+    """The heading's columns are those of the rows after the list changes width with nothing new in the
+    store (a resize, the detail pane): the heading was drawn only when the store changed, so it could
+    keep the width of before."""
+    rec = sample(tmp_path / "sample.jsonl")
+
+    def columns(screen: str) -> tuple[int, int]:
+        lines = screen.splitlines()
+        heading = next(line for line in lines if line.startswith("chain "))
+        row = next(line for line in lines if line.startswith("c1 "))
+        return heading.index("outcome"), row.index("complete")
+
+    async def steps(s):
+        await s.pilot.resize_terminal(150, 40)
+        await s.until(lambda: columns(s.screen)[0] == columns(s.screen)[1], timeout=5)
+
+    drive([rec], steps)
