@@ -86,6 +86,24 @@ def chain_heading(width: int) -> Text:
     return Text.assemble(*(_cell(t, w, "bold underline") for (t, _), w in zip(COLUMNS, chain_columns(width))))
 
 
+def findings_heading(width: int) -> Text:
+    return Text.assemble(*(_cell(t, w, "bold underline") for t, w in (("severity", 9), ("rule", 40), ("chain", 8),
+                                                                      ("message", 60))))
+
+
+class Heading(Static):
+    """The heading over the lists, drawn for the width it has when it is drawn: it stands in the same
+    column as the lists, so its columns are those of their rows in the same frame (drawn at each tick,
+    it could show the width of before a resize until the next tick)."""
+
+    def __init__(self, make: Callable[[int], Text], **kw) -> None:
+        super().__init__(**kw)
+        self.make = make
+
+    def render(self) -> Text:
+        return self.make(self.size.width or 80)
+
+
 class VirtualList(ScrollView, can_focus=True):
     """A list of any length that draws only the rows on the screen: `count()` rows, `line(i, width)`
     the text of row i. A cursor moves over them; Enter opens the row."""
@@ -286,7 +304,6 @@ class InspectApp(App[int]):
         self._messages: list[tuple[int, str]] = []
         self._rows_view = self._findings_view = array("i")
         self._said = 0
-        self._heading_width = 0  # the list's width the heading was drawn for
 
     # -- layout -----------------------------------------------------------------------------------
     def compose(self) -> ComposeResult:
@@ -295,7 +312,8 @@ class InspectApp(App[int]):
                     "(Enter applies, Esc leaves)", id="filter")
         with Horizontal(id="main"):
             with Vertical(id="left"):
-                yield Static(id="heading")
+                yield Heading(lambda width: findings_heading(width) if self.showing_findings else chain_heading(width),
+                              id="heading")
                 yield VirtualList(self._chain_count, self._chain_line, id="chains")
                 yield VirtualList(self._finding_count, self._finding_line, id="findings", classes="hidden")
             with Vertical(id="right"):
@@ -318,11 +336,9 @@ class InspectApp(App[int]):
     # -- the store, a few times a second ----------------------------------------------------------
     def _tick(self) -> None:
         store = self.store
-        width = self.query_one("#chains").size.width or 80
-        if store.generation == self._seen_generation and len(store.said) == self._said and width == self._heading_width:
+        if store.generation == self._seen_generation and len(store.said) == self._said:
             return
         self._said = len(store.said)
-        self._heading_width = width  # the list changed width (a resize, the detail pane): the heading follows
         # what the lists show until the next tick (the list not on the screen is left as it was)
         if self.showing_findings:
             self._findings_view = store.visible_findings()
@@ -331,9 +347,7 @@ class InspectApp(App[int]):
         self._seen_generation = store.generation
         self.query_one("#chains", VirtualList).sync()
         self.query_one("#findings", VirtualList).sync()
-        heading = chain_heading(width) if not self.showing_findings else Text.assemble(
-            *(_cell(t, w, "bold underline") for t, w in (("severity", 9), ("rule", 40), ("chain", 8), ("message", 60))))
-        self.query_one("#heading", Static).update(heading)
+        self.query_one("#heading", Heading).refresh()
         self.query_one("#top", Static).update(self._status())
         if self.opened is not None and (row := store.row(self.opened)) is not None and row.live is not None:
             self._open(self.opened)  # an open chain moves on (--follow)

@@ -239,9 +239,9 @@ def test_the_hop_picker_and_a_front_chain_exported_with_its_back_chain(tmp_path)
 
 
 def test_the_list_heading_follows_the_list_width(tmp_path):
-    """The heading's columns are those of the rows after the list changes width with nothing new in the
-    store (a resize, the detail pane): the heading was drawn only when the store changed, so it could
-    keep the width of before."""
+    """The heading's columns are those of the rows in every frame after the list changes width with
+    nothing new in the store (a resize, the detail pane opening). Drawn at the view's tick, the heading
+    kept the width of before until the next tick (a clean run's snapshot caught it one column off)."""
     rec = sample(tmp_path / "sample.jsonl")
 
     def columns(screen: str) -> tuple[int, int]:
@@ -251,7 +251,17 @@ def test_the_list_heading_follows_the_list_width(tmp_path):
         return heading.index("outcome"), row.index("complete")
 
     async def steps(s):
-        await s.pilot.resize_terminal(150, 40)
-        await s.until(lambda: columns(s.screen)[0] == columns(s.screen)[1], timeout=5)
+        seen = set()
+        for width in (200, 181, 220, 193):
+            await s.pilot.resize_terminal(width, 40)
+            await s.pilot.pause()  # the resize laid out and drawn, no tick waited for
+            heading_at, row_at = columns(s.screen)
+            assert heading_at == row_at, f"at width {width}:\n{s.screen}"
+            seen.add(row_at)
+        assert len(seen) == 4  # the rows did move with the width
+        await s.pilot.press("enter")  # the detail pane opens: the list narrows
+        await s.pilot.pause()
+        heading_at, row_at = columns(s.screen)
+        assert heading_at == row_at, s.screen
 
     drive([rec], steps)
