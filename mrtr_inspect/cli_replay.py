@@ -184,7 +184,8 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
     """Active probes (docs/rules.md §12, docs/probes.md): each recorded chain with a round is played against the live
     server up to that round, then sent mutated (a tampered requestState, a missing answer…); the
     server's reaction is judged. Exit 0: nothing at or above --fail-on; 1: findings at or above it;
-    2: bad usage, unreadable input, or a server that cannot be started or reached.
+    2: bad usage, unreadable input, or a server that cannot be started or reached; 130: interrupted
+    by Ctrl-C, 143 by SIGTERM (the server under test stops, what was judged is written).
 
     \b
       mrtr-inspect probe session.jsonl -- python server.py
@@ -192,6 +193,7 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
     """
     from .probe.command import probe
     from .probe.runner import ProbeOptions
+    from .probe.stop import StopSignals
     from .recording.files import unwritable
     from .replay import run
 
@@ -200,9 +202,10 @@ def probe_command(path, cmd, upstream, only, fmt, output, fail_on, allow_remote,
         fail(reason)
     names = tuple(n.strip() for n in (only or "").split(",") if n.strip())
     options = ProbeOptions(names, timeout, max_rounds, reuse, dry_run)
-    code, _, _ = probe(path, upstream=upstream, cmd=tuple(cmd), options=options, fmt=fmt, output_path=output,
-                       fail_on=fail_on, allow_remote=allow_remote, record=record,
-                       headers=tuple(run.parse_header(h) for h in headers), config=config)
+    with StopSignals() as stop:
+        code, _, _ = probe(path, upstream=upstream, cmd=tuple(cmd), options=options, fmt=fmt, output_path=output,
+                           fail_on=fail_on, allow_remote=allow_remote, record=record,
+                           headers=tuple(run.parse_header(h) for h in headers), config=config, stop=stop)
     sys.exit(code)
 
 

@@ -19,9 +19,10 @@ from ..recording.files import open_private
 from ..replay.script import ReplayError, load_script
 from ..rules.common import loopback_host
 from . import output
-from .client_runner import ClientOptions, ClientProbeRun, StopSignals, mutation_names, run_client_probes
+from .client_runner import ClientOptions, ClientProbeRun, mutation_names, run_client_probes
 from .mutations import FAIL, PASS, SKIPPED
 from .runner import describe
+from .stop import StopSignals
 
 NOTE_LEFT_OUT = ("{n} about the probe server's own answers (recorded, or changed on purpose) left out: a client "
                  "probe judges the client")

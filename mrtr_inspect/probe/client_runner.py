@@ -11,7 +11,6 @@ still running when the probe's time ran out).
 
 from __future__ import annotations
 
-import contextlib
 import json
 import os
 import shlex
@@ -20,7 +19,6 @@ import signal
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from dataclasses import dataclass, field
 from typing import Any, Callable
@@ -34,6 +32,7 @@ from ..replay.script import ReplayError, Script
 from . import client_mutations as cm
 from .mutations import FAIL, PASS, SKIPPED
 from .runner import ProbeResult, _finding
+from .stop import StopSignals
 
 URL_FIELD, SERVER_FIELD = "{url}", "{server}"
 STATE_RULES = ("request-state-altered", "request-state-dropped")
@@ -342,57 +341,6 @@ def expand(cmd: list[str], url: str | None, server: list[str] | None) -> list[st
             a = a.replace(URL_FIELD, url)
         out.append(a)
     return out
-
-
-class StopSignals:
-    """Ctrl-C (SIGINT) and SIGTERM while probe-client runs (`with StopSignals() as stop:`, main
-    thread only; the previous handlers come back after).
-
-    The first signal raises KeyboardInterrupt, as Python's own SIGINT handler does; the run stops the
-    client's process group and the probe server and reports what was judged so far. Later signals
-    are only noted: the clean-up they would cut short is itself bounded (SIGTERM, then SIGKILL).
-    The handlers are installed whatever was inherited: a shell without job control (a script, `make
-    test &`, many CI runners) starts a background command with SIGINT ignored, and Python then
-    installs no KeyboardInterrupt handler at all, so a Ctrl-C or `kill -INT` never reached the run
-    (as `mrtr-inspect`'s proxy and `replay serve`, and mitmdump, which take SIGINT and SIGTERM
-    whatever they inherited). `held()`: a signal is taken at the next `check()` instead (while the
-    client starts, so that its process group is known and stopped)."""
-
-    SIGNALS = (signal.SIGINT, signal.SIGTERM)
-
-    def __init__(self) -> None:
-        self.signum = 0
-        self._held = False
-        self._old: dict = {}
-
-    def __enter__(self) -> StopSignals:
-        if threading.current_thread() is threading.main_thread():
-            for s in self.SIGNALS:
-                self._old[s] = signal.signal(s, self._on_signal)
-        return self
-
-    def __exit__(self, *exc) -> None:
-        for s, h in self._old.items():
-            signal.signal(s, h)
-        self._old.clear()
-
-    def _on_signal(self, signum: int, frame) -> None:
-        first = not self.signum
-        self.signum = self.signum or signum
-        if first and not self._held:
-            raise KeyboardInterrupt
-
-    @contextlib.contextmanager
-    def held(self):
-        self._held = True
-        try:
-            yield
-        finally:
-            self._held = False
-
-    def check(self) -> None:
-        if self.signum:
-            raise KeyboardInterrupt
 
 
 def run_client(argv: list[str], env: dict, timeout: float, work: str, stop: StopSignals | None = None) -> ClientRun:

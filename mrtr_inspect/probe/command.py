@@ -7,6 +7,7 @@ from __future__ import annotations
 import contextlib
 import os
 import shutil
+import signal
 import sys
 import tempfile
 from typing import IO
@@ -19,6 +20,7 @@ from ..replay.script import ReplayError, load_script
 from ..rules.common import loopback_host
 from . import output
 from .runner import ProbeOptions, ProbeRun, run_probes
+from .stop import StopSignals
 
 
 def is_loopback(url: str) -> bool:
@@ -47,8 +49,11 @@ def recorded_chains_report(path: str, config: Config | None) -> list[dict]:
 def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), options: ProbeOptions | None = None,
           fmt: str = "text", output_path: str | None = None, fail_on: str = Severity.ERROR, allow_remote: bool = False,
           record: str | None = None, headers: tuple[tuple[str, str], ...] = (), config: Config | None = None,
-          out: IO[str] | None = None, err: IO[str] | None = None) -> tuple[int, ProbeRun, dict]:
-    """Run the probes; write the report; return (exit status, the run, the JSON report)."""
+          out: IO[str] | None = None, err: IO[str] | None = None,
+          stop: StopSignals | None = None) -> tuple[int, ProbeRun, dict]:
+    """Run the probes; write the report; return (exit status, the run, the JSON report). With `stop`
+    (entered by the caller: the command line), Ctrl-C or SIGTERM ends the run, the server under test
+    stops, what was judged is written, and the status is 130 or 143 (a shell's 128 + the signal)."""
     from ..replay.verify import HttpPeer, StdioPeer
 
     out, err = out or sys.stdout, err or sys.stderr
@@ -71,25 +76,35 @@ def probe(path: str, *, upstream: str | None = None, cmd: tuple[str, ...] = (), 
         # in a folder of its own (0700, random name): no name another user could plant a link at
         temp = os.path.join(tempfile.mkdtemp(prefix="mrtr-probe-"), "traffic.jsonl")
     try:
-        run = run_probes(script, make_peer, options, transport, config, record or temp)
-        chains = recorded_chains_report(path, config)
-        doc = output.report(run, path, chains, against)
-        if temp is not None:
-            doc["traffic"] = None
-        with open_private(output_path) if output_path else contextlib.nullcontext(out) as stream:
-            if options.dry_run:
-                output.write_dry_run(run, stream, against)
-            elif fmt == "json":
-                output.write_json(doc, stream)
-            elif fmt == "sarif":
-                output.write_sarif(run, chains, stream)
-            elif fmt == "junit":
-                stream.write(output.junit(run, path, fail_on))
-            else:
-                output.write_text(run, stream, against)
-            stream.flush()
+        run = run_probes(script, make_peer, options, transport, config, record or temp, stop=stop)
+        with stop.held() if stop is not None else contextlib.nullcontext():  # the report is written whole
+            doc = _write(run, path, against, fmt, options.dry_run, output_path, fail_on, config, out,
+                         temp is not None)
     finally:
         if temp is not None:
             shutil.rmtree(os.path.dirname(temp), ignore_errors=True)
+    if run.interrupted or (stop is not None and stop.signum):
+        return 128 + ((stop.signum if stop is not None else 0) or signal.SIGINT), run, doc
     bad = fail_on != "never" and any(RANK.get(f.severity, 0) >= RANK[fail_on] for f in run.findings)
     return (1 if bad else 0), run, doc
+
+
+def _write(run: ProbeRun, path: str, against: str, fmt: str, dry_run: bool, output_path: str | None, fail_on: str,
+           config: Config | None, out: IO[str], temp: bool) -> dict:
+    chains = recorded_chains_report(path, config)
+    doc = output.report(run, path, chains, against)
+    if temp:
+        doc["traffic"] = None
+    with open_private(output_path) if output_path else contextlib.nullcontext(out) as stream:
+        if dry_run:
+            output.write_dry_run(run, stream, against)
+        elif fmt == "json":
+            output.write_json(doc, stream)
+        elif fmt == "sarif":
+            output.write_sarif(run, chains, stream)
+        elif fmt == "junit":
+            stream.write(output.junit(run, path, fail_on))
+        else:
+            output.write_text(run, stream, against)
+        stream.flush()
+    return doc

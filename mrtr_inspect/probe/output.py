@@ -16,6 +16,9 @@ from ..version import __version__
 from .runner import FAIL, PASS, SKIPPED, ProbeRun, describe
 
 
+INTERRUPTED = "interrupted: the probes not run are not reported"
+
+
 def counts(run: ProbeRun) -> dict[str, int]:
     out = {PASS: 0, FAIL: 0, SKIPPED: 0}
     for r in run.probes:
@@ -45,7 +48,7 @@ def report(run: ProbeRun, path: str, chains: list[dict], against: str) -> dict:
         "chains": chains,
         "probes": [r.to_json() for r in run.probes],
         "findings": [f.to_json() for f in run.findings],
-    }
+    } | ({"notes": [INTERRUPTED]} if run.interrupted else {})
 
 
 def write_text(run: ProbeRun, out: IO[str], against: str, verbose: bool = False) -> None:
@@ -64,6 +67,8 @@ def write_text(run: ProbeRun, out: IO[str], against: str, verbose: bool = False)
     if run.record:
         line += f"; the probe's traffic is in {run.record}"
     out.write(printable(line) + "\n")
+    if run.interrupted:
+        out.write(f"note: {INTERRUPTED}\n")
 
 
 def write_dry_run(run: ProbeRun, out: IO[str], against: str) -> None:

@@ -13,6 +13,7 @@ request or its response: the probe sent that on purpose, and the verdict judges 
 
 from __future__ import annotations
 
+import contextlib
 import itertools
 import threading
 import time
@@ -32,6 +33,7 @@ from ..replay.wire import set_member
 from ..recording.writer import RecordingError, RecordingWriter, new_session_id, redactor_for
 from . import mutations as mu
 from .mutations import FAIL, PASS, SKIPPED, Live, Plan, RecordedChain
+from .stop import StopSignals
 
 
 @dataclass
@@ -68,6 +70,7 @@ class ProbeRun:
     findings: list[Finding]  # the failures, then what the rules said of the probe's traffic
     messages: int  # messages of the probe's traffic
     record: str | None
+    interrupted: bool = False  # a stop signal ended the run: the probes not run are not reported
 
 
 # -------------------------------------------------------------------------------------------------
@@ -325,7 +328,13 @@ def run_one(plan: Plan, env: _Env) -> ProbeResult:
 
     worker = threading.Thread(target=body, name="mrtr-inspect-probe", daemon=True)
     worker.start()
-    worker.join(env.options.timeout + 5.0)
+    try:
+        worker.join(env.options.timeout + 5.0)
+    except KeyboardInterrupt:  # a stop signal: this probe's server stops, the probe is not reported
+        _close(peer, log)
+        env.shared = None
+        worker.join(10.0)
+        raise
     hung = worker.is_alive()
     if hung or failure or not reuse or env.options.dry_run:
         _close(peer, log)
@@ -399,7 +408,10 @@ def _finding(res: ProbeResult, config: Config | None) -> Finding | None:
 
 def run_probes(script: Script, make_peer: Callable[[str, ProbeLog], Peer], options: ProbeOptions | None = None,
                transport: str = "stdio", config: Config | None = None, record: str | None = None,
-               progress: Callable[[ProbeResult], None] | None = None) -> ProbeRun:
+               progress: Callable[[ProbeResult], None] | None = None, stop: StopSignals | None = None) -> ProbeRun:
+    """Every probe in turn. With `stop` (entered by the caller), a stop signal ends the run: the probe
+    under way stops with its server, unreported; what was judged before is (`interrupted`). Without
+    it, a KeyboardInterrupt goes on (the pytest plugin: the test session stops)."""
     options = options or ProbeOptions()
     unknown = [m for m in options.only if m not in mu.MUTATIONS]
     if unknown:
@@ -408,19 +420,27 @@ def run_probes(script: Script, make_peer: Callable[[str, ProbeLog], Peer], optio
     env = _Env(script, make_peer, traffic, options, itertools.count(1))
     results: list[ProbeResult] = []
     mutated: set[int] = set()
+    interrupted = False
     try:
         for item in plans(script, options):
+            if stop is not None:
+                stop.check()
             res = item if isinstance(item, ProbeResult) else run_one(item, env)
             mutated.update(res.mutated)
             results.append(res)
             if progress is not None:
                 progress(res)
+    except KeyboardInterrupt:
+        if stop is None:
+            raise
+        interrupted = True
     finally:
-        if env.shared is not None:
-            _close(*env.shared)
-        traffic.close()
+        with stop.held() if stop is not None else contextlib.nullcontext():  # the clean-up is bounded
+            if env.shared is not None:
+                _close(*env.shared)
+            traffic.close()
     played = [r for r in results if r.verdict != SKIPPED or r.sent]
-    if not options.dry_run and played and all(r.rule == "upstream-error" and not r.messages for r in played) \
+    if not options.dry_run and not interrupted and played and all(r.rule == "upstream-error" and not r.messages for r in played) \
             and all(_unreachable(r.reason) for r in played):
         raise VerifyError(played[0].reason)
     findings = []
@@ -430,7 +450,7 @@ def run_probes(script: Script, make_peer: Callable[[str, ProbeLog], Peer], optio
             if r.finding is not None:
                 findings.append(r.finding)
     findings += _passive(traffic, mutated)
-    return ProbeRun(results, findings, traffic.messages, traffic.record)
+    return ProbeRun(results, findings, traffic.messages, traffic.record, interrupted)
 
 
 def _unreachable(reason: str) -> bool:

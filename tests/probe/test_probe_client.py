@@ -18,7 +18,8 @@ from click.testing import CliRunner
 from mrtr_inspect.cli import main
 from mrtr_inspect.probe.client_command import probe_client
 from mrtr_inspect.probe.client_mutations import DIRECTORS
-from mrtr_inspect.probe.client_runner import ClientOptions, StopSignals, expand
+from mrtr_inspect.probe.client_runner import ClientOptions, expand
+from mrtr_inspect.probe.stop import StopSignals
 
 ROOT = Path(__file__).resolve().parents[2]
 HTTP_REC = str(ROOT / "fixtures/test_sdk_http/test_the_client_completes_every_chain.jsonl")

@@ -222,3 +222,45 @@ def test_probe_over_http(running):
     assert len(tampered) == 5 and all(p["verdict"] == "pass" for p in tampered), tampered
     assert [f for f in report["findings"] if f["severity"] == "error"] == []
     assert {p["verdict"] for p in report["probes"] if p["mutation"] == "replayed-state"} == {"fail"}
+
+
+@pytest.mark.skipif(not Path("/proc/self/stat").exists(), reason="finds the server under test in /proc (Linux)")
+@pytest.mark.parametrize("sig, inherited", [("SIGINT", "SIG_DFL"), ("SIGINT", "SIG_IGN"), ("SIGTERM", "SIG_DFL")],
+                         ids=["ctrl-c", "ctrl-c-inherited-ignored", "sigterm"])
+def test_ctrl_c_stops_the_server_and_writes_what_was_judged(recording, tmp_path, sig, inherited):
+    """A stop signal while a probe waits on a hung server: that server stops, the probes judged
+    before are written with a note, exit 128 + the signal. Before, SIGTERM killed probe with no report,
+    and a SIGINT inherited as ignored (a shell's background command) never reached it."""
+    import signal
+    import subprocess
+    import time
+
+    from tests.probe.test_probe_client import STARTED_WITH, _children
+
+    traffic = tmp_path / "traffic.jsonl"
+    p = subprocess.Popen([sys.executable, "-c", STARTED_WITH, inherited, "probe", str(recording), "--only",
+                          "undeclared-capability,declined", "--timeout", "120", "--record", str(traffic), "--",
+                          *SERVER, "--break", "hang-on-retry"], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True, cwd=ROOT, env={**os.environ, "PYTHONPATH": str(ROOT)})
+    try:
+        deadline = time.monotonic() + 120
+        while time.monotonic() < deadline:  # until the second probe's retry is in flight (it hangs)
+            text = traffic.read_bytes() if traffic.exists() else b""
+            at = text.find(b'"declined"')
+            if at >= 0 and b"inputResponses" in text[at:]:
+                break
+            time.sleep(0.1)
+        servers = _children(p.pid)
+        assert len(servers) == 1  # the hung probe's server (each probe starts its own)
+        p.send_signal(getattr(signal, sig))
+        out, err = p.communicate(timeout=60)
+    finally:
+        if p.poll() is None:
+            p.kill()
+            p.communicate()
+    assert p.returncode == 128 + getattr(signal, sig), err
+    assert "pass     undeclared-capability" in out and "declined" not in out, out
+    assert "note: interrupted: the probes not run are not reported" in out
+    assert "Traceback" not in err
+    with pytest.raises(ProcessLookupError):
+        os.kill(servers[0], 0)  # stopped and reaped
