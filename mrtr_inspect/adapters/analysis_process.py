@@ -24,7 +24,8 @@ process' main thread:
 - `upto(time, offset)` for `UPTO` (the tee with a recording: `Spooler.follow`): the recording's writes
   reached `offset`; the analysis reads the records appended since (whole lines) from the file itself,
   so the tee hands over no copy of the bytes, only this notice (one at a time while the spooler
-  has not sent the last, and the final one before `END`),
+  has not sent the last, and the final one before `END`); the proxy's too, from the offset its
+  `FOLLOW` gives (`follow(time, offset)`: where its session's header ended, sent once it listens),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -48,10 +49,10 @@ from typing import Callable, Protocol
 from ..core.events import Direction
 
 HEAD = struct.Struct("<BdI")  # item kind, time, length of the bytes that follow
-C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND, UPTO = range(10)  # GONE: the pipe broke before END (never sent)
+C2S, S2C, C2S_EOF, S2C_EOF, END, GONE, C2S_CUT, S2C_CUT, BEHIND, UPTO, FOLLOW = range(11)  # GONE: the pipe broke before END (never sent)
 DIRECTION = {C2S: Direction.C2S, S2C: Direction.S2C, C2S_EOF: Direction.C2S, S2C_EOF: Direction.S2C, C2S_CUT: Direction.C2S,
              S2C_CUT: Direction.S2C}
-SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages; UPTO's: an offset)
+SKIPPED = struct.Struct("<Q")  # a CUT item's bytes: how many bytes of the line were not sent (BEHIND's: messages; UPTO's, FOLLOW's: an offset)
 SPOOL_BATCH = 64  # items per write to the analysis pipe
 SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, before it looks again
 #: bytes the analysis process' reader holds for the analysis: past them the reader waits until the
@@ -67,6 +68,7 @@ class Consumer(Protocol):
     def skip(self, t: float, direction: str, n: int) -> None: ...
     def behind(self, t: float, n: int) -> None: ...
     def upto(self, t: float, offset: int) -> None: ...
+    def follow(self, t: float, offset: int) -> None: ...
     def eof(self, t: float, direction: str) -> None: ...
     def end(self, info: dict, t: float, gone: bool = False) -> int | None: ...
 
@@ -217,6 +219,8 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
             analysis.skip(t, DIRECTION[kind], SKIPPED.unpack(data)[0])
         elif kind == UPTO:
             analysis.upto(t, SKIPPED.unpack(data)[0])
+        elif kind == FOLLOW:
+            analysis.follow(t, SKIPPED.unpack(data)[0])
         elif kind == BEHIND:
             analysis.behind(t, SKIPPED.unpack(data)[0])
         elif kind == END:

@@ -11,9 +11,10 @@ proxy (analysis_process.py, whose protocol `chunk`, `skip`, `behind`, `upto`, `e
 of stock mitmproxy's process (mitm_thread.AnalysisThread, which hands it `frames`). Its input turns
 what it is handed into frames: `RecordedInput` reads the tee's session back from its recording as
 the tee writes it (`upto`: the tee sends only how far its writes reached); without a recording,
-`StdioInput` splits the tee's chunks into lines (`StdioFramer`);
-`HttpInput` decodes the records the forwarding process made of its exchange steps where it forwarded
-them (recorder.HttpRecorder), or frames steps itself (`step`).
+`StdioInput` splits the tee's chunks into lines (`StdioFramer`); `RecordedHttpInput` reads the
+embedded proxy's session back from its recording the same way (from where its header ended: `follow`);
+without one, `HttpInput` decodes the records the forwarding process made of its exchange steps where
+it forwarded them (recorder.HttpRecorder), or frames steps itself (`step`).
 
 A live session's recording is written where the bytes are forwarded (recorder.py), so a kill loses
 nothing that crossed; the analysis then has `forwarder_records` and writes nothing to it, unless
@@ -34,9 +35,9 @@ from typing import TYPE_CHECKING, Callable, Protocol
 
 from ..analysis import Analysis
 from ..config import Config
-from ..core.events import SessionEnd, SessionStart, StdioLine
+from ..core.events import HttpBody, HttpRequest, SessionEnd, SessionStart, SseEvent, StdioLine
 from ..core.findings import Finding
-from ..core.framing import mib
+from ..core.framing import mib, parse_sse_event
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
 from ..outputs.report import ReportBuilder
@@ -44,7 +45,7 @@ from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
 from ..recording.secrets import SecretScan
 from ..recording.writer import RecordingWriter, new_session_id, redactor_for
-from .live_inputs import HttpInput, RecordedInput, StdioInput
+from .live_inputs import HttpInput, RecordedHttpInput, RecordedInput, StdioInput
 
 if TYPE_CHECKING:
     from ..outputs.live import LiveView
@@ -79,7 +80,8 @@ def new_analysis(start: SessionStart, config: Config, writer: RecordingWriter | 
                  view: LiveView | None = None, notes: Sink | None = None, forwarder_records: bool = False,
                  exports: Exports | None = None, follow: tuple | None = None) -> LiveAnalysis:
     """The analysis of one live session (the tee's, the proxy's, the addon's), its input chosen by
-    `start.transport` (and `follow`: the tee's recording, read as it grows: `RecordedInput`). `report_path`: where the report goes at the end (it names `record`, else the
+    `start.transport` (and `follow`: the recording, read as it grows: `RecordedInput` for the tee,
+    `RecordedHttpInput` for the proxy, whose offset comes later, by `LiveAnalysis.follow`). `report_path`: where the report goes at the end (it names `record`, else the
     writer's file); `printer`: findings on a terminal (the tee); `view`: the proxy's live view;
     `notes`: the addon's flow notes; `forwarder_records`: an `HttpRecorder` or `StdioRecorder`
     records where the bytes are forwarded; `exports`: the live OTLP and metrics exports."""
@@ -87,6 +89,21 @@ def new_analysis(start: SessionStart, config: Config, writer: RecordingWriter | 
     builder = ReportBuilder([recorded] if recorded else []) if report_path else None
     return LiveAnalysis(start, config, writer, printer, builder, report_path, view=view, notes=notes,
                         forwarder_records=forwarder_records, exports=exports, follow=follow)
+
+
+def _payload(item) -> bytes | None:
+    """The JSON text a record's redaction paths apply to (a line, a request or response body, an
+    event's data), or None."""
+    t = type(item)
+    if t is tuple:
+        return item[3]
+    if t is StdioLine or t is HttpBody:
+        return item.data
+    if t is HttpRequest:
+        return item.body
+    if t is SseEvent:
+        return parse_sse_event(item.raw).data
+    return None
 
 
 class LiveAnalysis:
@@ -106,7 +123,10 @@ class LiveAnalysis:
         self.session = start.session
         limit = config.max_message_bytes
         self.input: StdioInput | HttpInput
-        if follow is not None:  # (file, offset): the tee's recording, read from the end of its header on
+        if follow is not None and start.transport != "stdio":  # (file, None): the proxy says where to begin
+            self.input = RecordedHttpInput(start.session, limit, self.ready, follow[0], config.max_backlog_bytes,
+                                           self._skipping)
+        elif follow is not None:  # (file, offset): the tee's recording, read from the end of its header on
             self.input = RecordedInput(start.session, limit, follow[0], follow[1], config.max_backlog_bytes,
                                        self._skipping)
         elif start.transport == "stdio":
@@ -136,20 +156,25 @@ class LiveAnalysis:
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     # -- what it is handed ------------------------------------------------------------------------
+    def follow(self, t: float, offset: int) -> None:
+        """The proxy listens: its session's records begin at `offset` of the recording."""
+        if type(self.input) is RecordedHttpInput:
+            self.input.start(offset)
+
     def upto(self, t: float, offset: int, final: bool = False) -> None:
-        """The tee's recording reached `offset`: its session's records since the last notice, analysed
+        """The recording reached `offset`: the session's records since the last notice, analysed
         (redacted where they were recorded)."""
         inp = self.input
-        if type(inp) is not RecordedInput:  # pragma: no cover - only a follower is sent UPTO
+        if not inp.follows:  # pragma: no cover - only a follower is sent UPTO
             return
         feed, feed_line, handle = self.inspector.feed, self.inspector.feed_line, self._handle
-        # the tee redacted the records: which configured paths matched is counted here, as the
-        # analysis' own redaction counted it (said at the end: `SecretScan.lines`), until all did
+        # the forwarding process redacted the records: which configured paths matched is counted
+        # here, as the analysis' own redaction counted it (said at the end: `SecretScan.lines`), until all did
         unhit = bool(self.redactor.paths) and not all(self.redactor.hits)
         try:
             for item in inp.items(offset, final):
-                if unhit and (type(item) is tuple or type(item) is StdioLine):
-                    unhit = self.redactor.note_paths(item[3] if type(item) is tuple else item.data)
+                if unhit and (raw := _payload(item)) is not None:
+                    unhit = self.redactor.note_paths(raw)
                 outs = feed_line(*item) if type(item) is tuple else feed(item)
                 if outs:
                     handle(outs)
@@ -160,8 +185,8 @@ class LiveAnalysis:
         self.behind(0.0, 0)  # the live line (the follower counts what it skips: `RecordedInput.skipped`)
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
-        if type(self.input) is RecordedInput:
-            self.input.stopped = True  # the recording stopped: the tee hands chunks again
+        if self.input.follows:
+            self.input.stopped = True  # type: ignore[union-attr]  # the recording stopped: chunks are handed again
         try:
             frames = self.input.chunk(t, direction, data)
         except Exception as e:  # pragma: no cover - the framers do not raise; the records were encoded by format.encode
@@ -182,7 +207,7 @@ class LiveAnalysis:
         self.skipped = max(self.skipped, n)
 
     def _where_all(self) -> str:
-        if type(self.input) is RecordedInput and self.input.stopped:
+        if self.input.follows and self.input.stopped:  # type: ignore[union-attr]
             return "the recording stopped (it could not be written): it does not keep every message either"
         if self.writer is None:
             return "without a recording, what it skips is not analysed anywhere"
@@ -217,13 +242,14 @@ class LiveAnalysis:
         """The session is over: what the streams ended in, the session end, the recording closed, the
         report. Returns the analysis process' exit status: REPORT_FAILED when the report could not be
         written, else 0. `gone`: the forwarding process went away without ending the session (killed)."""
-        if type(self.input) is RecordedInput:  # to the tee's last notice (after a kill: every whole line)
-            self.upto(t, self.input.last, final=not gone)
-        self._analyse(self.input.rest(t), record=not gone)  # after a kill the forwarder never recorded it
-        if type(self.input) is RecordedInput:
-            self.skipped += self.input.skipped  # (the Tap's, `behind`, only if the recording stopped)
+        inp = self.input
+        if inp.follows:  # to the last notice (after a kill: every whole line)
+            self.upto(t, inp.last, final=not gone)  # type: ignore[union-attr]
+        self._analyse(inp.rest(t), record=not gone)  # after a kill the forwarder never recorded it
+        if inp.follows:
+            self.skipped += inp.skipped  # type: ignore[union-attr]  # (the forwarder's, `behind`, only if the recording stopped)
         if self.skipped:
-            stopped = type(self.input) is RecordedInput and self.input.stopped
+            stopped = inp.follows and inp.stopped  # type: ignore[union-attr]
             note = (f"the live analysis skipped {self.skipped} messages, "
                     f"{'as the recording it read stopped, or ' if stopped else ''}behind the traffic by "
                     f"max_backlog_bytes ({mib(self._backlog)}); {self._where_all()}")

@@ -7,9 +7,9 @@ origin; the upstream's path (`/mcp`) is not part of a mitmproxy reverse spec, an
 paths pass through unchanged, so the client uses the same path on the proxy. The addon
 (`mitm_addon.MrtrInspect`) hands every step of every exchange to `AnalysisProcess`, which frames it
 and appends its frames to the recording at once, on mitmproxy's event loop (so a kill loses no
-message that crossed), then sends the frames to an analysis process forked before mitmproxy starts
-(the stdio tee's): the rules, the report and the live view run there (live_analysis.LiveAnalysis,
-made by `new_analysis` as for the tee and the addon).
+message that crossed); an analysis process forked before mitmproxy starts (the stdio tee's) reads
+the recording as it grows (without one, it is sent the records): the rules, the report and the
+live view run there (live_analysis.LiveAnalysis, made by `new_analysis` as for the tee and the addon).
 
 Startup: a bad URL or listen address, an unwritable recording or report, or a port in use is one
 line on stderr and exit status 2. Once the proxy accepts connections it says so on stderr:
@@ -53,7 +53,7 @@ from .live_analysis import NOT_STARTED, LiveAnalysis, http_info, new_analysis, s
 from .mitm_addon import MrtrInspect
 from .mitm_thread import BEGINS, ENDS
 from .recorder import HttpRecorder
-from .analysis_process import BEHIND, C2S as RECORDS, C2S_EOF as READY, END, SKIPPED, fork_analysis
+from .analysis_process import BEHIND, C2S as RECORDS, C2S_EOF as READY, END, FOLLOW, SKIPPED, UPTO, fork_analysis
 
 DEFAULT_LISTEN = "127.0.0.1:8788"
 SHUTDOWN_GRACE = 5.0  # seconds for the open connections to close once cancelled
@@ -148,15 +148,27 @@ class AnalysisProcess:
     before any thread exists, fed through a pipe by a spooler thread), so mitmproxy's event loop never
     shares its GIL with the rules. `put(step)` frames the step and records its frames at once, on the
     event loop, before mitmproxy forwards what the step saw (`recorder.HttpRecorder`: a kill loses no
-    message that crossed); the records appended (the frames encoded as in the recording, which the
-    analysis decodes: cheaper than pickling them) travel in batches: FLUSH_AFTER seconds after the
-    first one the batch goes to the spooler as one item (each item wakes a thread on both sides of
-    the pipe: measured, per-step items cost the proxy more CPU than its own forwarding work per
-    request)."""
+    message that crossed).
 
-    def __init__(self, make, recorder: HttpRecorder, backlog: int | None = None) -> None:
+    `follow` (a recording on a regular file: the analysis process reads it as it grows,
+    live_inputs.RecordedHttpInput): the records go nowhere else; each step's write only wakes the
+    spooler (`Spooler.wake`: a flag test while a notice waits), whose thread sends the offset the
+    writes reached (UPTO); once the proxy listens, `ready` says where the session's header ended
+    (FOLLOW). The backlog then waits in the file, and the follower skips ahead past
+    `max_backlog_bytes` of it. If the recording stops (it cannot be written), the records are
+    handed over again, as without a recording.
+
+    Without one, the records appended (the frames encoded as in the recording, which the analysis
+    decodes: cheaper than pickling them) travel in batches: FLUSH_AFTER seconds after the first one
+    the batch goes to the spooler as one item (each item wakes a thread on both sides of the pipe:
+    measured, per-step items cost the proxy more CPU than its own forwarding work per request)."""
+
+    def __init__(self, make, recorder: HttpRecorder, backlog: int | None = None, follow: bool = False) -> None:
         self.recorder = recorder
         self.pid, self._spool = fork_analysis(make)
+        self.following = follow and recorder.writer is not None
+        if self.following:
+            self._spool.follow(recorder.writer.fileno())  # type: ignore[union-attr]
         self._records: list[bytes] = []
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
@@ -169,6 +181,9 @@ class AnalysisProcess:
         self.skipped = 0  # messages (request bodies, response bodies, events) not handed over
 
     def put(self, step) -> None:  # on mitmproxy's event loop
+        if self.following:
+            self.recorder.feed(step, self._wrote, as_records=True)
+            return
         name, args = step
         x = args[0] if name == "exchange" else args[1]
         if name in BEGINS and (
@@ -192,6 +207,20 @@ class AnalysisProcess:
             self.behind = False
         return self.behind
 
+    def _wrote(self, records: bytes) -> None:  # on mitmproxy's event loop, in the order of the steps
+        if self.following:
+            if self.recorder.writer is not None:
+                self._spool.wake()
+                return
+            # the recording stopped with this step's write: the analysis reads the file to where it
+            # stopped, then is handed the records; this step's it does not get (it cannot be told
+            # which of them reached the file)
+            self.following = False
+            self._spool.put(UPTO, time.time())
+            self._skip(records)
+            return
+        self._batch(records)  # a step fed before the recording stopped, framed after it
+
     def _skip(self, records: bytes) -> None:  # on mitmproxy's event loop: recorded, not handed over
         for line in records.split(b"\n"):
             kind = line[:96]
@@ -212,7 +241,15 @@ class AnalysisProcess:
             self._spool.put(RECORDS, 0.0, b"".join(records))
 
     def ready(self) -> None:
-        self._spool.put(READY, time.time())
+        """The proxy listens (its recording's header written)."""
+        t = time.time()
+        writer = self.recorder.writer
+        if self.following and writer is not None:
+            try:
+                self._spool.put(FOLLOW, t, SKIPPED.pack(os.lseek(writer.fileno(), 0, os.SEEK_CUR)))
+            except OSError:  # pragma: no cover - the descriptor is open until the recorder finishes
+                pass
+        self._spool.put(READY, t)
 
     def finish(self, info: dict) -> None:
         """End the session (the exchanges still open, the recording's end: written here) and wait for
@@ -223,9 +260,12 @@ class AnalysisProcess:
             self.recorder.drain()
             for step in self.recorder.end_open(t, CAPTURE_ENDED):
                 records = self.recorder.records(step)
-                if step[1][1] not in self._skipping:  # (an exchange the analysis never got ends unseen)
+                if not self.following and step[1][1] not in self._skipping:  # (one the analysis never got ends unseen)
                     self._records.append(records)
+            following = self.following and self.recorder.writer is not None
             self.recorder.finish(info, t)
+            if following:
+                self._spool.put(UPTO, t)  # the final offset (the session's end is the analysis' own)
             self._flush()
             if self.skipped:
                 self._spool.put(BEHIND, t, SKIPPED.pack(self.skipped))
@@ -269,14 +309,21 @@ def run_proxy(upstream: str, *, listen: str = DEFAULT_LISTEN, record: str | None
 
     start = session_start(writer, "http", http_info(upstream, True, hop))
     redactor = writer.redactor if writer is not None else redactor_for(config)
+    # with a recording the analysis process reads it as it grows (from where its header will end): no
+    # second copy of the records
+    reader = writer.reader() if writer is not None else None
+    follow = (reader[0], None) if reader is not None else None
 
     def make() -> LiveAnalysis:  # in the analysis process
         os.nice(ANALYSIS_NICENESS)  # when the CPUs are short, forwarding goes first; the analysis trails
         return new_analysis(start, config, writer, report, view=None if quiet else LiveView(err), forwarder_records=True,
-                            exports=exports)
+                            exports=exports, follow=follow)
 
     analysis = AnalysisProcess(make, HttpRecorder(start.session, redactor, writer, failed=say,
-                                                    limit=config.max_message_bytes), config.max_backlog_bytes)
+                                                    limit=config.max_message_bytes), config.max_backlog_bytes,
+                               follow=follow is not None)
+    if follow is not None:
+        follow[0].close()  # the analysis process' copy is the one read
     if exports is not None:
         exports.forked()
     addon = MrtrInspect(config, analysis=analysis, guard=guard)

@@ -63,6 +63,18 @@ def _check(rec, config=None) -> dict:
     return again.to_dict()
 
 
+def fail_after_writes(writer: RecordingWriter, writes: int) -> None:
+    """The recording cannot be written after `writes` appends (a full disk)."""
+    real, n = writer.append, itertools.count()
+
+    def append(data: bytes) -> None:
+        if next(n) >= writes:
+            raise OSError(28, "No space left on device")
+        real(data)
+
+    writer.append = append  # type: ignore[method-assign]
+
+
 def _run(tmp_path, chunks, config=None, fail_after=None) -> tuple[dict, tee.Tap]:
     """The tee's parts as run_tee joins them, in this process: a Tap following the recording, the
     real spooler and pipe, then the analysis process' loop (`analysis_main`) until END. `fail_after`:
@@ -77,14 +89,7 @@ def _run(tmp_path, chunks, config=None, fail_after=None) -> tuple[dict, tee.Tap]
     spool.follow(writer.fileno())
     tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes, config.max_backlog_bytes, follow=True)
     if fail_after is not None:
-        real, n = writer.append, itertools.count()
-
-        def append(data: bytes) -> None:
-            if next(n) >= fail_after:
-                raise OSError(28, "No space left on device")
-            real(data)
-
-        writer.append = append  # type: ignore[method-assign]
+        fail_after_writes(writer, fail_after)
     last = 0.0
     for t, kind, data in chunks:
         tap.put(kind, t, data)
