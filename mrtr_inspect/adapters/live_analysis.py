@@ -192,7 +192,14 @@ class LiveAnalysis:
         except Exception as e:  # pragma: no cover - the framers do not raise; the records were encoded by format.encode
             self._internal(e, "framing")
             return
+        if self.input.redacted and self.redactor.paths and not all(self.redactor.hits):
+            self._note_paths(frames)  # redacted where they were recorded: the paths' hits counted here
         self._analyse(frames, redacted=self.input.redacted)
+
+    def _note_paths(self, frames: list) -> None:
+        for f in frames:
+            if (raw := _payload(f)) is not None and not self.redactor.note_paths(raw):
+                return
 
     def skip(self, t: float, direction: str, n: int) -> None:
         self.input.skip(direction, n)

@@ -6,8 +6,11 @@ skips whole exchanges and says how many messages, and a recording that stops han
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
 import os
+
+import pytest
 
 from mrtr_inspect.adapters import analysis_process as ap
 from mrtr_inspect.adapters import proxy
@@ -21,7 +24,7 @@ from mrtr_inspect.outputs.report import ReportBuilder
 from mrtr_inspect.recording import format as fmt
 from mrtr_inspect.recording.reader import read_frames
 from mrtr_inspect.recording.redaction import Redactor
-from mrtr_inspect.recording.writer import RecordingWriter
+from mrtr_inspect.recording.writer import RecordingWriter, redactor_for
 from tests.adapters.test_tee_follow import fail_after_writes
 from tests.captures import captures_dir
 
@@ -83,24 +86,26 @@ def _check(rec, config=None) -> dict:
     return again.to_dict()
 
 
-def _run(tmp_path, monkeypatch, steps, config=None, fail_after=None) -> tuple[dict, proxy.AnalysisProcess]:
+def _run(tmp_path, monkeypatch, steps, config=None, fail_after=None, follow=True) -> tuple[dict, proxy.AnalysisProcess]:
     """The proxy's parts as run_proxy joins them, in this process: an AnalysisProcess following the
     recording (its header deferred until the proxy listens), the real spooler and pipe, then the
     analysis process' loop (`analysis_main`) until END. `fail_after`: the recording cannot be
-    written after that many writes (a full disk)."""
+    written after that many writes (a full disk); `follow` False: the records handed over instead."""
     config = config or Config()
+    monkeypatch.setenv("MRTR_INSPECT_REDACTION_KEY", "test")
     rec, rep = tmp_path / "rec.jsonl", tmp_path / "report.json"
     r, w = os.pipe()
     monkeypatch.setattr(proxy, "fork_analysis", lambda make: (0, ap.Spooler(w)))
     monkeypatch.setattr(proxy.os, "waitpid", lambda pid, options: (pid, 0))
-    writer = RecordingWriter(rec, "http", http_info("http://127.0.0.1:1/mcp"), Redactor(b"k"), session="h",
+    writer = RecordingWriter(rec, "http", http_info("http://127.0.0.1:1/mcp"), redactor_for(config), session="h",
                              deferred=True)
     reader = writer.reader()
     assert reader is not None
-    follow = (reader[0], None)
+    followed = (reader[0], None) if follow else None
     if fail_after is not None:
         fail_after_writes(writer, fail_after)
-    a = proxy.AnalysisProcess(None, HttpRecorder("h", writer.redactor, writer), config.max_backlog_bytes, follow=True)
+    a = proxy.AnalysisProcess(None, HttpRecorder("h", writer.redactor, writer), config.max_backlog_bytes, follow=follow)
+    forked = copy.deepcopy(writer.redactor)  # the analysis process' copy, forked before the traffic
 
     async def feed() -> None:
         writer.begin()  # the proxy listens
@@ -109,8 +114,9 @@ def _run(tmp_path, monkeypatch, steps, config=None, fail_after=None) -> tuple[di
             a.put(step)
         a.finish({"exchanges": 0})
     asyncio.run(feed())
+    writer.redactor = forked
     make = lambda: LiveAnalysis(writer.start, config, writer, None, ReportBuilder([str(rec)]), str(rep),
-                                forwarder_records=True, follow=follow)
+                                forwarder_records=True, follow=followed)
     assert ap.analysis_main(r, make) == 0
     return json.loads(rep.read_text()), a
 
@@ -243,3 +249,22 @@ def test_a_proxy_recording_that_stops_hands_the_analysis_records_again(tmp_path,
     assert live["notes"] == [f"the live analysis skipped {a.skipped} messages, as the recording it read stopped, "
                              "or behind the traffic by max_backlog_bytes (64 MiB); the recording stopped (it could "
                              "not be written): it does not keep every message either"]
+
+
+@pytest.mark.parametrize("follow", [True, False], ids=["following", "handed records"])
+def test_the_proxy_analysis_counts_the_redaction_paths_the_proxy_matched(tmp_path, monkeypatch, capsys, follow):
+    """The proxy redacts (and records) a configured path's values; its analysis, reading the records
+    back (or handed them), counts that path as matched, so the end says nothing of it; a path that
+    matched nothing is said, with the one it likely meant (as the tee's analysis does)."""
+    said = {}
+    for name, path in (("right", "params.arguments.deploy_key"), ("typo", "params.arguments.deploykey")):
+        body = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"deploy","arguments":{"deploy_key":"s3"}}}'
+        steps = [("request_message", (1.0, 1, "POST", "/mcp", JSON, "", body, True)),
+                 ("response_message", (1.1, 1, 200, JSON, b'{"jsonrpc":"2.0","id":1,"result":{}}', 1.2, None))]
+        (tmp_path / name).mkdir()
+        _run(tmp_path / name, monkeypatch, steps, Config(redact_paths=[path]), follow=follow)
+        said[name] = capsys.readouterr().err
+        assert (b'"s3"' in (tmp_path / name / "rec.jsonl").read_bytes()) == (name == "typo")
+    assert "redaction path" not in said["right"]
+    assert ("warning: redaction path params.arguments.deploykey matched no string value: nothing was redacted there "
+            "(did you mean params.arguments.deploy_key?)") in said["typo"]
