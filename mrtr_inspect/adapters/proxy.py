@@ -151,9 +151,9 @@ class AnalysisProcess:
     message that crossed).
 
     `follow` (a recording on a regular file: the analysis process reads it as it grows,
-    live_inputs.RecordedHttpInput): the records go nowhere else; each step's write only wakes the
-    spooler (`Spooler.wake`: a flag test while a notice waits), whose thread sends the offset the
-    writes reached (UPTO); once the proxy listens, `ready` says where the session's header ended
+    live_inputs.RecordedHttpInput): the records go nowhere else; FLUSH_AFTER seconds after a step's
+    write the spooler is woken (`Spooler.wake`), whose thread sends the offset the writes reached
+    then (UPTO), one notice for the steps of those moments; once the proxy listens, `ready` says where the session's header ended
     (FOLLOW). The backlog then waits in the file, and the follower skips ahead past
     `max_backlog_bytes` of it. If the recording stops (it cannot be written), the records are
     handed over again, as without a recording.
@@ -170,6 +170,7 @@ class AnalysisProcess:
         if self.following:
             self._spool.follow(recorder.writer.fileno())  # type: ignore[union-attr]
         self._records: list[bytes] = []
+        self._waking = False  # a wake of the spooler is due (following)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
         self.status = 0  # the analysis process' exit status, once finished
@@ -210,7 +211,11 @@ class AnalysisProcess:
     def _wrote(self, records: bytes) -> None:  # on mitmproxy's event loop, in the order of the steps
         if self.following:
             if self.recorder.writer is not None:
-                self._spool.wake()
+                if not self._waking and not self._finished:  # (`finish` sends the last offset)
+                    self._waking = True
+                    if self._loop is None:
+                        self._loop = asyncio.get_running_loop()
+                    self._loop.call_later(FLUSH_AFTER, self._wake)
                 return
             # the recording stopped with this step's write: the analysis reads the file to where it
             # stopped, then is handed the records; this step's it does not get (it cannot be told
@@ -220,6 +225,10 @@ class AnalysisProcess:
             self._skip(records)
             return
         self._batch(records)  # a step fed before the recording stopped, framed after it
+
+    def _wake(self) -> None:
+        self._waking = False
+        self._spool.wake()
 
     def _skip(self, records: bytes) -> None:  # on mitmproxy's event loop: recorded, not handed over
         for line in records.split(b"\n"):

@@ -137,6 +137,7 @@ def test_with_a_recording_the_analysis_is_handed_no_records_only_notices(tmp_pat
             a.ready()
             for step in _steps():
                 a.put(step)
+            await asyncio.sleep(2 * proxy.FLUSH_AFTER)  # the wake (following) or the batch's flush is due
             a._flush()
         asyncio.run(feed())
         header = len(rec.read_bytes().split(b"\n", 1)[0]) + 1
