@@ -150,16 +150,11 @@ class AnalysisProcess:
     event loop, before mitmproxy forwards what the step saw (`recorder.HttpRecorder`: a kill loses no
     message that crossed).
 
-    `follow` (a recording on a regular file: the analysis process reads it as it grows,
-    live_inputs.RecordedHttpInput): the records go nowhere else; FLUSH_AFTER seconds after a step's
-    write the spooler is woken (`Spooler.wake`), whose thread sends the offset the writes reached
-    then (UPTO), one notice for the steps of those moments; once the proxy listens, `ready` says where the session's header ended
-    (FOLLOW). The backlog then waits in the file, and the follower skips ahead past
-    `max_backlog_bytes` of it. If the recording stops (it cannot be written), the records are
-    handed over again, as without a recording.
-
-    Without one, the records appended (the frames encoded as in the recording, which the analysis
-    decodes: cheaper than pickling them) travel in batches: FLUSH_AFTER seconds after the first one
+    `follow` (a recording on a regular file, which the analysis reads as it grows:
+    live_inputs.RecordedHttpInput): FLUSH_AFTER seconds after a step's write the spooler is woken,
+    and sends the offset the writes reached (UPTO); `ready` says where the header ended (FOLLOW).
+    The backlog waits in the file. A recording that stops: the records are handed over again.
+    Without one, the records appended travel in batches: FLUSH_AFTER seconds after the first one
     the batch goes to the spooler as one item (each item wakes a thread on both sides of the pipe:
     measured, per-step items cost the proxy more CPU than its own forwarding work per request)."""
 
