@@ -22,17 +22,24 @@ from ..recording.reader import ReadNotes, read_frames
 def frames_of(paths: Iterable[str], notes: dict[str, ReadNotes] | None = None,
               lines_as_tuples: bool = False, limit: int | None = MAX_MESSAGE_BYTES) -> Iterator:
     """The frames (or line tuples, see `read_frames`) of the recordings in order, a session id that
-    an earlier input used renamed in each later one."""
+    an earlier input used renamed in each later one. One input is its reader itself (nothing to
+    rename: no generator in between, one step less per record)."""
     paths = list(paths)
+    if len(paths) == 1:
+        n = ReadNotes()
+        if notes is not None:
+            notes[str(paths[0])] = n
+        return read_frames(paths[0], n, lines_as_tuples, limit)
+    return _renamed(paths, notes, lines_as_tuples, limit)
+
+
+def _renamed(paths: list, notes: dict[str, ReadNotes] | None, lines_as_tuples: bool, limit: int | None) -> Iterator:
     earlier: set[str] = set()  # the session ids of the inputs read so far
     for number, path in enumerate(paths, 1):
         n = ReadNotes()
         if notes is not None:
             notes[str(path)] = n
         items = read_frames(path, n, lines_as_tuples, limit)
-        if number == len(paths) and not earlier:  # one input: nothing to rename, nothing to remember
-            yield from items
-            return
         here: set[str] = set()
         renamed: dict[str, str] = {}
         for item in items:
@@ -75,9 +82,23 @@ def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: 
     """`analyze`, the outputs of each frame handed over as one list (the `check` path: stdio line
     records are fed without frame objects)."""
     insp = Analysis(config, observe)
-    feed, feed_line = insp.feed, insp.feed_line
-    for item in frames_of(paths, notes, lines_as_tuples=True, limit=insp.config.max_message_bytes):
-        outs = feed_line(*item) if type(item) is tuple else feed(item)
-        if outs:
-            sink_all(outs)
+    items = frames_of(paths, notes, lines_as_tuples=True, limit=insp.config.max_message_bytes)
+    feed = insp.feed
+    if observe is not None:
+        feed_line = insp.feed_line
+        for item in items:
+            outs = feed_line(*item) if type(item) is tuple else feed(item)
+            if outs:
+                sink_all(outs)
+    else:  # `Analysis.feed_line` without the call: the inspector, then the rules on what it observed
+        step_line, judge = insp.inspector.step_line, insp.engine.judge
+        for item in items:
+            if type(item) is tuple:
+                outs, observed = step_line(*item)
+                if observed:
+                    outs += judge(observed, item[0])
+            else:
+                outs = feed(item)
+            if outs:
+                sink_all(outs)
     sink_all(insp.close())
