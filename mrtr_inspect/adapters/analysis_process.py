@@ -26,6 +26,7 @@ process' main thread:
   so the tee hands over no copy of the bytes, only this notice (one at a time while the spooler
   has not sent the last, and the final one before `END`); the proxy's too, from the offset its
   `FOLLOW` gives (`follow(time, offset)`: where its session's header ended, sent once it listens),
+  which it reads between items without notices (`look()`: the seconds until it looks again),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -210,8 +211,18 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
     ahead = ReadAhead()
     threading.Thread(target=read_items, args=(fd, items.put, ahead.got), daemon=True).start()
     analysis = make()
+    # a follower that looks at the recording itself (the proxy's): between items, at the times it asks
+    look = getattr(analysis, "look", None)
+    wait = None
     while True:
-        kind, t, data = items.get()
+        if wait is None:
+            kind, t, data = items.get()
+        else:
+            try:
+                kind, t, data = items.get(timeout=wait)
+            except queue.Empty:
+                wait = look()  # type: ignore[misc]
+                continue
         ahead.done(len(data))
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
@@ -229,6 +240,8 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
             return analysis.end({}, t, gone=True) or 0
         else:
             analysis.eof(t, DIRECTION[kind])
+        if look is not None:
+            wait = look()
 
 
 def fork_analysis(make: Callable[[], Consumer]) -> tuple[int, Spooler]:

@@ -51,6 +51,8 @@ if TYPE_CHECKING:
     from ..outputs.live import LiveView
     from .exports import Exports
 
+#: seconds between the proxy follower's looks at its recording: while it grows; doubling to the most, while it does not
+LOOK_AFTER = (0.01, 0.25)
 REPORT_FAILED = 1  # the analysis process' exit status when the report could not be written at the end
 NOT_STARTED = "not_started"  # in the end's info: the capture never began (a proxy that could not listen): no report
 
@@ -153,6 +155,7 @@ class LiveAnalysis:
         self.skipped = 0  # messages the forwarding side did not hand over, the analysis behind (`behind`)
         self._backlog = config.max_backlog_bytes
         self._said_behind = False
+        self._look = LOOK_AFTER[0]
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     # -- what it is handed ------------------------------------------------------------------------
@@ -160,6 +163,19 @@ class LiveAnalysis:
         """The proxy listens: its session's records begin at `offset` of the recording."""
         if type(self.input) is RecordedHttpInput:
             self.input.start(offset)
+
+    def look(self) -> float | None:
+        """The proxy's recording, read as far as it is whole (its writes wake nothing: the proxy's
+        event loop makes no system call and wakes no thread for its analysis); returns the seconds
+        until the next look (LOOK_AFTER: soon while it grows, less often while it does not), or
+        None when there is nothing to look at (the tee's follower is sent notices, `upto`)."""
+        inp = self.input
+        if type(inp) is not RecordedHttpInput or inp.follower is None or inp.stopped:
+            return None
+        pos = inp.follower.pos
+        self.upto(time.time(), 0)
+        self._look = LOOK_AFTER[0] if inp.follower.pos != pos else min(2 * self._look, LOOK_AFTER[1])
+        return self._look
 
     def upto(self, t: float, offset: int, final: bool = False) -> None:
         """The recording reached `offset`: the session's records since the last notice, analysed

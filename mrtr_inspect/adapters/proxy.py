@@ -151,8 +151,8 @@ class AnalysisProcess:
     message that crossed).
 
     `follow` (a recording on a regular file, which the analysis reads as it grows:
-    live_inputs.RecordedHttpInput): FLUSH_AFTER seconds after a step's write the spooler is woken,
-    and sends the offset the writes reached (UPTO); `ready` says where the header ended (FOLLOW).
+    live_inputs.RecordedHttpInput, looking at it every 10 ms while it grows): a step's write wakes
+    nothing; `ready` says where the header ended (FOLLOW), `finish` where the session ended (UPTO).
     The backlog waits in the file. A recording that stops: the records are handed over again.
     Without one, the records appended travel in batches: FLUSH_AFTER seconds after the first one
     the batch goes to the spooler as one item (each item wakes a thread on both sides of the pipe:
@@ -165,7 +165,6 @@ class AnalysisProcess:
         if self.following:
             self._spool.follow(recorder.writer.fileno())  # type: ignore[union-attr]
         self._records: list[bytes] = []
-        self._waking = False  # a wake of the spooler is due (following)
         self._loop: asyncio.AbstractEventLoop | None = None
         self._finished = False
         self.status = 0  # the analysis process' exit status, once finished
@@ -205,12 +204,7 @@ class AnalysisProcess:
 
     def _wrote(self, records: bytes) -> None:  # on mitmproxy's event loop, in the order of the steps
         if self.following:
-            if self.recorder.writer is not None:
-                if not self._waking and not self._finished:  # (`finish` sends the last offset)
-                    self._waking = True
-                    if self._loop is None:
-                        self._loop = asyncio.get_running_loop()
-                    self._loop.call_later(FLUSH_AFTER, self._wake)
+            if self.recorder.writer is not None:  # the analysis reads it (`LiveAnalysis.look`)
                 return
             # the recording stopped with this step's write: the analysis reads the file to where it
             # stopped, then is handed the records; this step's it does not get (it cannot be told
@@ -220,10 +214,6 @@ class AnalysisProcess:
             self._skip(records)
             return
         self._batch(records)  # a step fed before the recording stopped, framed after it
-
-    def _wake(self) -> None:
-        self._waking = False
-        self._spool.wake()
 
     def _skip(self, records: bytes) -> None:  # on mitmproxy's event loop: recorded, not handed over
         for line in records.split(b"\n"):

@@ -122,8 +122,8 @@ def _run(tmp_path, monkeypatch, steps, config=None, fail_after=None, follow=True
 
 
 def test_with_a_recording_the_analysis_is_handed_no_records_only_notices(tmp_path, monkeypatch):
-    """Following, each step's write wakes the spooler: no RECORDS item, no copy; FOLLOW gives where
-    the header ended. Near miss: without `follow` the records are handed over, the same bytes the
+    """Following, a step's write hands nothing over and wakes nothing: no RECORDS item, no copy;
+    FOLLOW gives where the header ended. Near miss: without `follow` the records are handed over, the same bytes the
     recording holds after its header."""
     for follow in (True, False):
         spool = Notices()
@@ -141,8 +141,8 @@ def test_with_a_recording_the_analysis_is_handed_no_records_only_notices(tmp_pat
             a._flush()
         asyncio.run(feed())
         header = len(rec.read_bytes().split(b"\n", 1)[0]) + 1
-        if follow:
-            assert [k for k, _ in spool.items] == [ap.FOLLOW, ap.C2S_EOF] and spool.wakes > 0
+        if follow:  # (the analysis looks at the file itself: LiveAnalysis.look)
+            assert [k for k, _ in spool.items] == [ap.FOLLOW, ap.C2S_EOF] and spool.wakes == 0
             assert ap.SKIPPED.unpack(spool.items[0][1])[0] == header and spool.followed == writer.fileno()
         else:
             assert b"".join(d for k, d in spool.items if k == ap.C2S) == rec.read_bytes()[header:]
@@ -269,3 +269,39 @@ def test_the_proxy_analysis_counts_the_redaction_paths_the_proxy_matched(tmp_pat
     assert "redaction path" not in said["right"]
     assert ("warning: redaction path params.arguments.deploykey matched no string value: nothing was redacted there "
             "(did you mean params.arguments.deploy_key?)") in said["typo"]
+
+
+def test_the_proxy_follower_looks_at_the_recording_itself_soon_while_it_grows(tmp_path):
+    """No notice is sent while the proxy writes: `look` reads what is whole and asks to look again
+    soon while the file grows, twice as late each time it did not, up to the most; before the
+    proxy listens (no FOLLOW) and for the tee's follower it asks for nothing."""
+    from mrtr_inspect.adapters.live_analysis import LOOK_AFTER
+    from mrtr_inspect.core.messages import Message
+
+    class Seen:
+        def __init__(self) -> None:
+            self.messages = 0
+
+        def add(self, out) -> None:
+            self.messages += type(out) is Message
+
+        def observe(self, *args) -> None:
+            pass
+
+    writer = RecordingWriter(tmp_path / "rec.jsonl", "http", {}, Redactor(b"k"), session="h")
+    file, start = writer.reader()  # type: ignore[misc]
+    seen = Seen()
+    a = LiveAnalysis(writer.start, Config(), writer, None, None, notes=seen, forwarder_records=True, follow=(file, None))
+    recorder = HttpRecorder("h", writer.redactor)
+    assert a.look() is None  # the proxy does not listen yet
+    a.follow(0.0, start)
+    assert a.look() == 2 * LOOK_AFTER[0] and seen.messages == 0  # nothing yet: later
+    for step in _ping(1):
+        writer.append(recorder.records(step))
+    assert a.look() == LOOK_AFTER[0] and seen.messages == 2
+    waits = [a.look() for _ in range(8)]
+    assert waits[:4] == [LOOK_AFTER[0] * 2 ** n for n in range(1, 5)] and waits[-1] == LOOK_AFTER[1]
+
+    tee = RecordingWriter(tmp_path / "tee.jsonl", "stdio", {}, session="s1")
+    t = LiveAnalysis(tee.start, Config(), tee, None, None, forwarder_records=True, follow=tee.reader())
+    assert t.look() is None
