@@ -11,7 +11,7 @@ from typing import Callable, Iterator
 from ..core.events import (CAPTURE_ENDED, Direction, HttpBody, HttpEnd, HttpRequest, SessionEnd, SessionStart, SseEvent,
                            StdioLine)
 from ..core.framing import StdioFramer
-from ..recording.format import decode
+from ..recording.format import FormatError, decode
 from ..recording.reader import Follower
 from .flows import FlowFramer
 
@@ -154,6 +154,18 @@ class HttpInput:
         return [f for x in self.framer.open_exchanges() for f in self.framer.response_end(t, x, CAPTURE_ENDED)]
 
 
+class _HttpFollower(Follower):
+    """A `Follower` of the proxy's session, whose records are HTTP records: each decoded as `check`
+    decodes one (`format.decode`) without first being tried as a stdio line record (one of another
+    writer's session decodes to a `StdioLine` of that session, which is not read)."""
+
+    def _item(self, line: bytes) -> object | None:
+        try:
+            return decode(line)
+        except FormatError:  # a torn or unreadable line: the reader notes why, as for `check`
+            return super()._item(line)
+
+
 class RecordedHttpInput(_Skipping, HttpInput):
     """The proxy's session read back from its recording as mitmproxy's event loop writes it (`items`),
     the records decoded as `check` decodes them (`reader.Follower`), so the live analysis is `check`'s
@@ -175,7 +187,7 @@ class RecordedHttpInput(_Skipping, HttpInput):
         self.session = session
         self.limit = limit
         self.file = file
-        self.follower: Follower | None = None  # from `start` on
+        self.follower: _HttpFollower | None = None  # from `start` on
         self.backlog = backlog
         self.began = began  # called as a stretch of skipping begins
         self.skipping = False
@@ -187,7 +199,7 @@ class RecordedHttpInput(_Skipping, HttpInput):
 
     def start(self, offset: int) -> None:
         """The proxy's session begins at `offset` (where its header ended)."""
-        self.follower = Follower(getattr(self.file, "name", "recording"), self.limit, file=self.file, start=offset)
+        self.follower = _HttpFollower(getattr(self.file, "name", "recording"), self.limit, file=self.file, start=offset)
         self.last = max(self.last, offset)
 
     def items(self, upto: int, final: bool = False) -> Iterator:
