@@ -176,7 +176,9 @@ class StdioRecorder(_Recorder):
 
     def _lines(self, t: float, direction: str, body: bytes) -> bytes:
         needles, members = self._needles, self._members
-        if (needles is not None and (not needles or not (b"\\u" in body or b"\\/" in body or any(n in body for n in needles)))
+        # (find, not `in`: `in` on bytes first tries the needle as an int, a caught TypeError each time)
+        if (needles is not None and (not needles or not (body.find(b"\\u") >= 0 or body.find(b"\\/") >= 0
+                                                         or any(body.find(n) >= 0 for n in needles)))
                 and (members is None or not members(body))):
             return self._enc[direction].lines(t, body)
         s, redact, encode = self.session, self.redact, fmt.encode

@@ -364,7 +364,7 @@ class Redactor:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
         at = self._members_at
-        return at is not None and (at(raw.lower()) is not None or (b"\\u00" in raw and _ESCAPED_NAME_CHAR(raw) is not None))
+        return at is not None and (at(raw.lower()) is not None or (raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None))
 
     def redact_json(self, raw: bytes) -> bytes:
         if not self.paths and not self.may_redact(raw):

@@ -110,6 +110,32 @@ def test_encode_refuses_what_is_not_a_frame():
         fmt.encode("frame")  # type: ignore[arg-type]
 
 
+def test_a_time_is_stamped_as_the_json_encoder_writes_it():
+    """`stamp` (orjson where it writes a float as `float.__repr__` does) gives the encoder's bytes: for
+    times of today and of any year, floats drawn from every bit pattern, the ends of orjson's range
+    and around them, and what it leaves to `float.__repr__` (below 1e-4, from 1e16, negative, not
+    finite); the tee's line records (`LineEncoder`) are `encode`'s with it."""
+    import random
+    import struct
+
+    r = random.Random(27)
+    edges = [1e-4, 1e16, 1e15, 9999999999999998.0, 0.0001000000000000001, 0.0, -0.0, -1.5, 1e-5, 5e-324,
+             1.7976931348623157e308, float("inf"), float("-inf"), 1.0, 0.1, 1796000000.0, 1796000000.123456]
+    edges += [x for e in (1e-4, 1e16) for x in (e - e * 1e-15, e + e * 1e-15)]
+    drawn = [r.uniform(0, 4.1e9) for _ in range(100_000)]
+    drawn += [struct.unpack("<d", struct.pack("<Q", r.getrandbits(64)))[0] for _ in range(100_000)]
+    for t in edges + drawn + [float("nan")]:
+        finite = t - t == 0.0
+        assert fmt.stamp(t) == (fmt._dumps(t) if finite else float.__repr__(t)).encode("ascii"), t
+    enc = fmt.LineEncoder("s1", "c2s")
+    for t in edges[:12] + drawn[:50] + [float("nan")]:
+        body = b'{"jsonrpc":"2.0","id":1}\n{"jsonrpc":"2.0","id":2}'
+        if t - t == 0.0:
+            assert enc.lines(t, body) == b"".join(fmt.encode(StdioLine(t, "s1", "c2s", line)) for line in body.split(b"\n")), t
+        else:  # (never a time: written as before, by float.__repr__)
+            assert enc.lines(t, body).startswith(b'{"t":' + float.__repr__(t).encode() + b",")
+
+
 def test_records_written_by_orjson_are_the_bytes_the_json_encoder_writes():
     """`_record` writes a record by orjson: the same bytes as the JSON encoder (`_dumps`), for every
     code point (orjson escapes what JSON requires, as the encoder does with ensure_ascii=False), and
