@@ -60,6 +60,7 @@ from .messages import (
     PARAMS,
     Decoding,
     Message,
+    built,
     decoded,
     id_key,
     members,
@@ -148,6 +149,9 @@ class _Session:
         """What it captured (the command or the upstream), for telling a restart of it."""
         what = self.info.get("command") if self.transport == "stdio" else self.info.get("upstream")
         return (self.transport, repr(what)) if what else None
+
+
+_new = object.__new__
 
 
 def _sha(text: str) -> str:
@@ -538,8 +542,8 @@ class Inspector:
             era = self.era.context_era(context, headers)
         else:
             era = self._context_era(direction, context, headers, x)
-        msg = Message(*d, index, time, session, direction, transport, exchange, era, version, peer, batch,  # type: ignore[arg-type]
-                      note)
+        msg = built(_new(Message), d, index, time, session, direction, transport, exchange, era, version,  # type: ignore[arg-type]
+                    peer, batch, note)
         self._out.append(msg)
         if sse is not None:
             self._obs(SseSeen(x, sse, msg, time))  # type: ignore[arg-type]
