@@ -21,6 +21,7 @@ from dataclasses import replace
 from typing import Any
 
 from .canonical import canonical_json, params_digest, state_hash
+from .era import MALFORMED, MODERN
 from .vocabulary import Link, Outcome
 from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
 from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
@@ -30,6 +31,10 @@ from .summary import chain_summary, summarize_requests, summarize_responses
 # -------------------------------------------------------------------------------------------------
 # model
 
+
+# the eras whose MRTR requests are stitched into chains (RULES.md §3): a set, looked up by the str hash,
+# where a tuple compares an Era to each member with the slower rich comparison
+_STITCHED = frozenset({MODERN, MALFORMED})
 
 # how a chain's retries were tied, weakest first (`Chain.link`)
 _WEAKEST_FIRST = (Link.PARAMS, Link.TIME, Link.KEYS, Link.RELATED, Link.STATE, Link.STREAM)
@@ -380,7 +385,7 @@ class Stitcher:
         st = (st_raw if type(st_raw) is str else canonical_json(st_raw)) if "requestState" in params else None
         ir = params.get("inputResponses")
         m = msg.method
-        stitch = msg.era in ("modern", "malformed")
+        stitch = msg.era in _STITCHED
 
         if m not in MRTR_METHODS:
             if stitch and (st is not None or "inputResponses" in params):
@@ -556,7 +561,7 @@ class Stitcher:
             return obs
         t = resp.time
         chain.extend(t)
-        stitch = chain.era in ("modern", "malformed")
+        stitch = chain.era in _STITCHED
         if resp.kind == ERROR:
             err = resp.error if type(resp.error) is dict else {}
             creq.answer("error", resp.index, t, err.get("code"))

@@ -562,7 +562,7 @@ class Inspector:
                 asking = self.exchanges.server_scope(scope)
                 asking.add(msg)
                 ask = None
-                if self._legacy_open and era == LEGACY and msg.method in INPUT_REQUEST_METHODS:
+                if self._legacy_open and era is LEGACY and msg.method in INPUT_REQUEST_METHODS:
                     ask = self._legacy_question(msg, scope, x)
                     if ask is not None and ask.round is not None:
                         asking.attach(msg, ask.round)
@@ -613,7 +613,7 @@ class Inspector:
         if creq is not None:
             tie = (creq, creq.link is not None)
             inflight.attach(msg, tie)
-            if msg.era == LEGACY and msg.idk is not None:
+            if msg.era is LEGACY and msg.idk is not None:
                 self._legacy_request(creq, scope)
             if x is not None and msg.batch is None:  # the request POSTed on the exchange (`x.request`)
                 self._x_ties[x] = tie
@@ -685,7 +685,7 @@ class Inspector:
         creq, via = None, ""
         if x is not None and x.request is not None:  # on a POST's own event stream: that request's
             c = _live(self._x_ties.get(x))
-            if c is None or not c.in_flight or c.chain.era != LEGACY:
+            if c is None or not c.in_flight or c.chain.era is not LEGACY:
                 return None
             creq, via = c, Link.STREAM
         if creq is None:

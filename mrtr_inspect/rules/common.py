@@ -98,7 +98,7 @@ def integer_code(msg: Message) -> int | None:
 def modern_result(obs: Any) -> dict | None:
     """The result object of a server's answer to a modern request (an `Answered`), else None."""
     r = obs.response
-    if r.era != MODERN or r.direction != S2C or obs.request is None or type(r.result) is not dict:
+    if r.era is not MODERN or r.direction != S2C or obs.request is None or type(r.result) is not dict:
         return None
     return r.result
 

@@ -122,7 +122,7 @@ def _linked_answers(obs: Linked) -> list[Answer]:
     req = obs.request
     params = req.params if type(req.params) is dict else {}
     responses = params.get("inputResponses")
-    if req.era != MODERN or type(responses) is not dict:
+    if req.era is not MODERN or type(responses) is not dict:
         return []
     asked: dict = {}
     for rd in obs.round.chain.rounds:  # later rounds win: a key asked again means the latest question
@@ -142,7 +142,7 @@ def _linked_answers(obs: Linked) -> list[Answer]:
 
 def _legacy_answer(obs: Answered) -> list[Answer]:
     resp, req = obs.response, obs.request
-    if req is None or resp.era != LEGACY or req.method not in INPUT_REQUEST_METHODS:
+    if req is None or resp.era is not LEGACY or req.method not in INPUT_REQUEST_METHODS:
         return []
     chain = obs.asked.chain.id if obs.asked is not None else None  # the legacy chain whose round it answers
     return [Answer(None, req.method, req.params, resp.result, shapes.LEGACY, obs, [req.index, resp.index], chain)]

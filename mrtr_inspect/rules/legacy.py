@@ -70,7 +70,7 @@ def _legacy_flavoured(obs: Decoded) -> bool:
     """A request of the legacy era, or one declaring a legacy version (gates the two checks that judge
     only those)."""
     msg = obs.msg
-    return msg.era == LEGACY or msg.version in LEGACY_VERSIONS
+    return msg.era is LEGACY or msg.version in LEGACY_VERSIONS
 
 
 @LEGACY_PASS.check(
@@ -86,7 +86,7 @@ def legacy_request_id_reused_in_session(obs: Decoded, ctx, st: _State) -> None:
     the same session: the stdio process, or the HTTP Mcp-Session-Id (HTTP requests without a session
     id are not judged). The last 4,096 ids per sender and session are remembered."""
     msg, x = obs.msg, obs.exchange
-    if msg.era != LEGACY or msg.idk is None:
+    if msg.era is not LEGACY or msg.idk is None:
         return
     if x is None:
         session = msg.session
@@ -125,11 +125,11 @@ def era_mixed_connection(obs: Decoded, ctx, st: _State) -> None:
     probe does not count as modern (a failed probe is `stdio-era-probe`)."""
     msg, x = obs.msg, obs.exchange
     era = msg.era
-    if era == MODERN:
+    if era is MODERN:
         if msg.method == DISCOVER:
             return
         slot = 0
-    elif era == LEGACY:
+    elif era is LEGACY:
         slot = 1
     else:
         return
@@ -160,7 +160,7 @@ def era_modern_meta_legacy_version(obs: Decoded, ctx, st: _State) -> None:
     2025-06-18 or 2025-11-25: the modern shape with a legacy version, which the specification does
     not define (RULES.md §7.18). Reported once per version and stdio process or HTTP endpoint."""
     msg, x = obs.msg, obs.exchange
-    if msg.era == MODERN and msg.version in LEGACY_VERSIONS and once(st, ("version", msg.version, x.path if x else "")):
+    if msg.era is MODERN and msg.version in LEGACY_VERSIONS and once(st, ("version", msg.version, x.path if x else "")):
         ctx.emit(f"{at(msg)} carries modern _meta but declares the legacy version {msg.version!r}; the "
                  "specification does not define this case", messages=[msg.index])
 
@@ -172,7 +172,7 @@ def _initialize_result(obs: Decoded) -> bool:
     """A legacy server's result to initialize over HTTP: it may mint a session."""
     msg = obs.msg
     req = obs.request
-    return (msg.era == LEGACY and type(msg.result) is dict and obs.exchange is not None and req is not None
+    return (msg.era is LEGACY and type(msg.result) is dict and obs.exchange is not None and req is not None
             and req.method == "initialize")
 
 
@@ -200,7 +200,7 @@ def _session_of(obs: Decoded, st: _State) -> tuple | None:
     """The legacy session a client POST belongs to (by its Mcp-Session-Id, else by its client address
     and endpoint), for a message that is neither modern nor a new initialize; else None."""
     msg, x = obs.msg, obs.exchange
-    if x is None or not (st.by_client or st.by_sid) or msg.era == MODERN or msg.method == "initialize":
+    if x is None or not (st.by_client or st.by_sid) or msg.era is MODERN or msg.method == "initialize":
         return None
     sid = header(x.headers, "mcp-session-id")
     return st.by_sid.get(sid) if sid is not None else st.by_client.get((x.path, x.client))
@@ -276,7 +276,7 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
     it (derived)."""
     msg = obs.msg
     res = msg.result
-    if msg.era != LEGACY or type(res) is not dict:
+    if msg.era is not LEGACY or type(res) is not dict:
         return
     rt = res.get("resultType")
     if rt == "input_required" or rt == "task" or "inputRequests" in res:
@@ -307,7 +307,7 @@ def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
     "url" whose params carry `elicitationId` (a 2025-11-25 field, gone in 2026-07-28)."""
     msg = obs.msg
     res = msg.result
-    if msg.era != MODERN or type(res) is not dict:
+    if msg.era is not MODERN or type(res) is not dict:
         return
     ir = res.get("inputRequests")
     if type(ir) is dict:
@@ -342,7 +342,7 @@ def elicitation_complete_notification(obs: Decoded, ctx) -> None:
     """On a modern exchange, `notifications/elicitation/complete` (a 2025-11-25 notification). On a
     subscriptions/listen stream it is `subscription-unrequested-type` (an error) instead."""
     msg = obs.msg
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     req = on_stream_of(obs.exchange)
     m = params(msg).get("_meta")
@@ -364,7 +364,7 @@ def elicitation_complete_notification(obs: Decoded, ctx) -> None:
 def url_elicitation_required_error(obs: Decoded, ctx) -> None:
     """On a modern exchange, an error with code -32042 (RULES.md §10.2: not also `error-code-removed`)."""
     msg = obs.msg
-    if error_code(msg) == URL_ELICITATION_REQUIRED and (msg.era == MODERN or msg.era == MALFORMED):
+    if error_code(msg) == URL_ELICITATION_REQUIRED and (msg.era is MODERN or msg.era is MALFORMED):
         req = obs.request
         ctx.emit(f"{at(msg)}{' answering ' + at(req) if req else ''} uses -32042 (URL elicitation required, 2025-11-25 "
                  "only); this revision MUST NOT emit it: return an input_required result with a URL elicitation",
@@ -385,7 +385,7 @@ def legacy_url_elicitation_missing_id(obs: Decoded, ctx) -> None:
     `elicitationId`."""
     msg = obs.msg
     p = params(msg)
-    if msg.era == LEGACY and p.get("mode") == "url" and type(p.get("elicitationId")) is not str:
+    if msg.era is LEGACY and p.get("mode") == "url" and type(p.get("elicitationId")) is not str:
         ctx.emit(f"the legacy URL-mode {at(msg)} has no elicitationId; 2025-11-25 requires it to correlate the "
                  "completion", messages=[msg.index])
 

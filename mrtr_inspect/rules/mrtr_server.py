@@ -236,7 +236,7 @@ def _valid_asks(obs) -> list[Ask]:
     last = _last_legacy
     if last[0] is msg:
         return last[1]
-    legacy = msg.kind == REQUEST and msg.era == LEGACY and msg.method in INPUT_REQUEST_METHODS
+    legacy = msg.kind == REQUEST and msg.era is LEGACY and msg.method in INPUT_REQUEST_METHODS
     asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
     _last_legacy = (msg, asks)
     return asks
@@ -568,7 +568,7 @@ def _missing_capability(obs: Answered) -> dict | None:
     """The error object of a modern -32021 response from the server, else None."""
     r = obs.response
     err = r.error
-    if r.era != MODERN or obs.request is None or type(err) is not dict or err.get("code") != MISSING_CAPABILITY:
+    if r.era is not MODERN or obs.request is None or type(err) is not dict or err.get("code") != MISSING_CAPABILITY:
         return None
     return err
 
@@ -707,7 +707,7 @@ def server_error_instead_of_reask(obs, ctx) -> None:
         req = obs.request
         p = req.params if type(req.params) is dict else {}
         if (obs.reason in ("responses-unsolicited", "after-complete") and not obs.capture_incomplete
-                and req.era == MODERN and "requestState" not in p and "inputResponses" in p
+                and req.era is MODERN and "requestState" not in p and "inputResponses" in p
                 and not _malformed(p["inputResponses"], None)):
             if len(mem) >= 256:  # requests never answered: keep the memory bounded
                 del mem[next(iter(mem))]

@@ -69,7 +69,7 @@ def _snapshot(obs) -> tuple[dict, Message, str] | None:
         r = modern_result(obs)
         return (r, obs.response, f"the tasks/get {answered(obs)}") if r is not None else None
     msg = obs.msg
-    if msg.era != MODERN or type(msg.params) is not dict:
+    if msg.era is not MODERN or type(msg.params) is not dict:
         return None
     return msg.params, msg, f"notifications/tasks (message #{msg.index})"
 
@@ -300,7 +300,7 @@ def task_update_unknown_key(obs: Decoded, ctx, tasks: dict) -> None:
     may be missing). The sentence is a code comment in SEP-2663; servers SHOULD ignore such keys."""
     msg = obs.msg
     st = tasks.get((msg.session, _task_id(msg.params)))
-    if msg.era != MODERN or st is None or not st.created:
+    if msg.era is not MODERN or st is None or not st.created:
         return  # only a task seen from its creation shows every key it asked
     for k in _input_responses(msg):
         why = "was never asked" if k not in st.asked else "was already answered" if k in st.answered else None
@@ -346,7 +346,7 @@ def tasks_non_declaring_client(obs: Answered, ctx) -> None:
     """A modern tasks/* request whose own clientCapabilities lack the extension, answered with
     anything but a -32021 (MissingRequiredClientCapability) error."""
     req, resp = obs.request, obs.response
-    if req is None or req.era != MODERN or _declares(req) or _error_code(resp) == MISSING_CAPABILITY:
+    if req is None or req.era is not MODERN or _declares(req) or _error_code(resp) == MISSING_CAPABILITY:
         return
     ctx.emit(f"{at(req)} does not declare the {TASKS_EXTENSION} extension, yet got {_got(resp)} "
              f"(message #{resp.index}) instead of -32021", messages=[req.index, resp.index])
@@ -368,7 +368,7 @@ def tasks_invalid_task_id(obs: Answered, ctx) -> None:
     acknowledged for a taskId that this server answered -32602 to on tasks/get. A warning for
     tasks/update and tasks/cancel (SHOULD), an error for tasks/get (MUST)."""
     req, resp = obs.request, obs.response
-    tid = _task_id(req.params) if req is not None and req.era == MODERN else None
+    tid = _task_id(req.params) if req is not None and req.era is MODERN else None
     if tid is None:
         return
     sev = None if req.method == "tasks/get" else WARNING
@@ -455,7 +455,7 @@ def task_stream_progress_or_log(obs: Decoded, ctx) -> None:
     whose `notifications.taskIds` is a non-empty list (stdio streams cannot be told apart)."""
     x = obs.exchange
     req = x.request if x is not None else None
-    if req is None or req.method != "subscriptions/listen" or req.era != MODERN:
+    if req is None or req.method != "subscriptions/listen" or req.era is not MODERN:
         return
     p = req.params if type(req.params) is dict else {}
     wanted = p.get("notifications")
@@ -475,7 +475,7 @@ def task_stream_progress_or_log(obs: Decoded, ctx) -> None:
 def tasks_result_not_method_not_found(obs: Answered, ctx) -> None:
     """A modern `tasks/result` answered with a result or with an error whose code is not -32601."""
     req, resp = obs.request, obs.response
-    if req is None or req.era != MODERN or _error_code(resp) == METHOD_NOT_FOUND:
+    if req is None or req.era is not MODERN or _error_code(resp) == METHOD_NOT_FOUND:
         return
     ctx.emit(f"{at(req)} got {_got(resp)} (message #{resp.index}); tasks/result is removed and "
              "answered with -32601", messages=[req.index, resp.index])
@@ -545,7 +545,7 @@ def task_input_requests_undeclared_capability(obs: Answered, ctx) -> None:
 def _requires_task(ctx, req: Message | None) -> bool:
     """A legacy `tools/call` without `params.task` for a tool whose `tools/list` entry said
     `execution.taskSupport: "required"`."""
-    if req is None or req.era != LEGACY or req.method != "tools/call" or type(req.params) is not dict:
+    if req is None or req.era is not LEGACY or req.method != "tools/call" or type(req.params) is not dict:
         return False
     if "task" in req.params:
         return False

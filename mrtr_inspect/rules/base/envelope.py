@@ -239,7 +239,7 @@ def request_id_in_flight_reuse(obs, ctx) -> None:
                 details={"group": peer.split("|", 1)[-1], "overlaps": g.overlaps, "ids": len(g.ids)})
         return
     msg, prior = obs.msg, obs.prior
-    if msg.era == LEGACY:
+    if msg.era is LEGACY:
         return
     if msg.transport == "http" and not ctx.config.peer_header:
         groups = mem.get(msg.session)

@@ -42,7 +42,7 @@ def _modern_code(msg: Message) -> int | None:
     only, RULES.md §10.2)."""
     err = msg.error
     code = err.get("code") if type(err) is dict else None
-    if type(code) is not int or (msg.era != MODERN and msg.era != MALFORMED) or code == URL_ELICITATION_REQUIRED:
+    if type(code) is not int or (msg.era is not MODERN and msg.era is not MALFORMED) or code == URL_ELICITATION_REQUIRED:
         return None
     return code
 
@@ -181,7 +181,7 @@ def removed_method_modern(obs: Decoded, ctx, st: _State) -> None:
     whose method is initialize, ping, logging/setLevel, resources/subscribe, resources/unsubscribe,
     tasks/list, tasks/result, notifications/initialized or notifications/roots/list_changed."""
     msg = obs.msg
-    if msg.era == MODERN:
+    if msg.era is MODERN:
         ctx.emit(f"{at(msg)} is a modern message, but 2026-07-28 removed {msg.method}", messages=[msg.index])
 
 
@@ -200,7 +200,7 @@ def discover_result_invalid(obs: Answered, ctx) -> None:
     ≥ 0, `cacheScope` "public" or "private"; for server/discover these are reported here, not as
     cacheable-result-missing-hints)."""
     res, req = obs.response.result, obs.request
-    if req.era != MODERN or type(res) is not dict:
+    if req.era is not MODERN or type(res) is not dict:
         return
     problems = []
     sv = res.get("supportedVersions")
@@ -246,7 +246,7 @@ def cacheable_result_missing_hints(obs: Answered, ctx) -> None:
     without `ttlMs` (an integer ≥ 0) or `cacheScope` ("public" or "private"). input_required
     results are exempt."""
     res, req = obs.response.result, obs.request
-    if req.era != MODERN or type(res) is not dict or res.get("resultType", "complete") != "complete":
+    if req.era is not MODERN or type(res) is not dict or res.get("resultType", "complete") != "complete":
         return
     problems = _hint_problems(res)
     if problems:

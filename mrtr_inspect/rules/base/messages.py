@@ -139,7 +139,7 @@ MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Ca
 def _lost_request(x):
     """The modern request of an exchange that ended without a response carrying its id (else None)."""
     req = x.request
-    if req is None or req.era != MODERN:
+    if req is None or req.era is not MODERN:
         return None
     for r in x.responses:
         if r.idk == req.idk:
@@ -156,7 +156,7 @@ def _modern_result(obs: Decoded, st: _State) -> None:
     for that evidence are released (`report_released`)."""
     msg = obs.msg
     res = msg.result
-    if msg.era != MODERN or type(res) is not dict:
+    if msg.era is not MODERN or type(res) is not dict:
         return
     req = obs.request
     if req is not None and ("resultType" in res or req.method == "server/discover"):
@@ -207,7 +207,7 @@ def _on_listen(obs: Decoded, st: _State) -> _OnListen:
     listen its `_meta` names), for the subscription checks of the message."""
     msg = obs.msg
     found = _NOT_ON_LISTEN
-    if msg.era == MODERN:
+    if msg.era is MODERN:
         x = obs.exchange
         m = params(msg).get("_meta")
         tagged = type(m) is dict and SUBSCRIPTION_ID_KEY in m

@@ -87,7 +87,7 @@ def _unusual_meta(obs: Decoded) -> bool:
     none of these: the gate of those checks spares it the calls (each check still tests its own
     condition)."""
     msg = obs.msg
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return True
     meta = msg.params["_meta"]
     return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
@@ -106,9 +106,9 @@ def _caps_problem(meta: dict) -> str | None:
 def _meta_problem(req: Message) -> str | None:
     """Why a client request lacks required `_meta` (RULES.md request-meta-missing), or None."""
     era = req.era
-    if era == MODERN:
+    if era is MODERN:
         return _caps_problem(req.params["_meta"])
-    if era != MALFORMED and era != UNKNOWN:
+    if era is not MALFORMED and era != UNKNOWN:
         return None
     meta = req.meta
     if era == UNKNOWN and (meta is None or (CLIENT_CAPABILITIES_KEY not in meta and CLIENT_INFO_KEY not in meta)):
@@ -140,12 +140,12 @@ def request_meta_missing(obs: Decoded, ctx, st: _State) -> None:
     a chain counts."""
     msg = obs.msg
     era = msg.era
-    if era == MODERN:
+    if era is MODERN:
         meta = msg.params["_meta"]
         if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict:
             ctx.emit(f"{at(msg)}: {_caps_problem(meta)}; a request missing a required field is malformed",
                      messages=[msg.index], chain=chain_of(obs))
-    elif era == MALFORMED or era == UNKNOWN:
+    elif era is MALFORMED or era == UNKNOWN:
         why = _meta_problem(msg)
         if why is not None:
             ctx.emit(f"{at(msg)}: {why}; a request missing a required field is malformed", messages=[msg.index],
@@ -160,7 +160,7 @@ def _unusual_answer(obs: Decoded) -> bool:
     those checks spares it the calls (each check still tests its own condition)."""
     msg = obs.msg
     req = obs.request
-    if req is None or req.era != MODERN or msg.era != MODERN or type(msg.result) is not dict:
+    if req is None or req.era is not MODERN or msg.era is not MODERN or type(msg.result) is not dict:
         return True
     meta = req.params["_meta"]
     if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or meta.get(LOG_LEVEL_KEY) is not None or req.method == LISTEN:
@@ -188,7 +188,7 @@ def server_accepted_request_missing_meta(obs: Decoded, ctx, st: _State) -> None:
     if req is None:
         return
     era = req.era
-    if era == LEGACY or (era == MODERN and type(req.params["_meta"].get(CLIENT_CAPABILITIES_KEY)) is dict):
+    if era is LEGACY or (era is MODERN and type(req.params["_meta"].get(CLIENT_CAPABILITIES_KEY)) is dict):
         return
     why = _meta_problem(req)
     if why is None:
@@ -219,7 +219,7 @@ def client_info_missing(obs: Decoded, ctx, st: _State) -> None:
     """A modern client request whose `_meta` has no `io.modelcontextprotocol/clientInfo`; reported
     once per client (the stdio pipe, the HTTP peer)."""
     msg = obs.msg
-    if msg.era == MODERN and CLIENT_INFO_KEY not in msg.params["_meta"] and once(st, ("client-info", msg.peer)):
+    if msg.era is MODERN and CLIENT_INFO_KEY not in msg.params["_meta"] and once(st, ("client-info", msg.peer)):
         ctx.emit(f"{at(msg)} carries no io.modelcontextprotocol/clientInfo; clients SHOULD identify themselves on "
                  "every request (reported once per client)", messages=[msg.index])
 
@@ -247,7 +247,7 @@ def meta_key_format_invalid(obs: Decoded, ctx, st: _State) -> None:
     does not begin and end with a letter or digit. `traceparent`, `tracestate` and `baggage` are
     exempt. Any era (2025-11-25 has the same format); reported once per key and session."""
     msg = obs.msg
-    if msg.era == MODERN:
+    if msg.era is MODERN:
         meta = msg.params["_meta"]
         if not meta.keys() <= _good_keys:
             _bad_meta_keys(msg, meta, st, ctx)
@@ -275,7 +275,7 @@ def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
     sender's requests still waiting for its response. Reuse on a retry after the previous round was
     answered is fine. Any era."""
     msg = obs.msg
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     token = msg.params["_meta"].get("progressToken")
     if token is None:
@@ -353,14 +353,14 @@ def response_id_mismatch(obs: Decoded, ctx, st: _State) -> None:
     if obs.request is not None or msg.id is None:
         return
     if msg.direction == C2S:
-        if msg.era == LEGACY:
+        if msg.era is LEGACY:
             ctx.emit(f"{at(msg)} from the client answers no server request in flight", messages=[msg.index])
         return
     if x is not None:
         posted = x.request_messages[0] if x.request_messages else None
         if x.request is None and posted is not None and posted.kind == NOTIFICATION and msg.kind == RESULT:
             return  # notification-with-id
-        if x.event_stream and x.era == MODERN:
+        if x.event_stream and x.era is MODERN:
             return  # sse-multiple-or-foreign-response (§4.6)
         req = x.request
         if req is not None:
@@ -415,7 +415,7 @@ def server_info_missing(obs: Decoded, ctx, st: _State) -> None:
     """A result to a modern request without `_meta["io.modelcontextprotocol/serverInfo"]`; reported
     once per server (stdio process, HTTP endpoint)."""
     msg = obs.msg
-    if msg.era != MODERN or type(msg.result) is not dict or obs.request is None:
+    if msg.era is not MODERN or type(msg.result) is not dict or obs.request is None:
         return
     m = msg.result.get("_meta")
     if (type(m) is not dict or SERVER_INFO_KEY not in m) and once(st, ("server-info", endpoint(msg, obs.exchange))):
@@ -427,7 +427,7 @@ def server_info_missing(obs: Decoded, ctx, st: _State) -> None:
 def result_meta_keys(obs: Decoded, ctx, st: _State) -> None:
     """The `_meta` keys of a server's result, in a modern exchange."""
     msg = obs.msg
-    if msg.era != MODERN or type(msg.result) is not dict or obs.request is None:
+    if msg.era is not MODERN or type(msg.result) is not dict or obs.request is None:
         return
     m = msg.result.get("_meta")
     if type(m) is dict and not m.keys() <= _good_keys:
@@ -448,7 +448,7 @@ def log_level_invalid(obs: Decoded, ctx, st: _State) -> None:
     notice, warning, error, critical, alert, emergency, answered with anything but a -32602 error."""
     msg = obs.msg
     req = obs.request
-    if req is None or msg.era != MODERN:
+    if req is None or msg.era is not MODERN:
         return
     level = req.params["_meta"].get(LOG_LEVEL_KEY)
     code = error_code(msg) if msg.kind == ERROR_KIND else None
@@ -471,7 +471,7 @@ def protocol_version_unsupported_served(obs: Decoded, ctx, st: _State) -> None:
     not in its `supportedVersions`, or a -32022 for a version that is. Reported once per version."""
     msg = obs.msg
     req = obs.request
-    if req is None or msg.era != MODERN or not st.discover:
+    if req is None or msg.era is not MODERN or not st.discover:
         return
     if msg.kind == RESULT:
         if type(msg.result) is not dict:
@@ -497,7 +497,7 @@ def listen_closed_untagged(obs: Decoded, ctx, st: _State) -> None:
     """The graceful-closure result of a modern subscriptions/listen without its subscriptionId."""
     msg = obs.msg
     req = obs.request
-    if req is None or req.method != LISTEN or msg.era != MODERN or type(msg.result) is not dict:
+    if req is None or req.method != LISTEN or msg.era is not MODERN or type(msg.result) is not dict:
         return
     m = msg.result.get("_meta")
     sid = m.get(SUBSCRIPTION_ID_KEY) if type(m) is dict else None
@@ -546,7 +546,7 @@ def discover_not_implemented(obs: Decoded, ctx, st: _State) -> None:
     reported."""
     msg, x = obs.msg, obs.exchange
     req = obs.request
-    if (req is not None and req.method == "server/discover" and req.era == MODERN and _meta_problem(req) is None
+    if (req is not None and req.method == "server/discover" and req.era is MODERN and _meta_problem(req) is None
             and error_code(msg) == METHOD_NOT_FOUND):
         _pend(st, endpoint(msg, x), ctx, f"the server answered {at(req)} with {at(msg)} (-32601 Method not found)",
               [req.index, msg.index])

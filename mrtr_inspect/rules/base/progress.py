@@ -53,7 +53,7 @@ def log_without_loglevel(obs: Decoded, ctx, st: _State) -> None:
     sent while no request in flight has set a logLevel. Listen streams are `log-off-request-stream`.
     Reported once per request stream, or on stdio once per set of requests in flight."""
     msg, x = obs.msg, obs.exchange
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     req = on_stream_of(x)
     if req is not None:
@@ -83,7 +83,7 @@ def log_below_level(obs: Decoded, ctx, st: _State) -> None:
     one (stdio). Reported once per request stream, or on stdio once per set of requests in flight."""
     msg, x = obs.msg, obs.exchange
     level = LOG_LEVELS.get(params(msg).get("level"))
-    if msg.era != MODERN or level is None:
+    if msg.era is not MODERN or level is None:
         return
     req = on_stream_of(x)
     if req is not None:
@@ -112,7 +112,7 @@ def log_off_request_stream(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a `notifications/message` on the SSE stream of a `subscriptions/listen`
     request (HTTP), or tagged with an `io.modelcontextprotocol/subscriptionId` (stdio)."""
     msg, x = obs.msg, obs.exchange
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     req = on_stream_of(x)
     if req is not None and req.method == LISTEN:
@@ -204,7 +204,7 @@ def server_cancelled_non_listen(obs: Decoded, ctx, st: _State) -> None:
     """On a modern exchange, a `notifications/cancelled` from the server whose `requestId` is not
     the id of a `subscriptions/listen` request in flight."""
     msg = obs.msg
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     rid = params(msg).get("requestId")
     req = obs.flight.get(id_key(rid))
@@ -228,7 +228,7 @@ def cancelled_unknown_request(obs: Cancelled, ctx) -> None:
     specification allows, so this is a warning. On modern HTTP cancellation is closing the stream
     (`http-client-notification` reports the notification)."""
     n = obs.notification
-    if obs.request is not None or n.kind != NOTIFICATION or (n.transport == "http" and n.era == MODERN):
+    if obs.request is not None or n.kind != NOTIFICATION or (n.transport == "http" and n.era is MODERN):
         return
     rid = params(n).get("requestId")
     ctx.emit(f"{at(n)} names request {format_id(rid)}, which is not in flight (never sent, or already answered; a "

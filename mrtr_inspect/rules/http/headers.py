@@ -127,7 +127,7 @@ def _update(obs, st: _Headers):
     `_Reaction` (else None)."""
     if type(obs) is ExchangeDone:
         x = obs.exchange
-        if x.era != MODERN:
+        if x.era is not MODERN:
             return None
         post = st.verdicts.pop(x, None) if st.verdicts else None
         entry = (post.failed, post.complete) if post is not None and (post.failed or not post.complete) else None
@@ -144,7 +144,7 @@ def _update(obs, st: _Headers):
         return _Reaction(x, req, resp, failed, complete)
     msg = obs.msg
     x = _first(obs)
-    if x is None or (msg.era != MODERN if msg.kind == REQUEST else post_era(x) != MODERN):
+    if x is None or (msg.era is not MODERN if msg.kind == REQUEST else post_era(x) != MODERN):
         return None
     post = _Post(msg, x, st)
     if post.is_request:

@@ -182,7 +182,7 @@ def http_response_content_type(obs: ExchangeDone, ctx) -> None:
     Accepted for a request). Error statuses are left alone: intermediaries may answer them without
     a JSON-RPC body."""
     x = obs.exchange
-    if x.event_stream or x.status is None or not 200 <= x.status < 300 or x.era != MODERN:
+    if x.event_stream or x.status is None or not 200 <= x.status < 300 or x.era is not MODERN:
         return
     ct = header(x.response_headers, "content-type")
     if x.body_messages:

@@ -52,7 +52,7 @@ def http_unsupported_version_status(obs: Answered, ctx) -> None:
     """A `-32022` error on HTTP with a status other than 400 (any era but legacy: the code exists only
     in modern MCP)."""
     x, req = obs.exchange, obs.request
-    if x is None or req is None or req.era == LEGACY or integer_code(obs.response) != UNSUPPORTED_VERSION:
+    if x is None or req is None or req.era is LEGACY or integer_code(obs.response) != UNSUPPORTED_VERSION:
         return
     if x.status != 400:
         ctx.emit(f"{at(req)} got -32022 (message #{obs.response.index}) with HTTP status "
@@ -70,7 +70,7 @@ def http_unsupported_version_status(obs: Answered, ctx) -> None:
 def http_session_id_minted(obs: ExchangeDone, ctx) -> None:
     """The response to a modern request carries `Mcp-Session-Id`."""
     x = obs.exchange
-    if x.era != MODERN:
+    if x.era is not MODERN:
         return
     sid = header(x.response_headers, "mcp-session-id")
     if sid is not None:
@@ -149,7 +149,7 @@ def http_last_event_id(obs, ctx) -> None:
         return
     if t is SseSeen:
         x = obs.exchange
-        if obs.fields.id is None or x.era != MODERN or x in ctx.mem:
+        if obs.fields.id is None or x.era is not MODERN or x in ctx.mem:
             return
         ctx.mem[x] = True
         req = x.request

@@ -47,7 +47,7 @@ def sse_notification_unrelated(obs: Decoded, ctx) -> None:
     resources/updated, subscriptions/acknowledged, notifications/tasks). A `notifications/message`
     without a requested `logLevel` is `log-without-loglevel` (§4.5), not repeated here."""
     x = obs.exchange
-    if x is None or not x.event_stream or x.era != MODERN:
+    if x is None or not x.event_stream or x.era is not MODERN:
         return
     msg = obs.msg
     method = msg.method
@@ -83,7 +83,7 @@ def sse_events_after_response(obs: SseSeen, ctx) -> None:
     """The first SSE event (data, or a keep-alive comment) that follows the first JSON-RPC response on a
     modern request's stream; reported once per stream."""
     x = obs.exchange
-    if x.after_response_events != 1 or x.era != MODERN:
+    if x.after_response_events != 1 or x.era is not MODERN:
         return
     req, first = x.request, x.responses[0]
     irr = " (an input_required result)" if _result_type(first) == "input_required" else ""
@@ -106,7 +106,7 @@ def sse_multiple_or_foreign_response(obs: Decoded, ctx) -> None:
     """On the SSE stream of a modern request POST: a response whose id is not the POSTed request's
     id, or a second response."""
     x = obs.exchange
-    if x is None or not x.event_stream or x.era != MODERN:
+    if x is None or not x.event_stream or x.era is not MODERN:
         return
     req, msg = x.request, obs.msg
     if req is None:
@@ -132,7 +132,7 @@ def sse_no_response(obs: ExchangeDone, ctx) -> None:
     """A modern request's SSE stream ended (normally, or by an upstream failure; not by the client
     going away, not at the end of the capture) without a response carrying the request's id."""
     x = obs.exchange
-    if not x.event_stream or x.era != MODERN or (x.error is not None and not x.error.startswith("upstream")):
+    if not x.event_stream or x.era is not MODERN or (x.error is not None and not x.error.startswith("upstream")):
         return
     req, resp = _response_to(x)
     if req is not None and resp is None:
@@ -158,7 +158,7 @@ def sse_x_accel_buffering(obs, ctx) -> None:
             return
     elif not x.event_stream or x.events:
         return
-    if x.era != MODERN:
+    if x.era is not MODERN:
         return
     value = header(x.response_headers, "x-accel-buffering")
     if value is None or value.strip(OWS).lower() != "no":
@@ -179,7 +179,7 @@ def http_irr_on_sse(obs: ExchangeDone, ctx) -> None:
     """A modern request's SSE stream carries its response as an `input_required` result; the finding
     says whether it was the last event of the stream."""
     x = obs.exchange
-    if not x.event_stream or not x.responses or x.era != MODERN:
+    if not x.event_stream or not x.responses or x.era is not MODERN:
         return
     req, resp = _response_to(x)
     if resp is not None and _result_type(resp) == "input_required":
@@ -206,7 +206,7 @@ def server_initiated_request(obs: Decoded, ctx) -> None:
     ping or any other. Messages whose method starts with notifications/ are `notification-with-id`.
     Legacy processes and sessions may send server requests and are not reported."""
     msg = obs.msg
-    if msg.era != MODERN or (msg.method or "").startswith("notifications/"):
+    if msg.era is not MODERN or (msg.method or "").startswith("notifications/"):
         return
     req = on_stream_of(obs.exchange)
     where = f"on the response stream of {at(req)}" if req is not None else "on stdout" if obs.exchange is None \
@@ -228,7 +228,7 @@ def client_sent_response(obs: Decoded, ctx) -> None:
     """On a modern stdio process (a line on stdin) or endpoint (an HTTP POST body), a client message
     with `result` or `error`: the legacy way of answering a server request."""
     msg = obs.msg
-    if msg.era != MODERN:
+    if msg.era is not MODERN:
         return
     req = obs.request
     what = f", answering {at(req)}" if req is not None else ""
