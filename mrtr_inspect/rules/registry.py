@@ -805,7 +805,7 @@ class RuleEngine:
                 check(obs, ctx)
             except Exception as e:  # a broken rule must not break the pipeline
                 self._internal_error(ctx._rule, e)
-        if len(findings) > found and _era_of(obs) is LEGACY:
+        if len(findings) > found and _era_of(obs) == LEGACY:
             # RULES.md §13: these findings concern a 2025-11-25 exchange, so they link that revision's
             # page, and no check of the 2026-07-28 conformance suite. A rule whose sentence that
             # revision does not have (the era probe, a fallback from a modern error) judges the
