@@ -432,7 +432,7 @@ class Stitcher:
             return None
         rd, ambiguous = _issuing_round(rounds, peer, key)
         if rd.key[:2] != key[:2]:
-            return NotLinked(msg, "parallel-misuse", rd)
+            return NotLinked.new(msg, "parallel-misuse", rd)
         replay = forked = None
         if rd.consumed:
             # a retry that presented another state (altered, fabricated) did not present this one:
@@ -491,18 +491,18 @@ class Stitcher:
         if st is not None:
             stray = self._stray_states.get(state_hash(st))
             if stray is not None:
-                return NotLinked(msg, "after-complete", None, completed=stray, creq=creq)
-            return NotLinked(msg, "state-unsolicited", None, capture_incomplete=not covered, creq=creq,
+                return NotLinked.new(msg, "after-complete", None, completed=stray, creq=creq)
+            return NotLinked.new(msg, "state-unsolicited", None, capture_incomplete=not covered, creq=creq,
                              restart_of=None if covered else restart_of)
         if ir is not None:
             done = self._completed.get((peer, key))
             if done is not None and done[1]:
-                return NotLinked(msg, "after-complete", None, completed=done[0], creq=creq)
-            return NotLinked(msg, "responses-unsolicited", None, capture_incomplete=not covered, creq=creq,
+                return NotLinked.new(msg, "after-complete", None, completed=done[0], creq=creq)
+            return NotLinked.new(msg, "responses-unsolicited", None, capture_incomplete=not covered, creq=creq,
                              restart_of=None if covered else restart_of)
         for rd in cand or ():
             if rd.had_state and not rd.input_requests:
-                return NotLinked(msg, "possible-state-dropped", rd, creq=creq)
+                return NotLinked.new(msg, "possible-state-dropped", rd, creq=creq)
         return None
 
     def _not_mrtr(self, msg: Message, peer: str, st: str | None, ir: Any) -> NotLinked:
@@ -518,7 +518,7 @@ class Stitcher:
                 if not rd.consumed and rd.keys & ir_keys:
                     related = rd
                     break
-        return NotLinked(msg, "parallel-misuse" if related is not None else "unsupported-method", related)
+        return NotLinked.new(msg, "parallel-misuse" if related is not None else "unsupported-method", related)
 
     def _link(self, msg: Message, rd: Round, via: str, relation: str, peer: str, key: tuple,
               replay: str | None = None, forked: bool | None = None, ambiguous: bool = False) -> Linked:
@@ -645,7 +645,7 @@ class Stitcher:
         rd = LegacyRound(chain, len(chain.asks) + 1, creq, ask, via)
         chain.asks.append(rd)
         chain.vias.append(via)
-        return LegacyAsked(ask, rd)
+        return LegacyAsked.new(ask, rd)
 
     @staticmethod
     def on_server_answer(rd: LegacyRound, resp: Message) -> None:

@@ -474,7 +474,7 @@ class Inspector:
         fields = parse_sse_event(f.raw)
         x.event(f.time)
         if fields.data is None:
-            self._obs(SseSeen(x, fields, None, f.time))
+            self._obs(SseSeen.new(x, fields, None, f.time))
         else:
             self._server_message_http(self._decode(fields.data), f.time,
                                       None if fields.complete else "the event stream ended in the middle of this event",
@@ -506,12 +506,12 @@ class Inspector:
         x.end(f.time, f.error, cancelled)
         if creq is not None:
             if cancelled:
-                self._obs(Cancelled(req, req, creq))  # type: ignore[arg-type]
+                self._obs(Cancelled.new(req, req, creq))  # type: ignore[arg-type]
                 self._obs_list(self.stitcher.on_cancel(creq, f.time))
             elif f.error != CAPTURE_ENDED:  # the capture ended first: the chain stays open (§10.3)
                 failed = f.error is not None and f.error.startswith(UPSTREAM_ERROR)
                 self._obs_list(self.stitcher.on_no_response(creq, f.time, failed))
-        self._obs(ExchangeDone(x, _live(tie), self.era.legacy_session(header(x.headers, "mcp-session-id"))))
+        self._obs(ExchangeDone.new(x, _live(tie), self.era.legacy_session(header(x.headers, "mcp-session-id"))))
 
     # -- the common path --------------------------------------------------------------------------
     def _message(self, d: Decoding, time: float, session: str, direction: str, transport: str, exchange: int | None,
@@ -546,9 +546,9 @@ class Inspector:
                     peer, batch, note)
         self._out.append(msg)
         if sse is not None:
-            self._obs(SseSeen(x, sse, msg, time))  # type: ignore[arg-type]
+            self._obs(SseSeen.new(x, sse, msg, time))  # type: ignore[arg-type]
         if msg.duplicates:
-            self._obs(DuplicateMembers(msg, x))
+            self._obs(DuplicateMembers.new(msg, x))
         if kind == BATCH:
             self._dispatch(Decoded.new(msg, x, None, None, self.exchanges.flight(session if x is None else peer)))
             for member in members(msg):
@@ -589,7 +589,7 @@ class Inspector:
             req = inflight.get(rid)
             creq = _live(inflight.tie(rid)) if req is not None else None
             inflight.cancel(rid)
-            self._obs(Cancelled(msg, req, creq))
+            self._obs(Cancelled.new(msg, req, creq))
             if creq is not None:
                 self._obs_list(self.stitcher.on_cancel(creq, time))
         return msg
@@ -619,7 +619,7 @@ class Inspector:
                 self._x_ties[x] = tie
         self._dispatch(Decoded.new(msg, x, None, creq, inflight.snapshot()))
         if prior is not None:
-            self._obs(InFlightReuse(msg, prior))
+            self._obs(InFlightReuse.new(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
             self._out.append(ChainEvent.new("opened", creq.chain, msg.time))
         self._obs_list(obs)
@@ -701,7 +701,7 @@ class Inspector:
                 if c is not None and waiting.get(only.idk) is c:
                     creq, via = c, Link.TIME
         if creq is None:
-            return LegacyAsked(msg, None, len(live))
+            return LegacyAsked.new(msg, None, len(live))
         return self.stitcher.on_server_request(msg, creq, via)
 
     def _server_exited(self, s: _Session, time: float, info: dict) -> frozenset:
