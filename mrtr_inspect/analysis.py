@@ -60,8 +60,15 @@ class Analysis:
         """`feed` of a `StdioLine` frame, given as its fields (the recording reader's line tuples)."""
         out, observed = self.inspector.step_line(time, session, direction, data, eol)
         if observed:
-            if self.observe is None:  # the common case, one call less per message
-                out += self.engine.judge(observed, time)
+            if self.observe is None:  # the common case: `engine.judge` written out, one call less per message
+                engine = self.engine
+                engine.now = time
+                dispatch = engine.dispatch
+                for obs in observed:
+                    dispatch(obs)
+                if engine.findings:
+                    out += engine.findings
+                    engine.findings = []
             else:
                 out += self._judge(observed, time, "StdioLine")
         return out

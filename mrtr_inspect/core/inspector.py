@@ -237,9 +237,16 @@ class Inspector:
         if time > self._now:
             self._now = time
         try:
-            if self.config.abandon_after is not None and time - self._last_expire >= 1.0:
+            config = self.config
+            if config.abandon_after is not None and time - self._last_expire >= 1.0:
                 self._expire(time)
-            self._stdio_line(time, session, direction, data, eol)
+            # `_stdio_line(time, session, direction, data, eol)` written out too
+            if session not in self._sessions:
+                self._session(session, "stdio")
+            self._message(oversized(len(data), config.max_message_bytes) if len(data) > config.max_message_bytes
+                          else decoded(data, config.max_depth), time, session, direction, "stdio", None,
+                          None if eol else "the stream ended without a newline after this message",
+                          session, "stdio:" + session, session, None, None)
         except Exception as e:  # the pipeline must survive anything
             self._failed("StdioLine", e, time)
         return out, observed
