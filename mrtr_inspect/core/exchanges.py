@@ -109,10 +109,12 @@ class InFlight:
         """`pop`, with the tie kept beside the request (None: none)."""
         if idk is None:
             return None, None
-        self._snap = None
         if self._cancelled:
             self._cancelled.discard(idk)
-        return self._by_id.pop(idk, None), self._ties.pop(idk, None) if self._ties else None
+        by_id = self._by_id
+        req = by_id.pop(idk, None)
+        self._snap = None if by_id else NO_FLIGHT  # nothing left in flight: the snapshot is known
+        return req, self._ties.pop(idk, None) if self._ties else None
 
     def get(self, idk: tuple | None) -> Message | None:
         return self._by_id.get(idk) if idk is not None else None
@@ -166,7 +168,10 @@ class ExchangeTracker:
         """`client_requests(scope).snapshot()`: what a `Decoded` observation carries (the stdio
         session, the HTTP peer)."""
         s = self._client.get(scope)
-        return s.snapshot() if s is not None else NO_FLIGHT
+        if s is None:
+            return NO_FLIGHT
+        snap = s._snap  # `s.snapshot()` without the call while it holds
+        return snap if snap is not None else s.snapshot()
 
     def server_scope(self, scope: str) -> InFlight:
         s = self._server.get(scope)

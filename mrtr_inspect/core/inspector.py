@@ -152,6 +152,7 @@ class _Session:
 
 
 _new = object.__new__
+_C2S = C2S.value  # the frames' directions are plain strings: compared with one, `==` takes the fast path for str
 
 
 def _sha(text: str) -> str:
@@ -529,7 +530,7 @@ class Inspector:
         index = self.messages
         self.messages += 1
         kind = d[KIND]
-        c2s = direction == C2S
+        c2s = direction == _C2S
         version = req = asked = tie = None
         if kind == REQUEST:
             if c2s:
@@ -540,7 +541,7 @@ class Inspector:
             if c2s:
                 req, asked = self.exchanges.server_scope(scope).take(d[IDK])
             else:
-                req, tie = self._paired(d[IDK], scope, x)
+                req, tie = self._paired(d[IDK], scope, x) if x is not None else self.exchanges.client_scope(scope).take(d[IDK])
             era = req.era if req is not None else self.era.context_era(context, headers)
             if kind == ERROR and not c2s and probe_fallback(req if req is not None else x.request if x is not None else None,
                                                             d[ERROR_FIELD]):
