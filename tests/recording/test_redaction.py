@@ -340,3 +340,48 @@ def test_broadened_header_and_query_names_and_credential_looking_ids():
     assert r.url("/cb?code=C&state=s&X-Amz-Signature=S") == f"/cb?code={r.placeholder('C')}&state=s&X-Amz-Signature={r.placeholder('S')}"
     assert r.redact_sse(f"id: {jwt}\ndata: {{}}\n\n".encode()) == f"id: {r.placeholder(jwt)}\ndata: {{}}\n\n".encode()
     assert r.redact_sse(b"id: 7\ndata: {}\n\n") == b"id: 7\ndata: {}\n\n"
+
+
+def test_the_member_gate_says_what_its_regular_expression_says():
+    """`may_redact` looks for a secret member's name without the regular expression first (the text
+    lower-cased and without separators holds none of `_member_names`: no name is there), then asks
+    it: its answer is the expression's alone, for names spelled with any case and separators, in
+    JSON and inside strings that hold JSON, near misses (`tokens`, `max_tokens`, `author`), escaped
+    letters, configured members and a member kept; and a message of none of them is passed over."""
+    import random
+
+    from mrtr_inspect.recording.redaction import _ESCAPED_NAME_CHAR, MEMBERS
+
+    def expression(r: Redactor, raw: bytes) -> bool:  # the gate before the names were looked for first
+        at = r._members_at
+        return at is not None and (at(raw.lower()) is not None or (b"\\u00" in raw and _ESCAPED_NAME_CHAR(raw) is not None))
+
+    rnd = random.Random(27)
+    names = list(MEMBERS) + ["tokens", "max_tokens", "maxTokens", "author", "progressToken", "passes", "apiKeys", "x",
+                             "Deploy-Key", "session", "cookies", "auth_", "_token", "pass word"]
+    fillers = ['"jsonrpc":"2.0"', '"id":7', '"text":"a token of thanks"', '"io.modelcontextprotocol/clientInfo":{}', " ",
+               "\\n", '"a.b_c-d":[1,2]', '"p\\u0061ssword":"x"', '"\\u00e9t\\u00e9":1']
+
+    def spelled(name: str) -> str:
+        out = []
+        for c in name:
+            out.append(c.upper() if rnd.random() < 0.3 else c)
+            if rnd.random() < 0.2:
+                out.append(rnd.choice("-_. "))
+        return "".join(out)
+
+    redactors = [Redactor(b"k"), Redactor(b"k", members=["deploy_key"], keep=["cookie"]), Redactor(b"k", keep=list(MEMBERS))]
+    said = set()
+    for _ in range(3000):
+        parts = [rnd.choice(fillers) for _ in range(rnd.randrange(4))]
+        name = spelled(rnd.choice(names))
+        member = rnd.choice([f'"{name}":"v"', f'"{name}" : ["v"]', f'\\"{name}\\": \\"v\\"', f'"{name}"', name])
+        parts.insert(rnd.randrange(len(parts) + 1), member)
+        raw = ("{" + ",".join(parts) + "}").encode()
+        for r in redactors:
+            assert r.may_redact(raw) == expression(r, raw), (raw, r.members)
+            said.add(r.may_redact(raw))
+    assert said == {True, False}
+    bench = (b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"echo","arguments":{"text":"message 1"},'
+             b'"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"}}}')
+    assert not redactors[0].may_redact(bench)
