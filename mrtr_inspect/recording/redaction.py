@@ -139,17 +139,6 @@ def default_member(name: str) -> bool:
 _DEFAULT_MEMBER_KEYS = frozenset(member_key(n) for n in MEMBERS)
 
 
-_FOLD = bytes.maketrans(b"ABCDEFGHIJKLMNOPQRSTUVWXYZ", b"abcdefghijklmnopqrstuvwxyz")  # as bytes.lower()
-
-
-def _member_names(keys: Iterable[str]) -> tuple[bytes, ...]:
-    """The names (normalised) that no other of `keys` is part of: a text that holds a name of `keys`,
-    lower-cased and without separators, holds one of these (`access_token`: `token`), so fewer
-    searches tell that none is there."""
-    names = {k.encode() for k in keys if k}
-    return tuple(sorted(n for n in names if not any(m != n and m in n for m in names)))
-
-
 def _member_search(keys: Iterable[str]):
     """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
     names `keys` (normalised), in a lower-cased text: a `-`, `_`, `.` or space between any two characters. The
@@ -212,7 +201,6 @@ class Redactor:
         #: JSON member names (normalised: `member_key`) whose string values are redacted
         self.members = (_DEFAULT_MEMBER_KEYS | {member_key(m) for m in members}) - {member_key(k) for k in keep}
         self._members_at = _member_search(self.members)
-        self._names = _member_names(self.members)
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -376,19 +364,7 @@ class Redactor:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
         at = self._members_at
-        if at is None:
-            return False
-        if raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None:
-            return True
-        # first without the regular expression (which costs about 200 instructions at every quote it
-        # tries): a name it finds is, lower-cased and without its separators, one that holds one of
-        # `_names`; the text so folded holds none in most messages (bench/tee_put.py: 9.7k
-        # instructions per message of the tee's benchmark against 15.1k for the expression alone)
-        folded = raw.translate(_FOLD, b"-_. ")
-        for name in self._names:
-            if folded.find(name) >= 0:
-                return at(raw.lower()) is not None
-        return False
+        return at is not None and (at(raw.lower()) is not None or (raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None))
 
     def redact_json(self, raw: bytes) -> bytes:
         if not self.paths and not self.may_redact(raw):
