@@ -6,9 +6,9 @@ A chain is the two exchanges `bench/http_peers.py` drives (`tools/call deploy` â
 the retry â†’ complete), as mitmproxy hands them to the addons: real `HTTPFlow`s with the same headers
 and bodies, the hooks called in mitmproxy's order (requestheaders, request, responseheaders,
 response), each step framed, redacted and appended to a recording (a temporary file, as with
-`--record`), the analysis process woken as `proxy.AnalysisProcess` does when its analysis follows
-the recording (a tree before that: the records batched for it; its spooler replaced by one that
-drops them: the hand-off to the analysis process is not counted here).
+`--record`), `proxy.AnalysisProcess` with its analysis following the recording, as with `--record`
+(a step's write hands nothing over; a tree before that: the records batched for it, its spooler
+replaced by one that drops them: the hand-off to the analysis process is not counted here).
 The figure is the main thread's CPU time (`time.process_time` less the other threads': none here)
 divided by the chains, the median of `--turns` turns.
 
@@ -59,7 +59,6 @@ def _turn(chains: int) -> float:
 
     class Spool:  # the spooler's counters; the records dropped
         queued = written = 0
-        woken = False
 
         def put(self, kind, t, data=b""):
             self.queued += len(data)
@@ -67,10 +66,6 @@ def _turn(chains: int) -> float:
 
         def follow(self, fd):
             pass
-
-        def wake(self):  # as `Spooler.wake`: a notice waits until the spooler thread sends it
-            if not self.woken:
-                self.woken = True
 
     meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28",
             "io.modelcontextprotocol/clientInfo": {"name": "bench", "version": "1"},
@@ -134,7 +129,6 @@ def _turn(chains: int) -> float:
                     addon.response(f)
                 if n % 8 == 7:
                     await asyncio.sleep(0)  # the batches flushed as the loop turns (FLUSH_AFTER)
-                    spool.woken = False  # (the notice sent)
             analysis._flush()
             return time.process_time() - t0
 
