@@ -630,7 +630,8 @@ class Inspector:
             self._obs(InFlightReuse.new(msg, prior))
         if creq is not None and creq.chain.requests[0] is creq:
             self._out.append(ChainEvent.new("opened", creq.chain, msg.time))
-        self._obs_list(obs)
+        if obs:
+            self._obs_list(obs)
 
     def _paired(self, idk: tuple | None, scope: str, x: HttpExchange | None) -> tuple[Message | None, Tie | None]:
         """The client request a server's response with id `idk` answers (taken out of those in flight),
@@ -655,7 +656,7 @@ class Inspector:
             x.responses.append(msg)
         if req is not None and req.method == "initialize" and msg.kind == RESULT:
             self.era.initialize_answered(context, header(x.response_headers, "mcp-session-id") if x is not None else None)
-        creq = _live(tie)
+        creq = None if tie is None or (tie[1] and tie[0].chain.closed) else tie[0]  # `_live(tie)`, without the call
         if creq is not None and self._legacy_open and req.idk is not None:
             waiting = self._legacy_open.get(scope)
             if waiting is not None and waiting.get(req.idk) is creq:
