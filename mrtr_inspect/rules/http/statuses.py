@@ -4,7 +4,7 @@ Origin validation (not observable)."""
 
 from __future__ import annotations
 
-from ...core.era import LEGACY, MODERN
+from ...core.era import LEGACY, MALFORMED, MODERN
 from ...core.events import header
 from ...core.messages import LEGACY_VERSIONS
 from ...core.observations import Answered, Decoded, ExchangeDone, SseSeen
@@ -32,7 +32,7 @@ def http_method_not_found_status(obs: Answered, ctx) -> None:
     """A `-32601` error answering a modern (or modern-malformed) request POST with an HTTP status other
     than 404 (an SSE stream's 200 included)."""
     x, req = obs.exchange, obs.request
-    if x is None or req is None or req.era not in (MODERN, "malformed") or integer_code(obs.response) != METHOD_NOT_FOUND:
+    if x is None or req is None or req.era not in (MODERN, MALFORMED) or integer_code(obs.response) != METHOD_NOT_FOUND:
         return
     if x.status != 404:
         ctx.emit(f"{at(req)} got -32601 (message #{obs.response.index}) with HTTP status "
