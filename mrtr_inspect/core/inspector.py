@@ -394,20 +394,23 @@ class Inspector:
         return s
 
     def _obs(self, obs: Any) -> None:
-        self._dispatch(obs)
-        t = type(obs)
-        if t is Linked:
-            self._out.append(ChainEvent.new("retry", obs.chain, obs.request.time))
-        elif t is RoundOpened:
-            self._out.append(ChainEvent.new("round", obs.chain, self._now))
-        elif t is ChainClosed:
-            self._out.append(ChainEvent.new("closed", obs.chain, self._now))
-        elif t is LegacyAsked and obs.round is not None:
-            self._out.append(ChainEvent.new("round", obs.round.chain, self._now))
+        self._obs_list((obs,))
 
-    def _obs_list(self, items: list) -> None:
-        for o in items:
-            self._obs(o)
+    def _obs_list(self, items: list | tuple) -> None:
+        """Hand out observations; those that change a chain give its `ChainEvent` too. (The stitcher
+        makes one to three of them per chain request: the loop holds the body, one call for them all.)"""
+        dispatch, out = self._dispatch, self._out
+        for obs in items:
+            dispatch(obs)
+            t = type(obs)
+            if t is Linked:
+                out.append(ChainEvent.new("retry", obs.chain, obs.request.time))
+            elif t is RoundOpened:
+                out.append(ChainEvent.new("round", obs.chain, self._now))
+            elif t is ChainClosed:
+                out.append(ChainEvent.new("closed", obs.chain, self._now))
+            elif t is LegacyAsked and obs.round is not None:
+                out.append(ChainEvent.new("round", obs.round.chain, self._now))
 
     def _decode(self, raw: bytes, cut: int = 0, note: str | None = None) -> Decoding:
         limit = self.config.max_message_bytes
