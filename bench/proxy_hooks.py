@@ -28,11 +28,11 @@ import argparse
 import asyncio
 import json
 import os
-import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
+
+from _util import alternated_turns, instructions_per, show_counts, show_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -138,20 +138,10 @@ def _turn(chains: int) -> float:
 
 
 def _instructions(trees: dict[str, Path], chains: int) -> dict:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from instructions import _count
-
-    code = (f"import sys; sys.argv = ['proxy_hooks', '--one', '--chains', sys.argv[1]]; "
-            f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import proxy_hooks; proxy_hooks.main()")
-    os.environ["MRTR_INSPECT_REDACTION_KEY"] = "bench"
-    per = {name: (_count(tree, code, [str(3 * chains)], ok=(0,)) - _count(tree, code, [str(chains)], ok=(0,)))
-           / (2 * chains) for name, tree in trees.items()}
+    per = instructions_per(trees, "proxy_hooks", [], "--chains", chains)
     print(f"mrtr-inspect's work in the proxy process, instructions per MRTR chain (callgrind; {3 * chains} "
           f"chains less {chains}):")
-    for name, n in per.items():
-        print(f"  {name:<10} {n / 1000:9.1f} k")
-    if len(per) > 1:
-        print(f"  this tree / against: {per['this tree'] / per['against']:.3f}x")
+    show_counts(per)
     return per
 
 
@@ -169,23 +159,10 @@ def main(argv: list[str] | None = None) -> dict:
     trees = {"this tree": ROOT} | ({"against": Path(args.against).resolve()} if args.against else {})
     if args.instructions:
         return _instructions(trees, args.chains)
-    per: dict[str, list[float]] = {k: [] for k in trees}
-    for _ in range(args.turns):
-        for name, tree in trees.items():
-            env = {**os.environ, "PYTHONPATH": str(tree), "MRTR_INSPECT_REDACTION_KEY": "bench"}
-            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", "--chains", str(args.chains)],
-                                 env=env, cwd=tree, check=True, capture_output=True, text=True).stdout
-            per[name].append(float(out.split()[-1]) * 1e6)
+    per = alternated_turns(Path(__file__).resolve(), ["--chains", str(args.chains)], trees, args.turns)
     print(f"mrtr-inspect's work in the proxy process, CPU per MRTR chain (µs; {args.chains} chains, "
           f"median of {args.turns} turns; load {os.getloadavg()[0]:.1f}):")
-    med = {}
-    for name, v in per.items():
-        v.sort()
-        med[name] = v[len(v) // 2]
-        print(f"  {name:<10} {med[name]:7.1f}   range {v[0]:.1f}-{v[-1]:.1f}")
-    if args.against:
-        print(f"  this tree / against: {med['this tree'] / med['against']:.3f}x")
-    return med
+    return show_turns(per)
 
 
 if __name__ == "__main__":

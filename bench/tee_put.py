@@ -22,12 +22,13 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 import tempfile
 import threading
 import time
 from pathlib import Path
+
+from _util import alternated_turns, instructions_per, show_counts, show_turns
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -81,20 +82,10 @@ def _turn(messages: int, chunk: int) -> float:
 
 
 def _instructions(trees: dict[str, Path], messages: int, chunk: int) -> dict:
-    sys.path.insert(0, str(ROOT / "bench"))
-    from instructions import _count
-
-    code = (f"import sys; sys.argv = ['tee_put', '--one', '--chunk', {str(chunk)!r}, '--messages', sys.argv[1]]; "
-            f"sys.path.insert(0, {str(ROOT / 'bench')!r}); import tee_put; tee_put.main()")
-    os.environ["MRTR_INSPECT_REDACTION_KEY"] = "bench"
-    per = {name: (_count(tree, code, [str(3 * messages)], ok=(0,)) - _count(tree, code, [str(messages)], ok=(0,)))
-           / (2 * messages) for name, tree in trees.items()}
+    per = instructions_per(trees, "tee_put", ["--chunk", str(chunk)], "--messages", messages)
     print(f"the tee's forwarding-side work, instructions per message (callgrind; {3 * messages} messages less "
           f"{messages}, {chunk} per chunk):")
-    for name, n in per.items():
-        print(f"  {name:<10} {n / 1000:9.2f} k")
-    if len(per) > 1:
-        print(f"  this tree / against: {per['this tree'] / per['against']:.3f}x")
+    show_counts(per, 2)
     return per
 
 
@@ -113,24 +104,11 @@ def main(argv: list[str] | None = None) -> dict:
     trees = {"this tree": ROOT} | ({"against": Path(args.against).resolve()} if args.against else {})
     if args.instructions:
         return _instructions(trees, args.messages, args.chunk)
-    per: dict[str, list[float]] = {k: [] for k in trees}
-    for _ in range(args.turns):
-        for name, tree in trees.items():
-            env = {**os.environ, "PYTHONPATH": str(tree), "MRTR_INSPECT_REDACTION_KEY": "bench"}
-            out = subprocess.run([sys.executable, str(Path(__file__).resolve()), "--one", "--messages",
-                                  str(args.messages), "--chunk", str(args.chunk)],
-                                 env=env, cwd=tree, check=True, capture_output=True, text=True).stdout
-            per[name].append(float(out.split()[-1]) * 1e6)
+    per = alternated_turns(Path(__file__).resolve(), ["--messages", str(args.messages), "--chunk", str(args.chunk)],
+                           trees, args.turns)
     print(f"the tee's forwarding-side work, CPU per message (µs; {args.messages} messages, {args.chunk} per "
           f"chunk, median of {args.turns} turns; load {os.getloadavg()[0]:.1f}):")
-    med = {}
-    for name, v in per.items():
-        v.sort()
-        med[name] = v[len(v) // 2]
-        print(f"  {name:<10} {med[name]:7.2f}   range {v[0]:.2f}-{v[-1]:.2f}")
-    if args.against:
-        print(f"  this tree / against: {med['this tree'] / med['against']:.3f}x")
-    return med
+    return show_turns(per, 2)
 
 
 if __name__ == "__main__":
