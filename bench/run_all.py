@@ -17,6 +17,7 @@ HERE = Path(__file__).resolve().parent
 RUNS = {
     "tee_throughput.py": (["--messages", "50000", "--repeat", "11"], ["--messages", "5000", "--repeat", "1"]),
     "tee_memory.py": (["--messages", "500000"], ["--messages", "5000"]),
+    "tee_put.py": (["--chunk", "256", "--turns", "7"], ["--messages", "2000", "--turns", "1"]),
     "check_speed.py": (["--messages", "1000000", "--repeat", "3"], ["--messages", "10000", "--repeat", "1"]),
     "startup.py": (["--repeat", "15"], ["--repeat", "2"]),
     "http_latency.py": (["--chains", "600"], ["--chains", "20"]),
