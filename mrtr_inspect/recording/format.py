@@ -39,12 +39,19 @@ VERSION = 1
 _dumps = dumps_with(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # a C encoder made once
 
 
+# orjson's float writer has changed between versions (pyproject allows 3.10 on): `stamp` uses it only
+# when it writes these as `float.__repr__` does (outputs/report.py probes it so too, for its range)
+_STAMPS_AS_REPR = all(_orjson(x) == float.__repr__(x).encode() for x in (
+    1e-4, 0.000123, 0.1, 1.0, 100.0, 3317.821, 1796000004.464037, 1795997950.0, 1e15, 9999999999999998.0))
+
+
 def stamp(t: float) -> bytes:
     """A float as the JSON encoder writes a finite one (`float.__repr__`): by orjson from 1e-4 to below
     1e16, where both write the shortest digits that read back as `t`, in the same notation (a time
     is always there; tests/recording/test_format.py holds the two equal), at a seventh of the cost;
-    elsewhere by `float.__repr__` (orjson writes 1e-05 as 0.00001)."""
-    if 1e-4 <= t < 1e16:
+    elsewhere, or with an orjson that writes floats otherwise, by `float.__repr__` (orjson writes
+    1e-05 as 0.00001)."""
+    if 1e-4 <= t < 1e16 and _STAMPS_AS_REPR:
         return _orjson(t)
     return float.__repr__(t).encode("ascii")
 

@@ -136,6 +136,16 @@ def test_a_time_is_stamped_as_the_json_encoder_writes_it():
             assert enc.lines(t, body).startswith(b'{"t":' + float.__repr__(t).encode() + b",")
 
 
+def test_an_orjson_that_writes_floats_otherwise_is_not_used_for_times(monkeypatch):
+    """With an orjson whose float writer fails the probe (`_STAMPS_AS_REPR`), times are written by
+    `float.__repr__`."""
+    assert fmt._STAMPS_AS_REPR  # the orjson the tests run with passes it
+    monkeypatch.setattr(fmt, "_orjson", lambda x: b"written by orjson")
+    assert fmt.stamp(1796000000.5) == b"written by orjson"
+    monkeypatch.setattr(fmt, "_STAMPS_AS_REPR", False)
+    assert fmt.stamp(1796000000.5) == b"1796000000.5"
+
+
 def test_records_written_by_orjson_are_the_bytes_the_json_encoder_writes():
     """`_record` writes a record by orjson: the same bytes as the JSON encoder (`_dumps`), for every
     code point (orjson escapes what JSON requires, as the encoder does with ensure_ascii=False), and
