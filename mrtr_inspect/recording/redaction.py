@@ -141,7 +141,8 @@ _DEFAULT_MEMBER_KEYS = frozenset(member_key(n) for n in MEMBERS)
 
 def _member_search(keys: Iterable[str]):
     """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
-    names `keys` (normalised), in a lower-cased text: a `-`, `_`, `.` or space between any two characters. The
+    names `keys` (normalised), in a lower-cased text: any run of `-`, `_`, `.` and spaces before, between
+    and after the characters, as `member_key` drops them (`_token`, `api__key`, `token_`). The
     names are one trie (`"(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`), so a quote that starts no secret's name
     costs one test of its next character (bench/redaction_members.py)."""
     root: dict = {}
@@ -158,13 +159,16 @@ def _member_search(keys: Iterable[str]):
         alts = [re.escape(c.encode()) + emit(child, False) for c, child in sorted(node.items()) if c]
         if not alts:
             return b""
-        body = (b"" if first else rb"[-_. ]?") + (alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")")
+        body = (b"" if first else _SEPS) + (alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")")
         return b"(?:" + body + b")?" if "" in node else body
 
     # the lookahead: a quote not followed by a name's first letter is passed over in one step; the
     # text is searched lower-cased (`may_redact`), which is cheaper than a case-blind pattern
-    head = rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'])'
-    return re.compile(head + emit(root, True) + rb'\\?"\s*:').search
+    head = rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'\-_. ])'
+    return re.compile(head + _SEPS + emit(root, True) + _SEPS + rb'\\?"\s*:').search
+
+
+_SEPS = rb"[-_. ]*"  # what member_key drops (a run: the classes are apart, so no pattern backtracks far)
 
 
 # an escaped ASCII letter, digit, `-` or `_` (`\u0070assword`): no encoder writes one, but a name could

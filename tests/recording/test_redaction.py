@@ -12,7 +12,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, StdioLine
-from mrtr_inspect.recording.redaction import Redactor
+from mrtr_inspect.recording.redaction import Redactor, default_member
 from mrtr_inspect.recording.writer import RecordingWriter, redaction_key
 from tests.core.strategies import FUZZ
 
@@ -108,8 +108,10 @@ def test_json_path_redaction_leaves_what_it_cannot_read():
 
 
 secret_text = st.text(min_size=1, max_size=12)
+# member names that are not secrets' (`AUTH`, `pwd`, `_sid` would be redacted by name, rightly)
+filler_key = st.text(max_size=4).filter(lambda k: not default_member(k))
 filler = st.recursive(st.none() | st.integers() | st.text(max_size=6),
-                      lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c, max_size=3),
+                      lambda c: st.lists(c, max_size=3) | st.dictionaries(filler_key, c, max_size=3),
                       max_leaves=8)
 
 
@@ -309,6 +311,24 @@ def test_secret_members_are_redacted_by_name_and_look_alikes_are_not():
     assert out == expect
     schema = b'{"result":{"tools":[{"inputSchema":{"properties":{"password":{"type":"string"}},"required":["password"]}}]}}'
     assert r.redact_json(schema) is schema
+
+
+def test_a_secret_member_with_separators_before_doubled_or_after_its_name_is_redacted():
+    """Every name `member_key` takes for a secret's (it drops every `-`, `_`, `.` and space) is
+    redacted: the byte search that decides whether a message is walked allowed one separator between
+    two characters only, so `_token` (a CSRF field), `api__key`, `-password` and `token_` were
+    recorded in the clear. Near misses keep their bytes: `_tokens`, `max__tokens`, `token_count`."""
+    r = Redactor(b"k")
+    for name in ("_token", "api__key", "-password", "token_", " secret ", "access._-token", "__Client_Secret__"):
+        assert r.secret_member(name), name
+        raw = json.dumps({"params": {"arguments": {name: "hunter2", "n": 1}}}).encode()
+        assert json.loads(r.redact_json(raw))["params"]["arguments"] == {name: r.placeholder("hunter2"), "n": 1}, name
+        inner = json.dumps({"result": {"content": [{"type": "text", "text": json.dumps({name: "hunter2"})}]}}).encode()
+        assert b"hunter2" not in r.redact_json(inner), name
+    for name in ("_tokens", "max__tokens", "token_count", "tokens_", "_"):
+        assert not r.secret_member(name), name
+        raw = json.dumps({"params": {"arguments": {name: "hunter2"}}}).encode()
+        assert r.redact_json(raw) is raw, name
 
 
 def test_a_secret_member_inside_a_string_that_holds_json_has_the_same_placeholder():
