@@ -14,6 +14,16 @@ import json
 from json.encoder import c_make_encoder, encode_basestring, encode_basestring_ascii
 from typing import Any, Callable
 
+from orjson import dumps as _orjson
+
+#: whether the installed orjson writes a float as `float.__repr__` does (the exponent's sign and form,
+#: the shortest digits, `.0`): its float writer has changed between versions (pyproject allows 3.10
+#: on), so the recording's times (`recording.format.stamp`) and the report's chain summaries
+#: (`outputs.report`) take orjson's way, each for its own range, only with one that does
+ORJSON_FLOATS_AS_REPR = all(_orjson(x) == float.__repr__(x).encode() for x in (
+    1e16, -1.5e16, 1.2345678901234568e17, 1e22, 1e300, 1.7976931348623157e308, 1e15, 9999999999999998.0, 0.1, 1e-4,
+    -0.0, 1.0, 100.0, 1796000004.464037, 1795997950.0, 3317.821, 0.000123))
+
 _not_serializable = json.JSONEncoder().default  # raises TypeError, as json.dumps does without `default`
 
 

@@ -28,7 +28,7 @@ from ..core.events import (
     StdioClose,
     StdioLine,
 )
-from ..core.jsontext import dumps_with
+from ..core.jsontext import ORJSON_FLOATS_AS_REPR, dumps_with
 from ..core.rawjson import loads as _loads
 from orjson import dumps as _orjson
 
@@ -39,10 +39,7 @@ VERSION = 1
 _dumps = dumps_with(ensure_ascii=False, separators=(",", ":"), allow_nan=False)  # a C encoder made once
 
 
-# orjson's float writer has changed between versions (pyproject allows 3.10 on): `stamp` uses it only
-# when it writes these as `float.__repr__` does (outputs/report.py probes it so too, for its range)
-_STAMPS_AS_REPR = all(_orjson(x) == float.__repr__(x).encode() for x in (
-    1e-4, 0.000123, 0.1, 1.0, 100.0, 3317.821, 1796000004.464037, 1795997950.0, 1e15, 9999999999999998.0))
+_STAMPS_AS_REPR = ORJSON_FLOATS_AS_REPR  # `stamp` takes orjson's way only with one that writes floats so
 
 
 def stamp(t: float) -> bytes:
