@@ -139,12 +139,18 @@ def default_member(name: str) -> bool:
 _DEFAULT_MEMBER_KEYS = frozenset(member_key(n) for n in MEMBERS)
 
 
-def _member_search(keys: Iterable[str]):
+def _member_search(keys: Iterable[str], engine: str = "re2"):
     """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
     names `keys` (normalised), in a lower-cased text: any run of `-`, `_`, `.` and spaces before, between
     and after the characters, as `member_key` drops them (`_token`, `api__key`, `token_`). The
-    names are one trie (`"(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`), so a quote that starts no secret's name
-    costs one test of its next character (bench/redaction_members.py)."""
+    names are one trie (`"(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`).
+
+    With RE2 (`engine="re2"`, when google-re2 is installed) the pattern runs as a DFA: one pass over
+    the text whatever it holds, about 1 ns a byte (the tee searches each chunk's complete lines at
+    once: docs/performance.md). Python's `re` (`engine="re"`, the fallback) enters its matcher at every
+    quote, about 200 instructions each, so there a lookahead passes over a quote that starts no
+    secret's name in one test of its next character. Both find the same texts
+    (tests/recording/test_redaction.py); None when there are no names."""
     root: dict = {}
     for k in keys:
         if k:
@@ -162,11 +168,27 @@ def _member_search(keys: Iterable[str]):
         body = (b"" if first else _SEPS) + (alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")")
         return b"(?:" + body + b")?" if "" in node else body
 
-    # the lookahead: a quote not followed by a name's first letter is passed over in one step; the
-    # text is searched lower-cased (`may_redact`), which is cheaper than a case-blind pattern
-    head = rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'\-_. ])'
-    return re.compile(head + _SEPS + emit(root, True) + _SEPS + rb'\\?"\s*:').search
+    # the text is searched lower-cased (`may_redact`), which is cheaper than a case-blind pattern;
+    # `\s` spelled out, as Python's `re` has it for bytes (RE2's lacks \v)
+    names = _SEPS + emit(root, True) + _SEPS + rb'\\?"[\t\n\x0b\x0c\r ]*:'
+    try:  # RE2 (google-re2), imported when a redactor is made (2.4 ms): not by what makes none
+        import re2 as _re2
+    except ImportError:  # pragma: no cover - a platform without its wheel: `re` searches
+        engine = "re"
+    if engine == "re2":
+        options = _re2.Options()
+        options.encoding = _re2.Options.Encoding.LATIN1  # a byte is a character: no UTF-8 decoding
+        try:
+            return _re2.compile(b'"' + names, options).search
+        except _re2.error:  # pragma: no cover - a name RE2 cannot spell (the settings' own): `re` searches
+            pass
+    # the lookahead: a quote not followed by a name's first letter is passed over in one step
+    return re.compile(rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'\-_. ])' + names).search
 
+
+#: bytes past which `may_redact` searches by RE2 (when installed): below, its call's cost is more than
+#: what its one pass saves (`re` and RE2 took about as long on a 300-byte request; bench/tee_put.py)
+SEARCH_BY_DFA_ABOVE = 400
 
 _SEPS = rb"[-_. ]*"  # what member_key drops (a run: the classes are apart, so no pattern backtracks far)
 
@@ -204,7 +226,10 @@ class Redactor:
         self.names = frozenset(n.strip().lower().lstrip("-") for n in (*query, *args)) - self.keep
         #: JSON member names (normalised: `member_key`) whose string values are redacted
         self.members = (_DEFAULT_MEMBER_KEYS | {member_key(m) for m in members}) - {member_key(k) for k in keep}
+        # a long text (the tee's chunks) is searched by RE2, whose call costs about 1 µs more; a short one
+        # (a message, or a chunk of one or two) by `re`, which pays per quote instead (`may_redact`)
         self._members_at = _member_search(self.members)
+        self._members_short = _member_search(self.members, "re")
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -367,7 +392,7 @@ class Redactor:
     def may_redact(self, raw: bytes) -> bool:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
-        at = self._members_at
+        at = self._members_at if len(raw) > SEARCH_BY_DFA_ABOVE else self._members_short
         return at is not None and (at(raw.lower()) is not None or (raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None))
 
     def redact_json(self, raw: bytes) -> bytes:

@@ -12,7 +12,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from mrtr_inspect.core.events import HttpBody, HttpEnd, HttpRequest, HttpResponse, SseEvent, StdioLine
-from mrtr_inspect.recording.redaction import Redactor, default_member
+from mrtr_inspect.recording import redaction
+from mrtr_inspect.recording.redaction import MEMBERS, Redactor, default_member, member_key
 from mrtr_inspect.recording.writer import RecordingWriter, redaction_key
 from tests.core.strategies import FUZZ
 
@@ -329,6 +330,45 @@ def test_a_secret_member_with_separators_before_doubled_or_after_its_name_is_red
         assert not r.secret_member(name), name
         raw = json.dumps({"params": {"arguments": {name: "hunter2"}}}).encode()
         assert r.redact_json(raw) is raw, name
+
+
+# what a member-name search sees: pieces of secrets' names, separators, the bytes around a member
+_PIECES = st.sampled_from([*{member_key(m) for m in MEMBERS}, "api", "tok", "en", "s", "pass", "word", "key", "x",
+                           "-", "_", ".", " ", '"', '\\', ":", "\t", "\n", "\x0b", "\x0c", "\r", "{", ",", "\xe9",
+                           "\xff", "\x00", "apikeys", "tokens"])
+
+
+@FUZZ
+@given(st.lists(_PIECES, max_size=24), st.lists(st.sampled_from(["api_token", "my-secret", "pin", "x.y"]), max_size=2))
+def test_the_member_search_finds_the_same_texts_with_re2_and_with_re(pieces, extra):
+    """The member-name search runs in RE2 (a DFA, one pass: the tee searches whole chunks) when
+    google-re2 is installed, else in Python's `re`: both find a secret's name in the same texts,
+    whatever the names configured (a near miss, such as `"tokens":` or a name with no `":` after it,
+    is found by neither)."""
+    pytest.importorskip("re2", reason="google-re2 (a dependency) is not installed here")
+    keys = {member_key(m) for m in MEMBERS} | {member_key(e) for e in extra}
+    by_re2, by_re = redaction._member_search(keys, "re2"), redaction._member_search(keys, "re")
+    assert by_re2 is not by_re and "re2" in type(by_re2.__self__).__module__
+    text = "".join(pieces).encode("latin-1")
+    assert (by_re2(text) is None) == (by_re(text) is None), text
+    for name in ("token", "api_key", *extra):  # a name as a member: both find it; as a value only: neither
+        member = b'{"a":' + text + b',"' + name.encode() + b'" :"v"}'
+        assert by_re2(member) is not None and by_re(member) is not None, member
+    value = text.replace(b":", b"") + b'"tokens":"token"'
+    assert (by_re2(value) is None) == (by_re(value) is None) and by_re(b'"tokens":"token"') is None
+
+
+def test_the_member_search_takes_every_space_before_the_colon_and_every_separator_in_both_engines():
+    pytest.importorskip("re2", reason="google-re2 (a dependency) is not installed here")
+    keys = {member_key(m) for m in MEMBERS}
+    by_re2, by_re = redaction._member_search(keys, "re2"), redaction._member_search(keys, "re")
+    for space in (b"", b" ", b"\t", b"\n", b"\r", b"\x0b", b"\x0c", b" \n\t"):
+        for name in (b"token", b"_api__key_", b"client-secret", b"pass.word", b"to ken", b'\\"token\\'):
+            text = b'{"n":1,"' + name + b'"' + space + b':"v"}'
+            assert by_re2(text) is not None and by_re(text) is not None, text
+    for miss in (b'{"tokens":"v"}', b'{"token" x:"v"}', b'{"token\x1f:"v"}', b'{"to/ken":"v"}', b'{"token"\xa0:"v"}',
+                 b'{"token"', b'"token"'):
+        assert by_re2(miss) is None and by_re(miss) is None, miss
 
 
 def test_a_secret_member_inside_a_string_that_holds_json_has_the_same_placeholder():
