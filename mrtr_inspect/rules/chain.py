@@ -261,7 +261,7 @@ def chain_key_reused_different_request(obs: RoundOpened, ctx) -> None:
 
 
 @rule(
-    "chain-abandoned", INFO, on=ChainClosed, section="4.4", spec=spec.MRTR_SERVER,
+    "chain-abandoned", INFO, on=ChainClosed, where={"chain.outcome": [Outcome.ABANDONED]}, section="4.4", spec=spec.MRTR_SERVER,
     quote="Servers MUST NOT assume that clients will fulfill the inputRequests or retry the original request.",
     summary="An input_required round was never answered.",
     why="Clients may walk away; servers must cope. A chain that stops here often shows a client that could "
@@ -278,7 +278,7 @@ def chain_abandoned(obs: ChainClosed, ctx) -> None:
 
 
 @rule(
-    "chain-cancelled", INFO, on=ChainClosed, section="4.4", spec=spec.STDIO_CANCEL,
+    "chain-cancelled", INFO, on=ChainClosed, where={"chain.outcome": [Outcome.CANCELLED]}, section="4.4", spec=spec.STDIO_CANCEL,
     summary="The client cancelled a chain (notifications/cancelled, or closing the HTTP response).",
     why="Shows where a logical request ended and why.",
     example="notifications/cancelled {requestId: 3} while round 2's retry is in flight",
@@ -294,7 +294,7 @@ def chain_cancelled(obs: ChainClosed, ctx) -> None:
 
 
 @rule(
-    "chain-ended-error", INFO, on=ChainClosed, section="4.4", spec=spec.BASE_ERRORS,
+    "chain-ended-error", INFO, on=ChainClosed, where={"chain.outcome": [Outcome.ERROR]}, section="4.4", spec=spec.BASE_ERRORS,
     summary="A chain ended in a JSON-RPC error.",
     why="The error code tells why: -32602 after an altered state is the expected rejection.",
     example="retry → {\"error\":{\"code\":-32602,\"message\":\"Invalid or expired requestState\"}}",
@@ -316,7 +316,7 @@ def chain_ended_error(obs: ChainClosed, ctx) -> None:
 
 
 @rule(
-    "chain-task-handoff", INFO, on=ChainClosed, section="4.4", spec=spec.MRTR,
+    "chain-task-handoff", INFO, on=ChainClosed, where={"chain.outcome": [Outcome.TASK]}, section="4.4", spec=spec.MRTR,
     summary="A round was answered with resultType task: the chain continues as a task.",
     why="From here input goes through tasks/get and tasks/update, not retries.",
     example='retry → {"resultType":"task","taskId":"t1"}',
@@ -362,7 +362,7 @@ def possible_retry_state_dropped(obs: NotLinked, ctx) -> None:
 
 
 @rule(
-    "server-gave-up-after-rounds", WARNING, on=ChainClosed, section="4.4", spec=spec.MRTR_ERRORS,
+    "server-gave-up-after-rounds", WARNING, on=ChainClosed, where={"chain.outcome": [Outcome.ERROR]}, section="4.4", spec=spec.MRTR_ERRORS,
     quote="the server SHOULD respond with a new InputRequiredResult requesting the missing information again, rather than returning an error.",
     summary="The server asked, was answered in every round, and then failed with an error.",
     why="A gateway that loses the answers (state bound to a session the client does not have) asks round "

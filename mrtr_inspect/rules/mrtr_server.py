@@ -37,8 +37,20 @@ _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "direct
 # --- resultType: every modern result ------------------------------------------------------------
 
 
+def _unusual_result_type(obs: Answered) -> bool:
+    """What the four checks below can find something in: a result object whose resultType is other
+    than the string "complete" (absent, not a string, another value), or that carries inputRequests
+    or requestState. A plain complete result is none of these: the gate spares it the calls (each
+    check still tests its own condition)."""
+    r = obs.response.result
+    return type(r) is dict and (r.get("resultType") != "complete" or "inputRequests" in r or "requestState" in r)
+
+
+_RESULT_TYPE = {"gate": _unusual_result_type}
+
+
 @rule(
-    "result-type-missing", ERROR, **_OTHER, section="4.1", spec=spec.BASE_RESULTS,
+    "result-type-missing", ERROR, **_OTHER, **_RESULT_TYPE, section="4.1", spec=spec.BASE_RESULTS,
     conformance="sep-2322-result-type-included",
     quote="The result MUST include a resultType field to indicate the type of the result.",
     summary="A result to a 2026-07-28 request has no resultType.",
@@ -56,7 +68,7 @@ def result_type_missing(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "result-type-not-string", ERROR, **_OTHER, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    "result-type-not-string", ERROR, **_OTHER, **_RESULT_TYPE, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
     summary="resultType is present but is not a JSON string.",
     why="A client compares resultType with \"complete\" and \"input_required\"; a number or object matches neither.",
@@ -72,7 +84,7 @@ def result_type_not_string(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "result-type-unrecognized", ERROR, **_OTHER_OR_TASK, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    "result-type-unrecognized", ERROR, **_OTHER_OR_TASK, **_RESULT_TYPE, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The set of supported ResultType values MUST be created from the set defined in the core protocol and "
           "include any additional values of supported extensions that are advertised via capabilities.",
     summary="resultType is a value the core protocol does not define and no declared extension adds.",
@@ -98,7 +110,7 @@ def result_type_unrecognized(obs: Answered, ctx) -> None:
 
 
 @rule(
-    "input-requests-without-input-required", WARNING, **_OTHER, section="4.1",
+    "input-requests-without-input-required", WARNING, **_OTHER, **_RESULT_TYPE, section="4.1",
     spec=spec.BASE_RESULT_TYPE,
     quote='clients MUST treat an absent resultType as "complete".',
     summary="A result carries inputRequests or requestState but its resultType is absent or \"complete\".",

@@ -197,7 +197,8 @@ def rule(
     they would without it).
 
     `where` narrows the observations of the other types (`Linked`, `NotLinked`…) by the values of
-    their attributes, `{"state": ["dropped"]}`: name it for a check that does nothing on the others."""
+    their attributes, `{"state": ["dropped"]}`, or of an attribute's attribute, `{"chain.outcome":
+    ["error"]}`: name it for a check that does nothing on the others."""
     if where and {Decoded, Answered} & set(on if isinstance(on, tuple) else (on,)):
         raise ValueError(f"{id}: where= narrows observations other than Decoded and Answered")
     reach = _reach(id, on, kinds, methods, directions, transports)
@@ -576,15 +577,33 @@ def _era_of(obs: Any) -> str | None:
         return obs.msg.era
     if t is Answered:
         return obs.response.era
-    for name in ("msg", "notification", "request"):
+    names = _ERA_NAMES.get(t)
+    if names is None:
+        names = _ERA_NAMES[t] = _era_names(t, obs)
+    messages, others = names
+    for name in messages:
         m = getattr(obs, name, None)
         if m is not None:
             return m.era
-    for name in ("exchange", "chain"):
+    for name in others:
         o = getattr(obs, name, None)
         if o is not None:
             return o.era
     return None
+
+
+_ERA_NAMES: dict[type, tuple] = {}  # observation type -> the attributes `_era_of` reads, in its order
+
+
+def _era_names(t: type, obs: Any) -> tuple:
+    """The attributes of ("msg", "notification", "request") and of ("exchange", "chain") that
+    observations of type `t` have: those its slots define (a name it lacks would be looked up in
+    vain, at the cost of an exception, for every finding), or all of them when its instances have a
+    `__dict__`."""
+    messages, others = ("msg", "notification", "request"), ("exchange", "chain")
+    if hasattr(obs, "__dict__"):
+        return messages, others
+    return tuple(n for n in messages if hasattr(t, n)), tuple(n for n in others if hasattr(t, n))
 
 
 class Knowledge:

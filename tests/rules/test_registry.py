@@ -146,6 +146,34 @@ def test_where_narrows_other_observations_by_their_attributes(monkeypatch):
         registry.rule("x", "info", summary="s", on=Decoded, where={"kind": ["request"]})
 
 
+def test_where_reads_an_attribute_of_an_attribute(monkeypatch):
+    from dataclasses import dataclass
+
+    @dataclass
+    class Chain:
+        outcome: object
+
+    @dataclass
+    class Closed:
+        chain: Chain
+
+    seen: list = []
+
+    def check(obs, ctx):
+        seen.append(ctx._rule.id)
+
+    monkeypatch.setattr(registry, "REGISTRY", {
+        "error": Rule("error", "info", "s", on=(Closed,), where=(("chain.outcome", frozenset({"error"})),),
+                      check=check),
+        "any": Rule("any", "info", "s", on=(Closed,), check=check),
+    })
+    engine = RuleEngine(Config())
+    for outcome, rules in [("error", ["error", "any"]), ("complete", ["any"]), (["unhashable"], ["error", "any"])]:
+        seen.clear()
+        engine.dispatch(Closed(Chain(outcome)))
+        assert seen == rules, outcome
+
+
 def test_methods_per_kind_narrow_each_kind_to_its_own_methods(monkeypatch):
     seen: list = []
 
