@@ -16,7 +16,10 @@ import json
 import re
 from typing import Any
 
-from .jsontext import dumps_with
+from orjson import OPT_SORT_KEYS
+from orjson import dumps as _orjson
+
+from .jsontext import ORJSON_FLOATS_AS_REPR, dumps_with
 
 
 def _canon_num(v: Any) -> Any:
@@ -65,14 +68,43 @@ def _float_free_digest(text: str) -> str | None:
     return _digest(text)
 
 
+_STRING_BYTES = re.compile(rb'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+
+
+@functools.lru_cache(maxsize=1024)  # a retry repeats the params of its chain: digested once
+def _orjson_digest(text: bytes) -> str | None:
+    """The digest of orjson's sorted compact form of a value (`params_digest`), None when it may hold a
+    float (to be made an integer first) or a `null` (orjson's form of a NaN or an infinity too)."""
+    if b"." in text or b"e+" in text or b"e-" in text or b"null" in text:
+        bare = _STRING_BYTES.sub(b"", text)
+        if b"." in bare or b"e+" in bare or b"e-" in bare or b"null" in bare:
+            return None
+    return hashlib.sha256(text).hexdigest()[:32]
+
+
 def params_digest(method: str | None, params: Any) -> str:
     """digest(R): the canonical params without _meta, inputResponses and requestState
-    (an absent `arguments` counts as {})."""
+    (an absent `arguments` counts as {}).
+
+    Written by orjson where that gives the canonical text's bytes: orjson's compact form with sorted
+    keys (in code point order, as Python sorts them) escapes strings as the json module does with
+    `ensure_ascii=False` (the quote, the backslash and the controls, in the same forms) and writes
+    integers, booleans and null alike; a float (orjson's float writer writes `float.__repr__` here,
+    which always has a ".", "e+" or "e-") or a null (orjson writes a NaN and the infinities so) outside
+    the strings sends the params to the json module, as does what orjson does not take (a lone
+    surrogate, an integer past 64 bits)."""
     if type(params) is not dict:
         return _digest(canonical_json(params))
     p = {k: v for k, v in params.items() if k not in _EXCLUDED}
     if method != "resources/read" and "arguments" not in p:
         p["arguments"] = {}
+    if ORJSON_FLOATS_AS_REPR:
+        try:
+            digest = _orjson_digest(_orjson(p, option=OPT_SORT_KEYS))
+        except TypeError:  # a lone surrogate, an integer past 64 bits, a value orjson does not write
+            digest = None
+        if digest is not None:
+            return digest
     try:
         digest = _float_free_digest(_CANONICAL(p))
     except (TypeError, ValueError):

@@ -25,7 +25,7 @@ from .era import MALFORMED, MODERN
 from .vocabulary import Link, Outcome
 from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
 from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
-from .retired import RELEASE_AFTER, StateIndex, forget_retries, release
+from .retired import CANONICAL, RELEASE_AFTER, StateIndex, canonical_token, forget_retries, release
 from .summary import chain_summary, summarize_requests, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
@@ -92,7 +92,7 @@ class Round:
 
     __slots__ = (
         "chain", "n", "request", "irr_index", "irr_time", "input_requests", "state", "state_hash",
-        "state_token", "retries", "peer", "key", "asked", "had_state", "expired",
+        "_token", "retries", "peer", "key", "asked", "had_state", "expired",
     )
 
     def __init__(self, chain: "Chain", n: int, request: ChainRequest, irr: Message) -> None:
@@ -108,12 +108,19 @@ class Round:
         self.had_state = "requestState" in result
         self.state: str | None = st if type(st) is str else None
         self.state_hash = state_hash(st) if type(st) is str else None
-        self.state_token = irr.raw_token("result", "requestState") if type(st) is str else None
+        # the state's raw token (`state_token`); CANONICAL: orjson's form of the state, written when read
+        self._token = (CANONICAL if irr.canonical else irr.raw_token("result", "requestState")) if type(st) is str else None
         self.retries: list[ChainRequest] = []
         self.peer = chain.peer
         self.key = chain.key
         self.asked = summarize_requests(self.input_requests)
         self.expired = False
+
+    @property
+    def state_token(self) -> str | None:
+        """The raw token of its `requestState` (quotes and escapes as sent), when the state is a string."""
+        tok = self._token
+        return canonical_token(self.state) if tok is CANONICAL else tok
 
     @property
     def keys(self) -> frozenset:
@@ -326,6 +333,8 @@ def _state_relation(rd: Round, msg: Message, st_raw: Any) -> str:
         return "fabricated"
     if st_raw != rd.state or type(st_raw) is not str:
         return "altered"
+    if msg.canonical and rd._token is CANONICAL:  # both tokens orjson's form of the same string
+        return "echoed"
     token = msg.raw_token("params", "requestState")
     if rd.state_token is not None and token is not None and token != rd.state_token:
         return "reencoded"

@@ -106,10 +106,11 @@ class _Session:
     peer's first message (RULES.md §10.8), and what it left unfinished at its end."""
 
     __slots__ = ("id", "transport", "covered", "info", "ended", "holes", "resumable", "restart_of", "left_open",
-                 "client_closed")
+                 "client_closed", "stdio_peer")
 
     def __init__(self, sid: str, transport: str, covered: bool, info: dict | None = None) -> None:
         self.id = sid
+        self.stdio_peer = "stdio:" + sid  # its peer on stdio (the pipe): one string, hashed once, not one per message
         self.transport = transport
         self.info = info or {}
         # a live capture (the tee, the proxy, the addon; its header says `"live": true`) sees every
@@ -242,12 +243,13 @@ class Inspector:
             if config.abandon_after is not None and time - self._last_expire >= 1.0:
                 self._expire(time)
             # `_stdio_line(time, session, direction, data, eol)` written out too
-            if session not in self._sessions:
-                self._session(session, "stdio")
+            s = self._sessions.get(session)
+            if s is None:
+                s = self._session(session, "stdio")
             self._message(oversized(len(data), config.max_message_bytes) if len(data) > config.max_message_bytes
                           else decoded(data, config.max_depth), time, session, direction, "stdio", None,
                           None if eol else "the stream ended without a newline after this message",
-                          session, "stdio:" + session, session, None, None)
+                          session, s.stdio_peer, session, None, None)
         except Exception as e:  # the pipeline must survive anything
             self._failed("StdioLine", e, time)
         return out, observed
@@ -420,15 +422,16 @@ class Inspector:
 
     # -- stdio ------------------------------------------------------------------------------------
     def _stdio_line(self, time: float, session: str, direction: str, data: bytes, eol: bool, cut: int = 0) -> None:
-        if session not in self._sessions:
-            self._session(session, "stdio")
+        s = self._sessions.get(session)
+        if s is None:
+            s = self._session(session, "stdio")
         config = self.config
         limit = config.max_message_bytes
         # `_decode(data, cut)`, without the call
         d = oversized(len(data) + cut, limit) if cut or len(data) > limit else decoded(data, config.max_depth)
         self._message(d, time, session, direction, "stdio", None,
                       None if eol else "the stream ended without a newline after this message",
-                      session, "stdio:" + session, session, None, None)
+                      session, s.stdio_peer, session, None, None)
 
     # -- HTTP -------------------------------------------------------------------------------------
     def _http_request(self, f: HttpRequest) -> None:

@@ -17,6 +17,8 @@ import weakref
 from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
+from orjson import dumps as _orjson
+
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import Chain, ChainRequest, Round
 
@@ -72,6 +74,12 @@ class RetiredChain:
 
 
 _PLAIN = object()  # a state token spelled as the state itself between quotes (no escapes)
+CANONICAL = object()  # a state token that is orjson's form of the state (its message was canonical: rawjson.parse_message)
+
+
+def canonical_token(state: str) -> str:
+    """The token of a string in a canonical message (`rawjson.canonical_token`)."""
+    return _orjson(state).decode("utf-8")
 
 
 class RetiredRound:
@@ -97,8 +105,8 @@ class RetiredRound:
             self._asked = [ir]
         self.state = rd.state
         self.state_hash = rd.state_hash
-        tok = rd.state_token
-        self._token = _PLAIN if tok is not None and rd.state is not None and tok == f'"{rd.state}"' else tok
+        tok = rd._token
+        self._token = tok if tok is CANONICAL or tok is None else _PLAIN if rd.state is not None and tok == f'"{rd.state}"' else tok
         self.retries = retries
         self.peer = rd.peer
         self.key = rd.key
@@ -114,7 +122,8 @@ class RetiredRound:
 
     @property
     def state_token(self) -> str | None:
-        return f'"{self.state}"' if self._token is _PLAIN else self._token
+        tok = self._token
+        return f'"{self.state}"' if tok is _PLAIN else canonical_token(self.state) if tok is CANONICAL else tok
 
     @property
     def keys(self) -> frozenset:

@@ -61,3 +61,37 @@ _JSON = st.recursive(
        | _JSON)
 def test_params_digest_shortcut_gives_the_specified_digest(method, params):
     assert params_digest(method, params) == _digest_as_specified(method, params)
+
+
+_ANY_TEXT = st.text(alphabet=st.characters(codec=None), max_size=6) | st.text(
+    alphabet='\x00\x1f\x7f\u2028é\U0001f600\ud800"\\/.e+-n ull', max_size=6)
+_ANY_JSON = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.integers(min_value=2**63 - 2, max_value=2**64 + 1)
+    | st.floats() | _ANY_TEXT,
+    lambda c: st.lists(c, max_size=3) | st.dictionaries(_ANY_TEXT, c, max_size=3), max_leaves=12)
+
+
+@FUZZ
+@given(st.sampled_from(["tools/call", "resources/read"]), st.dictionaries(_ANY_TEXT | st.just("arguments"), _ANY_JSON,
+                                                                          max_size=4))
+def test_params_digest_by_orjson_gives_the_specified_digest(method, params):
+    """orjson writes the params where its bytes are the canonical text's: strings of any code point
+    (controls, non-ASCII, lone surrogates, which orjson refuses), integers past 64 bits (refused), floats
+    of every kind (NaN and the infinities, which orjson writes as null), nulls, "." and "e+" in strings."""
+    assert params_digest(method, params) == _digest_as_specified(method, params)
+
+
+def test_params_digest_takes_orjson_for_plain_params_and_the_json_module_for_floats_and_nulls():
+    from mrtr_inspect.core import canonical
+
+    canonical._orjson_digest.cache_clear()
+    params_digest("tools/call", {"name": "x", "arguments": {"v": "1.2.3", "s": "e+1", "ok": True, "n": 12}})
+    params_digest("tools/call", {"name": "x", "arguments": {"v": 1.5}})
+    params_digest("tools/call", {"name": "x", "arguments": {"v": None}})
+    params_digest("tools/call", {"name": "x", "arguments": {"v": float("inf")}})
+    digests = [canonical._orjson_digest(k) for k in [b'{"arguments":{"n":12,"ok":true,"s":"e+1","v":"1.2.3"},"name":"x"}',
+                                                     b'{"arguments":{"v":1.5},"name":"x"}',
+                                                     b'{"arguments":{"v":null},"name":"x"}']]
+    assert digests[0] is not None and digests[1] is None and digests[2] is None
+    # each was written by orjson first (the infinity as null, the bytes of the None's params: a hit)
+    assert canonical._orjson_digest.cache_info().hits == 4
