@@ -54,12 +54,13 @@ def tool_result_missing_structured_content(obs: Answered, ctx) -> None:
 def chain_linked(obs: Linked, ctx) -> None:
     """A retry was linked to its round; carries the chain, the round, the link method and the time
     the user took to answer."""
-    wait = obs.request.time - obs.round.irr_time
+    req, rd, c, via = obs.request, obs.round, obs.chain, obs.via
+    wait = req.time - rd.irr_time
     ctx.emit(
-        f"{obs.request.label()} continues chain {obs.chain.id} ({obs.chain.method} {obs.chain.target}) after round "
-        f"{obs.round.n}, linked via {obs.via}, {wait * 1000:.0f} ms after the input_required",
-        messages=[obs.round.irr_index, obs.request.index], chain=obs.chain.id,
-        details={"round": obs.round.n, "link_method": obs.via, "elapsed_ms": round(wait * 1000, 3)},
+        f"{req.label()} continues chain {c.id} ({c.method} {c.target}) after round "
+        f"{rd.n}, linked via {via}, {wait * 1000:.0f} ms after the input_required",
+        messages=[rd.irr_index, req.index], chain=c.id,
+        details={"round": rd.n, "link_method": via, "elapsed_ms": round(wait * 1000, 3)},
     )
 
 

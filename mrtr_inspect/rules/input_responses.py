@@ -43,8 +43,8 @@ class Answer:
                  chain) -> None:
         self.key = key
         self.method = method
-        self.params = params if type(params) is dict else {}
-        self.mode = elicit_mode(self.params) if method == ELICIT else None
+        params = self.params = params if type(params) is dict else {}
+        self.mode = params.get("mode", "form") if method == ELICIT else None  # elicit_mode(params)
         self.value = value
         self.version = version
         self.origin = origin  # the observation it came with
@@ -150,6 +150,9 @@ def _legacy_answer(obs: Answered) -> list[Answer]:
 
 def _of(obs, method: str) -> list[Answer]:
     """The answers to input requests of one kind, error-shaped ones aside (they have a rule of their own)."""
+    last = _last
+    if last[0] is (obs.request if type(obs) is Linked else obs.response):  # answers_of's first step, written out
+        return last[1].by_kind.get(method, [])
     return answers_of(obs).by_kind.get(method, [])
 
 
@@ -218,7 +221,8 @@ def elicit_result_content_type(obs, ctx) -> None:
     not a string, number, boolean or array of strings (null included: the generated model admits
     it, schema.ts does not)."""
     for a in _of(obs, ELICIT):
-        problems = a.describe([e for e in a.errors if tuple(e["loc"][:1]) == ("content",)])
+        errors = [e for e in a.errors if tuple(e["loc"][:1]) == ("content",)]
+        problems = a.describe(errors) if errors else []
         content = _content(a)
         if type(content) is dict:
             problems += [f"content.{k}: null is not a string, number, boolean or string array"
@@ -312,6 +316,8 @@ def _number(v: Any) -> bool:
 
 
 def _bounds(v: Any, lo: Any, hi: Any, what: str) -> str | None:
+    if lo is None and hi is None:  # most schemas set no bounds (None is no number)
+        return None
     if _number(lo) and v < lo:
         return f"{what} {v} is below the minimum {lo}"
     if _number(hi) and v > hi:
@@ -344,8 +350,9 @@ def schema_mismatch(v: Any, s: dict) -> str | None:
         allowed = _consts(s, "oneOf")
         if allowed is not None and v not in allowed:
             return f"{short(v, 30)} is not one of the allowed values"
-        if not _format_ok(s.get("format"), v):
-            return f"{short(v, 30)} is not a valid {s['format']}"
+        fmt = s.get("format")
+        if fmt is not None and not _format_ok(fmt, v):  # (no format: any string)
+            return f"{short(v, 30)} is not a valid {fmt}"
         return _bounds(len(v), s.get("minLength"), s.get("maxLength"), "length")
     if t == "array":
         if type(v) is not list:

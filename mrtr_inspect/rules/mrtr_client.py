@@ -28,12 +28,6 @@ def _ids(ids) -> str:
     return ", ".join(format_id(i) for i in ids)
 
 
-def _ir_keys(msg) -> set:
-    p = msg.params if type(msg.params) is dict else {}
-    ir = p.get("inputResponses")
-    return set(ir) if type(ir) is dict else set()
-
-
 # --- retry ids ----------------------------------------------------------------------------------
 
 
@@ -70,7 +64,8 @@ def retry_id_stringly_equal(obs: Linked, ctx) -> None:
     strings, while their JSON types differ. They are different JSON-RPC ids, so this is not a
     violation."""
     msg = obs.request
-    loose = [r for r in obs.earlier if str(r.id) == str(msg.id)]
+    mine = str(msg.id)
+    loose = [r for r in obs.earlier if str(r.id) == mine]
     # an id of the same type and value is retry-reused-id (it is among those equal as strings)
     if loose and not any(type(r.id) is type(msg.id) and r.id == msg.id for r in loose):
         ctx.emit(
@@ -347,8 +342,12 @@ def input_responses_missing_key(obs: Linked, ctx) -> None:
 def _unasked_keys(obs: Linked) -> set:
     """The keys of the retry's `inputResponses` that its round did not ask for (most often none: then
     the earlier rounds need not be looked at)."""
-    keys = _ir_keys(obs.request)
-    return keys - obs.round.keys if keys else keys
+    p = obs.request.params
+    ir = p.get("inputResponses") if type(p) is dict else None
+    if type(ir) is not dict or not ir:
+        return set()
+    asked = obs.round.input_requests  # (its keys: `Round.keys`, without making them a frozenset)
+    return set(ir).difference(asked) if asked else set(ir)
 
 
 def _earlier_keys(obs: Linked) -> set:

@@ -164,10 +164,10 @@ class Ask:
     def __init__(self, key, value: dict, version: str, origin, messages: list, chain) -> None:
         self.key = key
         self.value = value
-        self.method = value.get("method")
-        self.params = value.get("params")
-        self.mode = elicit_mode(self.params) if self.method == ELICIT else None
-        self.form_properties = _form_properties(self.params) if self.mode == "form" else {}
+        method = self.method = value.get("method")
+        params = self.params = value.get("params")
+        mode = self.mode = elicit_mode(params) if method == ELICIT else None
+        self.form_properties = _form_properties(params) if mode == "form" else {}
         self.version = version
         self.origin = origin  # the observation it came with
         self.messages = messages
@@ -241,7 +241,8 @@ def _valid_asks(obs) -> list[Ask]:
     """The input requests of known kinds an observation carries: an IRR's inputRequests values, or
     a legacy server-initiated elicitation/create, sampling/createMessage or roots/list."""
     if type(obs) is Answered:
-        view = _view(obs)
+        last = _last_irr
+        view = last[1] if last[0] is obs.response else _view(obs)  # _view's first step, written out
         return view.valid if view is not None else []
     global _last_legacy
     msg = obs.msg
@@ -410,6 +411,10 @@ _HINT = re.compile("pass|secret|token|key|cv[cv]|card|security")  # a cheap firs
 
 def _sensitive(*texts: object) -> str | None:
     """The words that make a form field look like a credential, if any."""
+    # the cheap first look at all the texts at once: a hint lies within one text (it is letters, the
+    # texts are joined by NUL), and lower() maps each text as it does alone
+    if not _HINT.search("\0".join([t for t in texts if type(t) is str]).lower()):
+        return None
     for text in texts:
         if type(text) is not str or not _HINT.search(text.lower()):
             continue

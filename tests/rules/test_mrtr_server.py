@@ -254,6 +254,18 @@ def test_elicit_form_sensitive():
     assert all(f.details["confidence"] == "low" for f in r.of("elicit-form-sensitive"))
 
 
+def test_elicit_form_sensitive_first_look_at_all_texts_at_once():
+    """`_sensitive` first searches the hint in all its texts joined: it finds what the look at each
+    text alone finds, nothing across two texts, and lower() gives the joined text what it gives each
+    one (the Kelvin sign is a k, a final sigma stays a letter of its own text)."""
+    from mrtr_inspect.rules.mrtr_server import _sensitive
+
+    assert _sensitive("pa", "ss") is None and _sensitive("to", "ken", None, 3) is None
+    assert _sensitive("name", None, "Your API \u212aey") == "api key"
+    assert _sensitive("ΑΣ", "secret") == "secret" and _sensitive(None, "ΑΣ", "cvv") == "cvv"
+    assert _sensitive("apiToken") == "token" and _sensitive("x", "y", "z", "password") == "password"
+
+
 def test_elicit_form_sensitive_near_miss():
     r = irr({"q": form({"username": {"type": "string"}, "max_tokens": {"type": "integer", "title": "Max tokens"},
                         "email": {"type": "string", "format": "email"}})})
