@@ -12,7 +12,10 @@ way; the shape rules judge them too, by the 2025-11-25 models. Everything else h
 from __future__ import annotations
 
 import re
+from typing import Any
 from urllib.parse import urlsplit
+
+import orjson
 
 from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
 from ..core.observations import Answered, Decoded, NotLinked
@@ -153,13 +156,56 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
 # --- the input_required result ------------------------------------------------------------------
 
 
+_UNSET = object()
+
+
+class AskFacts:
+    """What the value of an input request alone decides, by the models of its version: its shape
+    problems, its form's properties that are not primitive schemas, those that look like credentials.
+    Each is computed when a rule first asks, and shared by every input request of the same bytes
+    (`_facts_of`): servers ask the same questions again (a tool's confirmation, its form)."""
+
+    __slots__ = ("problems", "not_flat", "sensitive")
+
+    def __init__(self) -> None:
+        self.problems: Any = _UNSET  # list[str]
+        self.not_flat: Any = _UNSET  # property name -> why it is not a primitive schema
+        self.sensitive: Any = _UNSET  # [(property name, the words that look like a credential)]
+
+
+# input requests by (version, their value as orjson writes it): equal bytes are an equal value (orjson
+# writes each value one way; the parser refuses NaN and infinities, which orjson would write as null;
+# a value orjson cannot write, an integer past 64 bits or a lone surrogate, gets facts of its own).
+# What it keeps are strings and lists of them, none of the pipeline's objects.
+_FACTS: dict[tuple, AskFacts] = {}
+_FACTS_KEPT = 1024  # input requests remembered (the oldest forgotten first)
+_FACTS_BYTES = 4096  # a larger value gets facts of its own (not kept)
+
+
+def _facts_of(value: dict, version: str) -> AskFacts:
+    try:
+        text = orjson.dumps(value)
+    except TypeError:
+        return AskFacts()
+    if len(text) > _FACTS_BYTES:
+        return AskFacts()
+    key = (version, text)
+    facts = _FACTS.get(key)
+    if facts is None:
+        facts = _FACTS[key] = AskFacts()
+        if len(_FACTS) > _FACTS_KEPT:
+            _FACTS.pop(next(iter(_FACTS)), None)
+    return facts
+
+
 class Ask:
     """One input request: a value of an IRR's `inputRequests` (modern; `key` is its key), or a
-    server-initiated request (legacy; `key` None). Its shape problems are computed once, when a
-    rule first asks; the text naming it, only when a rule reports it."""
+    server-initiated request (legacy; `key` None). Its shape problems, and what its form asks, are
+    computed once, when a rule first asks (`AskFacts`); the text naming it, only when a rule
+    reports it."""
 
     __slots__ = ("key", "value", "method", "params", "mode", "form_properties", "version", "origin", "messages",
-                 "chain", "_problems")
+                 "chain", "_facts")
 
     def __init__(self, key, value: dict, version: str, origin, messages: list, chain) -> None:
         self.key = key
@@ -172,7 +218,7 @@ class Ask:
         self.origin = origin  # the observation it came with
         self.messages = messages
         self.chain = chain
-        self._problems: list[str] | None = None
+        self._facts: AskFacts | None = None
 
     @property
     def where(self) -> str:
@@ -186,10 +232,41 @@ class Ask:
         return type(self.method) is str and self.method in INPUT_REQUEST_METHODS
 
     @property
+    def facts(self) -> AskFacts:
+        f = self._facts
+        if f is None:
+            f = self._facts = _facts_of(self.value, self.version)
+        return f
+
+    @property
     def problems(self) -> list[str]:
-        if self._problems is None:
-            self._problems = shapes.input_request_problems(self.method, self.params, self.version)
-        return self._problems
+        f = self.facts
+        if f.problems is _UNSET:
+            f.problems = shapes.input_request_problems(self.method, self.params, self.version)
+        return f.problems
+
+    @property
+    def not_flat(self) -> dict[str, str]:
+        """The form's properties that are not primitive schemas, and why not."""
+        f = self.facts
+        if f.not_flat is _UNSET:
+            f.not_flat = {name: shapes.why_not_primitive(s) for name, s in self.form_properties.items()
+                          if not shapes.primitive_schema_ok(s, self.version)}
+        return f.not_flat
+
+    @property
+    def sensitive(self) -> list[tuple[str, str]]:
+        """The form's properties that look like credentials, and the words that make them look so."""
+        f = self.facts
+        if f.sensitive is _UNSET:
+            found = []
+            for name, s in self.form_properties.items():
+                s = s if type(s) is dict else {}
+                hit = _sensitive(name, s.get("title"), s.get("description"), s.get("format"))
+                if hit:
+                    found.append((name, hit))
+            f.sensitive = found
+        return f.sensitive
 
 
 def _form_properties(params: dict) -> dict:
@@ -375,7 +452,7 @@ def input_request_params_invalid(obs, ctx) -> None:
     for a in _valid_asks(obs):
         if a.problems:
             ctx.emit(f"{a.where} ({a.method}) does not match its schema: {'; '.join(a.problems[:4])}",
-                     messages=a.messages, chain=a.chain, details={"key": a.key, "problems": a.problems})
+                     messages=a.messages, chain=a.chain, details={"key": a.key, "problems": list(a.problems)})
 
 
 @rule(
@@ -390,8 +467,7 @@ def elicit_form_schema_not_flat(obs, ctx) -> None:
     PrimitiveSchemaDefinition: a nested object, an array of objects, a `$ref`, or a composition
     outside the enum forms."""
     for a in _valid_asks(obs):
-        bad = {name: shapes.why_not_primitive(s) for name, s in a.form_properties.items()
-               if not shapes.primitive_schema_ok(s, a.version)}
+        bad = a.not_flat
         if bad:
             listed = ", ".join(f"{n!r} is {why}" for n, why in bad.items())
             ctx.emit(f"{a.where} asks for a form that is not flat: {listed}; form schemas allow only top-level "
@@ -441,13 +517,10 @@ def elicit_form_sensitive(obs, ctx) -> None:
     """A form-mode property whose name, title, description or format suggests a credential:
     password, passphrase, secret, token, API key, private key, card number, CVV/CVC."""
     for a in _valid_asks(obs):
-        for name, s in a.form_properties.items():
-            s = s if type(s) is dict else {}
-            hit = _sensitive(name, s.get("title"), s.get("description"), s.get("format"))
-            if hit:
-                ctx.emit(f"{a.where} asks in form mode for {name!r}, which looks like a credential ({hit!r}); "
-                         "sensitive information MUST go through URL mode", messages=a.messages, chain=a.chain,
-                         details={"key": a.key, "property": name, "confidence": "low"})
+        for name, hit in a.sensitive:
+            ctx.emit(f"{a.where} asks in form mode for {name!r}, which looks like a credential ({hit!r}); "
+                     "sensitive information MUST go through URL mode", messages=a.messages, chain=a.chain,
+                     details={"key": a.key, "property": name, "confidence": "low"})
 
 
 def _url(a: Ask) -> str | None:

@@ -566,7 +566,15 @@ class Context:
         `severity` replaces the default for this one finding (a documented downgrade)."""
         r = self._rule if rule_id is None else REGISTRY[rule_id]
         assert r is not None
-        self.engine.report(r, message, list(messages), chain, time, details, severity)
+        # RuleEngine.report, written out (a finding of every retry linked, on every run)
+        engine = self.engine
+        config = engine.config
+        rid = r.id
+        if rid in config.disabled:
+            return
+        engine.findings.append(Finding(rid, config.severity.get(rid) or severity or r.severity, message,
+                                       engine.now if time is None else time, chain, list(messages), r.spec,
+                                       r.conformance, details))
 
 
 def _era_of(obs: Any) -> str | None:
@@ -843,6 +851,7 @@ class RuleEngine:
 
     def report(self, r: Rule, message: str, messages: list[int], chain: str | None, time: float | None,
                details: dict | None, severity: str | None) -> None:
+        """Add a finding of rule `r` (as `Context.emit` does, which has this written out)."""
         if r.id in self.config.disabled:
             return
         sev = self.config.severity.get(r.id) or severity or r.severity
