@@ -185,6 +185,9 @@ Decoding = tuple
 KIND, IDK, METHOD, PARAMS, ERROR_FIELD = 2, 4, 5, 6, 8  # where `Decoding` keeps the fields the core reads before building
 
 
+_ABSENT = object()
+
+
 def classify(raw: bytes, value: Any, duplicates: tuple = (), canonical: bool = False) -> Decoding:
     """The decoding of a parsed value: kind, id, method, params, result, error and `problem`."""
     if type(value) is list:
@@ -193,6 +196,34 @@ def classify(raw: bytes, value: Any, duplicates: tuple = (), canonical: bool = F
     if type(value) is not dict:
         return (raw, value, INVALID, None, None, None, None, None, None, duplicates,
                 f"a JSON {type(value).__name__}, not an object", "envelope", canonical)
+    if value.get("jsonrpc") == "2.0":  # a well-formed message, the common case: decided in a few lookups
+        if "method" in value:
+            m = value["method"]
+            params = value.get("params", _ABSENT)
+            if params is _ABSENT:
+                params = None
+            elif type(params) is not dict and type(params) is not list:
+                m = None  # (a problem: the general path below says it)
+            if type(m) is str and "result" not in value and "error" not in value:
+                if "id" in value:
+                    id_ = value["id"]
+                    return (raw, value, REQUEST, id_, ("n", id_) if type(id_) is int else id_key(id_), m, params, None,
+                            None, duplicates, None, None, canonical)
+                return (raw, value, NOTIFICATION, None, None, m, params, None, None, duplicates, None, None, canonical)
+        elif "result" in value:
+            if "error" not in value and "id" in value:
+                id_ = value["id"]
+                return (raw, value, RESULT, id_, ("n", id_) if type(id_) is int else id_key(id_), None, None,
+                        value["result"], None, duplicates, None, None, canonical)
+        elif "error" in value:
+            id_ = value.get("id")
+            return (raw, value, ERROR, id_, ("n", id_) if type(id_) is int else id_key(id_), None, None, None,
+                    value["error"], duplicates, None, None, canonical)
+    return _classify_object(raw, value, duplicates, canonical)
+
+
+def _classify_object(raw: bytes, value: dict, duplicates: tuple, canonical: bool) -> Decoding:
+    """`classify` of an object, every case (what the common cases above decide too, the same way)."""
     problems = []
     kind, id_, idk, method, params, result, error = INVALID, None, None, None, None, None, None
     if value.get("jsonrpc") != "2.0":

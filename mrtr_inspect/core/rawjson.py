@@ -181,7 +181,10 @@ def parse_message(raw: bytes, max_depth: int = MAX_DEPTH) -> tuple[Any, tuple[Du
     docstring); then the common case of the raw-preserving parser (one value, no surrounding
     whitespace, no repeated names) is one scan of the strict decoder, without the decoder's Python
     wrappers; anything else takes `parse_text`. Each gives the same value, or the same error."""
-    if raw.count(b"{") + raw.count(b"[") <= max_depth:
+    # JSON nested deeper than max_depth has more than max_depth brackets; the value orjson's proof
+    # accepts is JSON, whose every bracket is closed: it has at most half its length of them, so a short
+    # message needs no count (`max_depth` bounds the parse, orjson's own limit is higher)
+    if len(raw) <= 2 * max_depth + 1 or raw.count(b"{") + raw.count(b"[") <= max_depth:
         try:
             value = _fast_loads(raw)
             if _canonical(value) == raw:

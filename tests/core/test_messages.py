@@ -133,3 +133,19 @@ def test_decode_message_never_raises(raw):
     m.label()
     for member in split_batch(m):
         member.label()
+
+
+_ENVELOPE_VALUES = st.none() | st.booleans() | st.integers() | st.just(1.5) | st.sampled_from(["2.0", "1.0", "x"]) | st.just(
+    {}) | st.just([]) | st.just({"a": 1}) | st.just([1])
+
+
+@FUZZ
+@given(st.dictionaries(st.sampled_from(["jsonrpc", "id", "method", "params", "result", "error", "x"]), _ENVELOPE_VALUES,
+                       max_size=6), st.booleans())
+def test_classify_common_cases_decide_as_the_general_path(value, canonical):
+    """`classify`'s few lookups for well-formed messages give what its general path gives, for any
+    mix of the envelope's members (present, absent, null, of any type)."""
+    from mrtr_inspect.core.messages import _classify_object, classify
+
+    assert classify(b"x", value, (), canonical) == _classify_object(b"x", value, (), canonical)
+    assert classify(b"x", {**value, "jsonrpc": "2.0"}) == _classify_object(b"x", {**value, "jsonrpc": "2.0"}, (), False)
