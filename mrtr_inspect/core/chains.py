@@ -92,7 +92,7 @@ class Round:
 
     __slots__ = (
         "chain", "n", "request", "irr_index", "irr_time", "input_requests", "state", "state_hash",
-        "_token", "retries", "peer", "key", "asked", "had_state", "expired",
+        "_token", "retries", "peer", "key", "asked", "had_state", "expired", "canonical",
     )
 
     def __init__(self, chain: "Chain", n: int, request: ChainRequest, irr: Message) -> None:
@@ -115,6 +115,7 @@ class Round:
         self.key = chain.key
         self.asked = summarize_requests(self.input_requests)
         self.expired = False
+        self.canonical = irr.canonical  # its values are orjson's (rawjson.parse_message): orjson writes them back exactly
 
     @property
     def state_token(self) -> str | None:

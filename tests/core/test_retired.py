@@ -163,3 +163,29 @@ def test_the_state_index_keeps_the_states_of_closed_chains_up_to_its_bound_the_o
     for d, raw in chain_messages(3, "open")[:2]:
         insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
     assert [type(rd) for rd in index.rounds[state_hash("open")]] == [Round] and len(index.retired) == 2
+
+
+def test_a_retired_round_gives_back_its_input_requests_exactly_whichever_form_kept_them():
+    """A round of a canonical message keeps its inputRequests in orjson's form, any other in marshal's
+    (a value orjson would not write back: an integer past 64 bits, a float written `1E5`): both read
+    back equal, with the same types."""
+    from mrtr_inspect.core.messages import decode_message
+    from mrtr_inspect.core.retired import retire
+
+    chain = Chain(1, decode_message(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'), "p", "d")
+    first = ChainRequest(chain, decode_message(b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t"}}'),
+                         None)
+    chain.requests.append(first)
+    asks = {"a": {"method": "elicitation/create", "params": {"message": "é\u2028\\\"", "n": -0.0, "f": 0.1, "i": 2**63}}}
+    canonical = decode_message(json.dumps({"jsonrpc": "2.0", "id": 1, "result": {
+        "resultType": "input_required", "inputRequests": asks, "requestState": "s"}}, ensure_ascii=False,
+        separators=(",", ":")).encode())
+    other = decode_message(b'{"jsonrpc": "2.0", "id": 1, "result": {"resultType": "input_required", "inputRequests": '
+                           b'{"a": {"n": 1E5, "i": 123456789012345678901234567890}}, "requestState": "s"}}')
+    assert canonical.canonical and not other.canonical
+    for irr in (canonical, other):
+        chain.rounds = [Round(chain, 1, first, irr)]
+        (kept,) = retire(chain)
+        assert isinstance(kept._asked, bytes) == irr.canonical  # orjson's form; marshal's in a tuple
+        got = kept.input_requests
+        assert got == irr.result["inputRequests"] and json.dumps(got) == json.dumps(irr.result["inputRequests"])
