@@ -124,11 +124,15 @@ def _linked_answers(obs: Linked) -> list[Answer]:
     responses = params.get("inputResponses")
     if req.era is not MODERN or type(responses) is not dict:
         return []
-    asked: dict = {}
-    for rd in obs.round.chain.rounds:  # later rounds win: a key asked again means the latest question
-        asked.update(rd.input_requests or {})
-        if rd is obs.round:
-            break
+    rounds = obs.round.chain.rounds
+    if rounds and rounds[0] is obs.round:  # the first round: what it asked (read, not changed)
+        asked = obs.round.input_requests or {}
+    else:
+        asked = {}
+        for rd in rounds:  # later rounds win: a key asked again means the latest question
+            asked.update(rd.input_requests or {})
+            if rd is obs.round:
+                break
     cid = obs.chain.id
     messages = [obs.round.irr_index, req.index]
     out = []

@@ -329,9 +329,10 @@ def input_responses_missing_key(obs: Linked, ctx) -> None:
     """A key of the round's `inputRequests` is absent from the retry's `inputResponses` (present)."""
     p = obs.request.params if type(obs.request.params) is dict else {}
     ir = p.get("inputResponses")
-    if type(ir) is not dict or not obs.round.input_requests:
+    asked = obs.round.input_requests
+    if type(ir) is not dict or not asked or asked.keys() <= ir.keys():  # (every key answered: the common case)
         return
-    missing = sorted(set(obs.round.input_requests) - set(ir))
+    missing = sorted(set(asked) - set(ir))
     if missing:
         ctx.emit(
             f"retry {obs.request.label()} of chain {obs.chain.id} does not answer {', '.join(missing)} of round {obs.round.n}",
@@ -347,7 +348,9 @@ def _unasked_keys(obs: Linked) -> set:
     if type(ir) is not dict or not ir:
         return set()
     asked = obs.round.input_requests  # (its keys: `Round.keys`, without making them a frozenset)
-    return set(ir).difference(asked) if asked else set(ir)
+    if not asked:
+        return set(ir)
+    return set() if ir.keys() <= asked.keys() else set(ir).difference(asked)
 
 
 def _earlier_keys(obs: Linked) -> set:

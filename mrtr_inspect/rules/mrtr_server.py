@@ -205,7 +205,7 @@ class Ask:
     reports it."""
 
     __slots__ = ("key", "value", "method", "params", "mode", "form_properties", "version", "origin", "messages",
-                 "chain", "_facts")
+                 "chain", "valid_method", "_facts")
 
     def __init__(self, key, value: dict, version: str, origin, messages: list, chain) -> None:
         self.key = key
@@ -214,6 +214,8 @@ class Ask:
         params = self.params = value.get("params")
         mode = self.mode = elicit_mode(params) if method == ELICIT else None
         self.form_properties = _form_properties(params) if mode == "form" else {}
+        #: one of the three kinds of input request
+        self.valid_method = type(method) is str and method in INPUT_REQUEST_METHODS
         self.version = version
         self.origin = origin  # the observation it came with
         self.messages = messages
@@ -226,10 +228,6 @@ class Ask:
             msg = self.origin.msg
             return f"the server request {at(msg)}"
         return f"input request {self.key!r} of the input_required {answered(self.origin)}"
-
-    @property
-    def valid_method(self) -> bool:
-        return type(self.method) is str and self.method in INPUT_REQUEST_METHODS
 
     @property
     def facts(self) -> AskFacts:
@@ -285,10 +283,11 @@ class IrrView:
         self.obs = obs
         self.result = result
         ir = result.get("inputRequests")
-        messages, chain = [obs.response.index], chain_of(obs)
-        self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
-                     for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
-        self.valid = [a for a in self.asks if a.valid_method]
+        creq = obs.creq
+        messages, chain = [obs.response.index], creq.chain.id if creq is not None else None  # chain_of(obs)
+        asks = self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
+                            for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
+        self.valid = [a for a in asks if a.valid_method]
 
     def emit(self, ctx, text: str, **kw) -> None:
         ctx.emit(text, messages=[self.obs.response.index], chain=chain_of(self.obs), **kw)
@@ -386,7 +385,7 @@ def irr_field_types(obs: Answered, ctx) -> None:
     ir = r.get("inputRequests", {})
     if type(ir) is not dict:
         wrong.append(f"inputRequests is {short(ir)}, not an object")
-    else:
+    elif len(v.asks) != len(ir):  # (the view's asks are the values that are objects)
         wrong += [f"inputRequests[{k!r}] is {short(x)}, not a request object" for k, x in ir.items() if type(x) is not dict]
     if wrong:
         v.emit(ctx, f"the input_required {answered(obs)}: {'; '.join(wrong)}")
