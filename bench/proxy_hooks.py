@@ -103,7 +103,7 @@ def _turn(chains: int) -> float:
             analysis = proxy.AnalysisProcess(None, recorder, config.max_backlog_bytes)
         guard = HostGuard((), lambda line: None)
         guard.rewrite = True
-        addon = MrtrInspect(config, analysis=analysis)
+        addon = MrtrInspect(config, analysis=analysis, guard=guard)  # the guard runs from the addon's hooks, as embedded
         params = {"name": "deploy", "arguments": {"env": "bench"}, "_meta": meta}
         first = json.dumps({"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}).encode()
         retry = json.dumps({"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {
@@ -121,7 +121,6 @@ def _turn(chains: int) -> float:
                     f.metadata.clear()
                     f.response = None
                     f.request.headers = http.Headers(head)
-                    guard.requestheaders(f)
                     addon.requestheaders(f)
                     addon.request(f)
                     f.response = resp

@@ -195,23 +195,85 @@ def flow_client(flow: http.HTTPFlow) -> str:
     return host[7:] if host.startswith("::ffff:") and "." in host else host
 
 
+#: the fields `head_values` reads, by their index in what it gives
+HOST, ORIGIN, CONTENT_TYPE, CONTENT_LENGTH, CONTENT_ENCODING = range(5)
+_READ = {b"host": HOST, b"origin": ORIGIN, b"content-type": CONTENT_TYPE, b"content-length": CONTENT_LENGTH,
+         b"content-encoding": CONTENT_ENCODING}
+_NAMES: dict[bytes, int] = {}  # a field name as it came (any case) → its index in `_READ`, or -1
+_NAMES_HELD = 1024
+
+
+def head_values(fields: tuple[tuple[bytes, bytes], ...]) -> list:
+    """The fields of a head the addon reads (Host, Origin, Content-Type, Content-Length,
+    Content-Encoding, by the indexes above), in one pass over mitmproxy's raw fields: each as bytes
+    folded as `headers.get` folds it (every field of the name, any case, joined with ", "), or None;
+    and, last, where the first Host field is (-1: none; -2: more than one)."""
+    out: list = [None, None, None, None, None, -1]
+    names = _NAMES
+    for i, (k, v) in enumerate(fields):
+        j = names.get(k)
+        if j is None:
+            if len(names) >= _NAMES_HELD:
+                names.clear()
+            j = names[k] = _READ.get(k.lower(), -1)
+        if j >= 0:
+            w = out[j]
+            if w is None:
+                out[j] = v
+                if j == HOST:
+                    out[5] = i
+            else:
+                out[j] = w + b", " + v
+                if j == HOST:
+                    out[5] = -2
+    return out
+
+
+def as_text(value: bytes | None) -> str | None:
+    """A header's value as `headers.get` gives it (UTF-8 with surrogate escapes)."""
+    return None if value is None else value.decode("utf-8", "surrogateescape")
+
+
+def with_host(fields: tuple[tuple[bytes, bytes], ...], at: int, value: bytes) -> tuple[tuple[bytes, bytes], ...]:
+    """The fields with Host set to `value` as mitmproxy sets it on an HTTP/1 request (`host_header`):
+    the first Host field's name keeps its case and takes the value, the others go; none, a Host field
+    added last. `at`: where the first one is (`head_values`)."""
+    if at >= 0:
+        return fields[:at] + ((fields[at][0], value),) + fields[at + 1:]
+    out, done = [], False
+    for k, v in fields:
+        if k.lower() == b"host":
+            if not done:
+                out.append((k, value))
+                done = True
+        else:
+            out.append((k, v))
+    if not done:
+        out.append((b"Host", value))
+    return tuple(out)
+
+
+def streamed(content_type: bytes | None, content_length: bytes | None) -> bool:
+    """`is_streamed`'s answer from a head's Content-Type and Content-Length (`head_values`)."""
+    # (no text/event-stream without these bytes: of the characters outside ASCII only U+0130 and U+212A lower-case
+    # to an ASCII letter, i and k, neither of them here)
+    if (content_type is not None and content_type.lower().find(b"event-stream") >= 0
+            and media_type(content_type.decode("utf-8", "surrogateescape")) == "text/event-stream"):
+        return True
+    if content_length is not None and content_length.isdigit():  # ASCII digits: the common case, at less cost
+        return int(content_length) > STREAM_ABOVE
+    text = content_length.decode("utf-8", "surrogateescape") if content_length is not None else ""
+    return not (text.isdigit() and int(text) <= STREAM_ABOVE)
+
+
 def is_streamed(m: http.Message) -> bool:
     """Whether a body goes through a stream callback, chunk by chunk as it comes: always for an event
     stream, a body of unknown length, or one over STREAM_ABOVE bytes. A small body of known length is
     taken whole by mitmproxy (its stream path costs more per request than the bytes take to arrive).
     The headers are read as `m.headers.get` reads them (every field of the name, folded with ", ",
-    UTF-8 with surrogate escapes), in one pass over the fields."""
-    ctype = length = None
-    for k, v in m.headers.fields:
-        n = len(k)
-        if n == 12 and k.lower() == b"content-type":
-            ctype = v if ctype is None else ctype + b", " + v
-        elif n == 14 and k.lower() == b"content-length":
-            length = v if length is None else length + b", " + v
-    if ctype is not None and media_type(ctype.decode("utf-8", "surrogateescape")) == "text/event-stream":
-        return True
-    text = length.decode("utf-8", "surrogateescape") if length is not None else ""
-    return not (text.isdigit() and int(text) <= STREAM_ABOVE)
+    UTF-8 with surrogate escapes), in one pass over the fields (`head_values`)."""
+    values = head_values(m.headers.fields)
+    return streamed(values[CONTENT_TYPE], values[CONTENT_LENGTH])
 
 
 def unkept(flow: http.HTTPFlow) -> bool:

@@ -82,11 +82,24 @@ class HostGuard:
                 self.rewrite = False
 
     def requestheaders(self, flow: http.HTTPFlow) -> None:
-        if not flow.live or not isinstance(flow.client_conn.proxy_mode, ReverseMode):
+        if not self.applies(flow):
             return
         req = flow.request
+        if not self.refuses(flow, req.host_header, req.headers.get("origin")):
+            value = self.host_value(flow)
+            if value is not None:
+                req.host_header = value
+
+    @staticmethod
+    def applies(flow: http.HTTPFlow) -> bool:
+        """Whether the guard judges this flow (a live one, in reverse mode)."""
+        return flow.live and isinstance(flow.client_conn.proxy_mode, ReverseMode)
+
+    def refuses(self, flow: http.HTTPFlow, host: str | None, origin: str | None) -> bool:
+        """Whether the request with this `Host` and `Origin` (as `headers.get` reads them; None:
+        absent) is refused: then it is answered 403 here, and said."""
         sock = flow.client_conn.sockname
-        key = (req.host_header, req.headers.get("origin"), sock[0] if sock else None)
+        key = (host, origin, sock[0] if sock else None)
         verdicts = self._verdicts
         if verdicts[0] is not self.policy:  # the policy changed (configure): what it said is forgotten
             verdicts = self._verdicts = (self.policy, {})
@@ -96,19 +109,25 @@ class HostGuard:
             if len(verdicts[1]) >= _VERDICTS:
                 verdicts[1].clear()
             verdicts[1][key] = reason
-        if reason is not None:
-            flow.metadata[REFUSED] = reason
-            flow.comment = f"mrtr-inspect: refused (403): {reason}"
-            flow.response = http.Response.make(403, forbidden_body(reason, self._hint),
-                                               {"content-type": "application/json"})
-            self._tell(reason)
-        elif self.rewrite and flow.server_conn.address is not None:
-            where = (flow.server_conn.tls, flow.server_conn.address)
-            value = self._hostports.get(where)
-            if value is None:
-                if len(self._hostports) >= _VERDICTS:
-                    self._hostports.clear()
-                host, port = where[1]
-                value = self._hostports[where] = url.hostport("https" if where[0] else "http", host, port)
-            req.host_header = value
+        if reason is None:
+            return False
+        flow.metadata[REFUSED] = reason
+        flow.comment = f"mrtr-inspect: refused (403): {reason}"
+        flow.response = http.Response.make(403, forbidden_body(reason, self._hint),
+                                           {"content-type": "application/json"})
+        self._tell(reason)
+        return True
 
+    def host_value(self, flow: http.HTTPFlow) -> str | None:
+        """The `Host` an accepted request goes upstream with, as mitmproxy would have written it (the
+        upstream's host and port); None when the guard leaves `Host` as it is."""
+        if not self.rewrite or flow.server_conn.address is None:
+            return None
+        where = (flow.server_conn.tls, flow.server_conn.address)
+        value = self._hostports.get(where)
+        if value is None:
+            if len(self._hostports) >= _VERDICTS:
+                self._hostports.clear()
+            host, port = where[1]
+            value = self._hostports[where] = url.hostport("https" if where[0] else "http", host, port)
+        return value

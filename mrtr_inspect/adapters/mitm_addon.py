@@ -43,7 +43,8 @@ from ..core.events import CAPTURE_ENDED, CLIENT_DISCONNECTED, UPSTREAM_ERROR
 from ..outputs.live import LiveView
 from ..recording.writer import redactor_for
 from .flow_notes import NOTES_KEY, FlowNotes, HeldSaves, show_comment_column
-from .flows import flow_client, flow_exchange, flow_headers, is_streamed, unkept_note
+from .flows import (CONTENT_LENGTH, CONTENT_TYPE, HOST, ORIGIN, as_text, flow_client, flow_exchange, flow_headers,
+                    head_values, streamed, unkept_note, with_host)
 from .host_guard import HostGuard, refused
 from .live_analysis import new_analysis, session_start
 from .mitm_options import SESSION_OPTIONS, Session, declare, open_session
@@ -53,6 +54,8 @@ from .recorder import HttpRecorder
 __all__ = ["MrtrInspect", "NOTES_KEY"]
 
 logger = logging.getLogger("mrtr_inspect")
+
+_HTTP1 = frozenset({b"HTTP/1.1", b"HTTP/1.0"})
 
 
 class _Forward:
@@ -252,8 +255,19 @@ class MrtrInspect:
 
     # -- HTTP events (mitmproxy's event loop: quick, and never raising) ----------------------------
     def requestheaders(self, flow: http.HTTPFlow) -> None:
-        if self.guard is not None:
-            self.guard.requestheaders(flow)
+        req = flow.request
+        values = None  # the head's fields the addon reads, in one pass (`head_values`)
+        guard = self.guard
+        if guard is not None and guard.applies(flow):
+            if req.data.http_version in _HTTP1:  # (HTTP/2 and 3: Host is the authority, read by the guard itself)
+                fields = req.headers.fields
+                values = head_values(fields)
+                if not guard.refuses(flow, as_text(values[HOST]), as_text(values[ORIGIN])):
+                    value = guard.host_value(flow)
+                    if value is not None:  # as mitmproxy sets `host_header`
+                        req.headers.fields = with_host(fields, values[-1], value.encode("utf-8", "surrogateescape"))
+            else:
+                guard.requestheaders(flow)
         try:
             a = self._session()
             if a is None or refused(flow):  # host_guard answered it 403: never forwarded, no part of the session
@@ -263,14 +277,16 @@ class MrtrInspect:
                 return
             x = self._next = self._next + 1
             st = self._flows[flow.id] = _Flow(x)
-            req = flow.request
-            head = (req.method, req.data.path.decode("latin-1"), flow_headers(req.headers), flow_client(flow))
-            if is_streamed(req):
+            fields = req.headers.fields
+            if values is None:
+                values = head_values(fields)
+            if streamed(values[CONTENT_TYPE], values[CONTENT_LENGTH]):
                 st.streamed = True
-                a.put(("request_head", (time.time(), x, *head)))
+                a.put(("request_head", (time.time(), x, req.method, req.data.path.decode("latin-1"), flow_headers(req.headers),
+                                        flow_client(flow))))
                 req.stream = _Forward(a.put, "request_data", x)
-            else:
-                st.req_head = head
+            else:  # mitmproxy's raw parts: the recorder reads them as `flow_headers` does (one step, at `request`)
+                st.req_head = (req.method, req.data.path, fields, flow_client(flow))
             if self.notes is not None:
                 self.notes.track(x, flow)
         except Exception as e:
@@ -306,15 +322,17 @@ class MrtrInspect:
             return
         try:
             resp = flow.response
-            head = (time.time(), st.x, resp.status_code, flow_headers(resp.headers))
-            st.streamed = is_streamed(resp)
+            t = time.time()
+            fields = resp.headers.fields
+            values = head_values(fields)
+            st.streamed = streamed(values[CONTENT_TYPE], values[CONTENT_LENGTH])
             if st.streamed:
-                a.put(("response_head", head))
+                a.put(("response_head", (t, st.x, resp.status_code, flow_headers(resp.headers))))
                 if getattr(ctx.options, "store_streamed_bodies", False):  # an option of proxyserver
                     st.kept = bytearray()
                 resp.stream = _Forward(a.put, "response_data", st.x, st.kept)
             else:
-                st.resp_head = head
+                st.resp_head = (t, st.x, resp.status_code, fields)
         except Exception as e:
             self._failed(e)
 

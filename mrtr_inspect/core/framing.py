@@ -758,6 +758,15 @@ class HttpFramer:
     def open_exchanges(self) -> list[int]:
         return list(self._x)
 
+    def opened(self, exchange: int) -> None:
+        """An exchange whose request was framed whole elsewhere (what `request_message` leaves): open
+        until its response ends."""
+        self._get(exchange)
+
+    def closed(self, exchange: int) -> None:
+        """An exchange whose response was framed whole elsewhere (what `response_message` leaves)."""
+        self._x.pop(exchange, None)
+
     def step_decodes_past(self, name: str, args: tuple, quick: int) -> bool:
         """`decodes_past` for a step (`name`, its arguments), the whole-message steps included."""
         if name == "request_message":

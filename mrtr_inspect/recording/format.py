@@ -171,6 +171,66 @@ class LineEncoder:
         return b"".join(encode(StdioLine(t, s, d, line)) for line in body.split(b"\n"))  # type: ignore[arg-type]
 
 
+class HttpEncoder:
+    """The records of one session's HTTP frames made from their parts, the JSON text of their strings
+    and headers given: exactly the bytes `encode` gives for the frame (tests/recording/test_format.py),
+    with a few bytes operations (the proxy's recorder writes the messages mitmproxy takes whole with
+    it: recorder.HttpRecorder). None for a time that is not a finite float or an exchange or status
+    that is not an int (`encode` writes those)."""
+
+    __slots__ = ("_s",)
+
+    def __init__(self, session: str) -> None:
+        self._s = b',"s":' + _orjson(session) + b',"k":"'  # (TypeError for a session orjson does not write)
+
+    def _open(self, t: float, kind: bytes, x: int) -> bytes | None:
+        if type(t) is not float or t - t != 0.0 or type(x) is not int:
+            return None
+        return b'{"t":' + stamp(t) + self._s + kind + b'","x":' + b"%d" % x
+
+    def request(self, t: float, x: int, method: bytes, path: bytes, headers: bytes, client: bytes, body: bytes,
+                complete: bool = True) -> bytes | None:
+        """An `HttpRequest` without a body note: `method`, `path`, `headers` and `client` as JSON text."""
+        rec = self._open(t, b"req", x)
+        if rec is None:
+            return None
+        rec += b',"method":' + method + b',"path":' + path + b',"headers":' + headers + b',"client":' + client
+        if not complete:
+            rec += b',"complete":false'
+        return _with_payload(rec, body) if body else rec + b"}\n"
+
+    def response(self, t: float, x: int, status: int, headers: bytes) -> bytes | None:
+        """An `HttpResponse`, `headers` as JSON text."""
+        rec = self._open(t, b"resp", x)
+        if rec is None or type(status) is not int:
+            return None
+        return rec + b',"status":' + b"%d" % status + b',"headers":' + headers + b"}\n"
+
+    def body(self, t: float, x: int, data: bytes, complete: bool = True) -> bytes | None:
+        """An `HttpBody` without a body note."""
+        rec = self._open(t, b"body", x)
+        if rec is None:
+            return None
+        return _with_payload(rec if complete else rec + b',"complete":false', data)
+
+    def end(self, t: float, x: int, error: bytes | None = None) -> bytes | None:
+        """An `HttpEnd`, `error` (when there is one) as JSON text."""
+        rec = self._open(t, b"end", x)
+        if rec is None:
+            return None
+        return rec + (b',"error":' + error if error else b"") + b"}\n"
+
+
+def _with_payload(rec: bytes, data: bytes) -> bytes:
+    """The record so far (its members, without the closing brace) with `data` as its payload, as `_payload`."""
+    if data.find(b"\n") < 0 and data.find(b"\r") < 0 and (data.isascii() or _is_utf8(data)):
+        return rec + b"}\t" + data + b"\n"
+    try:
+        return rec + b',"text":' + _orjson(data.decode("utf-8")) + b"}\n"
+    except UnicodeDecodeError:
+        return rec + b',"b64":"' + base64.b64encode(data) + b'"}\n'
+
+
 def long_line(t: float, session: str, direction: str, eol: bool, plain: bool, read) -> Iterator[bytes]:
     """The record of a stdio line too long to hold, in pieces, its bytes read in pieces (`read(n)`,
     b"" at their end): with `plain` (the line is UTF-8 without CR) exactly what `encode` gives for

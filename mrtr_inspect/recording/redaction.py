@@ -293,12 +293,20 @@ class Redactor:
                 self._sensitive[name] = known
         return known
 
+    def header_kind(self, name: str) -> int:
+        """How a header of this name is redacted: 0 not at all; else its `redact_header` kind."""
+        return self._header_kind(name)
+
+    def redact_header(self, name: str, value: str, kind: int) -> str:
+        """A header's value as `redact_headers` writes it, `kind` being `header_kind(name)`."""
+        return (value if kind == 0 else self.header_value(name, value) if kind == 1 else self.url(value) if kind == 2
+                else self.link(value) if kind == 3 else self.if_secret(value))
+
     def redact_headers(self, headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
         kinds = [self._header_kind(k) for k, _ in headers]
         if not any(kinds):
             return headers
-        out = tuple((k, v if c == 0 else self.header_value(k, v) if c == 1 else self.url(v) if c == 2 else
-                     self.link(v) if c == 3 else self.if_secret(v)) for (k, v), c in zip(headers, kinds))
+        out = tuple((k, self.redact_header(k, v, c)) for (k, v), c in zip(headers, kinds))
         return headers if out == headers else out
 
     # -- URLs and command lines -----------------------------------------------------------------

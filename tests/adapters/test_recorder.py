@@ -297,3 +297,84 @@ def test_a_whole_message_that_decodes_far_is_framed_off_the_event_loop_too(tmp_p
     assert [(type(f).__name__, f.exchange) for f in got[4:]] == [("HttpRequest", 2), ("HttpRequest", 3)]
     assert got[4].body == b"\0" * (QUICK_DECODE * 8)
     rec.finish({}, 2.0)
+
+
+_NAMES = [b"Host", b"content-type", b"Content-Type", b"content-length", b"Content-Encoding", b"Authorization",
+          b"authorization", b"mcp-session-id", b"Location", b"link", b"Cookie", b"x-api-key", b"X-Trace", b'x"q',
+          b"x\\y", b"caf\xe9", b"x\x01", b"accept"]
+_BYTES = st.lists(st.sampled_from([b"a", b"Z", b"0", b" ", b"/", b"?", b"=", b"&", b";", b"<", b">", b'"', b"\\",
+                                   b"\x00", b"\x1f", b"\x7f", b"\xe9", b"\xff", b"\t", b"Bearer sk-live-1234567890abcdef",
+                                   b"text/event-stream", b"application/json", b"token=abc", b"https://h/p?key=s3cret"]),
+                  max_size=6).map(b"".join)
+_FIELDS = st.lists(st.tuples(st.sampled_from(_NAMES), _BYTES), max_size=7).map(tuple)
+_BODIES = st.sampled_from([b"", b'{"jsonrpc":"2.0","id":1,"result":{}}', b'{"password":"hunter2","a":[1,2]}',
+                           b'{"a":\n1}', b'{"a":"\r"}', b"\xff\xfe not utf-8", b'{"t":"caf\xc3\xa9 \\"q\\""}',
+                           b'{"params":{"arguments":{"token":"s3"}}}'])
+_TEXTS = st.sampled_from(["", "127.0.0.1", "POST", "pöst", "G\"ET", "\udcff", "x\ny"])
+
+
+@settings(max_examples=300, deadline=None)
+@given(fields=_FIELDS, resp_fields=_FIELDS, path=_BYTES.map(lambda b: b"/mcp" + b), method=_TEXTS, client=_TEXTS,
+       body=_BODIES, answer=_BODIES, complete=st.booleans(),
+       error=st.sampled_from([None, "", "upstream-error: peer closed", "capture-ended", "\udcff"]),
+       paths=st.sampled_from([[], ["params.arguments.token"], ["**.a"]]), status=st.sampled_from([200, 404, 202]))
+def test_a_message_taken_whole_is_recorded_from_mitmproxy_s_raw_parts_as_its_frames_would_be(
+        fields, resp_fields, path, method, client, body, answer, complete, error, paths, status):
+    """The steps of messages mitmproxy took whole carry its raw parts (the path's bytes, the header
+    fields' bytes); the recorder writes their records from them, without frames (`_Whole`), or the
+    general way (a byte JSON escapes, a content-encoding, an event stream, a lone surrogate): the
+    bytes are exactly those of the frames the framer makes of the same parts decoded as
+    `flows.flow_headers` decodes them, redacted and encoded; the redaction counts the same paths
+    matched, and the exchange is open from its request to its response's end."""
+    from mrtr_inspect.adapters.flows import FlowFramer
+
+    def text(fs):
+        return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in fs)
+
+    ref_redactor, redactor = Redactor(b"k", paths=paths), Redactor(b"k", paths=paths)
+    framer, rec = FlowFramer("s1"), HttpRecorder("s1", redactor)
+    steps = [(("request_message", (1.5, 7, method, path, fields, client, body, complete)),
+              lambda: framer.request_message(1.5, 7, method, path.decode("latin-1"), text(fields), client, body, complete)),
+             (("response_message", (2.25, 7, status, resp_fields, answer, 3.0, error)),
+              lambda: framer.response_message(2.25, 7, status, text(resp_fields), answer, 3.0, error))]
+    for (step, frames), still_open in zip(steps, ([7], [])):
+        try:
+            want = [b"".join(fmt.encode(ref_redactor.frame(f)) for f in frames())]
+        except UnicodeEncodeError:  # a lone surrogate (a method or client not UTF-8): it cannot be written either way
+            with pytest.raises(UnicodeEncodeError):
+                rec.feed(step, print, as_records=True)
+        else:
+            got: list[bytes] = []
+            rec.feed(step, got.append, as_records=True)
+            assert got == want
+        assert rec.framer.open_exchanges() == still_open
+    assert redactor.hits == ref_redactor.hits
+
+
+def test_the_messages_of_an_mcp_session_are_recorded_from_mitmproxy_s_raw_parts(tmp_path):
+    """Near miss of the general way: a JSON request and answer with plain headers, a session id and a
+    bearer token are written by `_Whole` (no frame made), the session id's field (kept: it is no
+    credential) and the token's (redacted) judged once and remembered; a gzip body goes the general way."""
+    import gzip
+
+    from mrtr_inspect.adapters import recorder
+
+    w = RecordingWriter(tmp_path / "r.jsonl", "http", {}, Redactor(b"k"), session="h", start_time=0.0)
+    rec = HttpRecorder("h", w.redactor, w)
+    made = []
+    frames = rec.framer.request_message
+    rec.framer.request_message = lambda *a: made.append(a) or frames(*a)
+    head = ((b"Host", b"127.0.0.1:3000"), (b"Content-Type", b"application/json"), (b"Mcp-Session-Id", b"abc123"),
+            (b"Authorization", b"Bearer sk-live-1234567890abcdef"))
+    out: list[bytes] = []
+    for x in (1, 2):
+        rec.feed(("request_message", (1.0, x, "POST", b"/mcp", head, "127.0.0.1", b'{"id":%d}' % x, True)), out.append,
+                 as_records=True)
+    assert made == [] and len(rec._whole._redacted) == 2
+    assert b"sk-live" not in b"".join(out) and b'["Mcp-Session-Id","abc123"]' in out[0]
+    gz = head[:2] + ((b"content-encoding", b"gzip"),)
+    rec.feed(("request_message", (1.0, 3, "POST", b"/mcp", gz, "", gzip.compress(b'{"id":3}'), True)), out.append,
+             as_records=True)
+    assert len(made) == 1 and recorder.fmt.decode(out[2]).body == b'{"id":3}'
+    rec.finish({}, 2.0)
+    assert [f.exchange for f in read_frames(tmp_path / "r.jsonl") if hasattr(f, "exchange")] == [1, 2, 3]
