@@ -287,11 +287,6 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
                  messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(obs))
 
 
-def _url_elicitation(v) -> bool:
-    return (type(v) is dict and v.get("method") == "elicitation/create" and type(v.get("params")) is dict
-            and v["params"].get("mode") == "url")
-
-
 @LEGACY_PASS.check(
     "url-elicitation-has-elicitation-id", WARNING, kinds=["result"], directions=["s2c"], section="4.8",
     spec=spec.CHANGELOG_MINOR,
@@ -311,7 +306,9 @@ def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
         return
     ir = res.get("inputRequests")
     if type(ir) is dict:
-        keys = [k for k, v in ir.items() if _url_elicitation(v) and "elicitationId" in v["params"]]
+        keys = [k for k, v in ir.items()  # URL-mode elicitations carrying elicitationId
+                if type(v) is dict and v.get("method") == "elicitation/create" and type(p := v.get("params")) is dict
+                and p.get("mode") == "url" and "elicitationId" in p]
         if keys:
             ctx.emit(f"{at(msg)}: the URL-mode elicitation {', '.join(map(repr, keys))} carries elicitationId, a "
                      "2025-11-25 field that 2026-07-28 removed", messages=[msg.index], chain=chain_of(obs))

@@ -147,8 +147,11 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
     """`resultType: "input_required"` on a modern request whose method is not tools/call,
     prompts/get or resources/read (server/discover, the list methods, completion/complete,
     subscriptions/listen, tasks/*)."""
+    req = obs.request
+    if req is None or req.method in MRTR_METHODS:  # (most input_required results answer those)
+        return
     r = modern_result(obs)
-    if r is not None and r.get("resultType") == "input_required" and obs.request.method not in MRTR_METHODS:
+    if r is not None and r.get("resultType") == "input_required":
         ctx.emit(f"{answered(obs)} is an input_required result, but only tools/call, prompts/get and "
                  f"resources/read may be answered so", messages=[obs.request.index, obs.response.index])
 
@@ -538,7 +541,7 @@ def elicit_url_invalid(obs, ctx) -> None:
     """The `url` of a URL-mode elicitation is a string but not an absolute URI (no scheme, or
     spaces and control characters)."""
     for a in _valid_asks(obs):
-        url = _url(a)
+        url = _url(a) if a.mode == "url" else None
         if url is not None and not shapes.absolute_uri(url):
             ctx.emit(f"{a.where} sends the user to {short(url)}, which is not an absolute URL; the url MUST be a "
                      "valid URL",
@@ -556,7 +559,7 @@ def elicit_url_not_https(obs, ctx) -> None:
     """A URL-mode elicitation whose (valid) URL has a scheme other than https; localhost,
     *.localhost and loopback addresses count as development and are not reported."""
     for a in _valid_asks(obs):
-        url = _url(a)
+        url = _url(a) if a.mode == "url" else None
         if url is None or not shapes.absolute_uri(url):
             continue
         parts = urlsplit(url)
@@ -899,7 +902,9 @@ def irr_hybrid_fields(obs: Answered, ctx) -> None:
     """An input_required result that also has `content`, `isError`, `structuredContent`,
     `messages` or `contents`."""
     v = _view(obs)
-    extra = [f for f in _FINAL_FIELDS if v is not None and f in v.result]
+    if v is None or v.result.keys().isdisjoint(_FINAL_FIELDS):
+        return
+    extra = [f for f in _FINAL_FIELDS if f in v.result]
     if extra:
         v.emit(ctx, f"the input_required {answered(obs)} also carries {', '.join(extra)}, which clients ignore")
 
