@@ -105,7 +105,8 @@ class RetiredRound:
         if ir is None:
             self._asked: Any = None
         elif rd.canonical:
-            self._asked = _orjson(ir)  # bytes: orjson's form
+            # orjson's form, as a str: a bytes object orjson wrote holds a 4 KiB allocation while it is kept
+            self._asked = _orjson(ir).decode("utf-8")
         else:
             try:
                 self._asked = (marshal.dumps(ir),)  # a tuple: marshal's form
@@ -127,7 +128,7 @@ class RetiredRound:
         if a is None:
             return None
         t = type(a)
-        return _orjson_loads(a) if t is bytes else marshal.loads(a[0]) if t is tuple else a[0]
+        return _orjson_loads(a) if t is str else marshal.loads(a[0]) if t is tuple else a[0]
 
     @property
     def state_token(self) -> str | None:

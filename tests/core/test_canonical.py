@@ -89,9 +89,9 @@ def test_params_digest_takes_orjson_for_plain_params_and_the_json_module_for_flo
     params_digest("tools/call", {"name": "x", "arguments": {"v": 1.5}})
     params_digest("tools/call", {"name": "x", "arguments": {"v": None}})
     params_digest("tools/call", {"name": "x", "arguments": {"v": float("inf")}})
-    digests = [canonical._orjson_digest(k) for k in [b'{"arguments":{"n":12,"ok":true,"s":"e+1","v":"1.2.3"},"name":"x"}',
-                                                     b'{"arguments":{"v":1.5},"name":"x"}',
-                                                     b'{"arguments":{"v":null},"name":"x"}']]
+    digests = [canonical._orjson_digest(k) for k in ['{"arguments":{"n":12,"ok":true,"s":"e+1","v":"1.2.3"},"name":"x"}',
+                                                     '{"arguments":{"v":1.5},"name":"x"}',
+                                                     '{"arguments":{"v":null},"name":"x"}']]
     assert digests[0] is not None and digests[1] is None and digests[2] is None
     # each was written by orjson first (the infinity as null, the bytes of the None's params: a hit)
     assert canonical._orjson_digest.cache_info().hits == 4

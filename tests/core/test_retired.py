@@ -186,6 +186,6 @@ def test_a_retired_round_gives_back_its_input_requests_exactly_whichever_form_ke
     for irr in (canonical, other):
         chain.rounds = [Round(chain, 1, first, irr)]
         (kept,) = retire(chain)
-        assert isinstance(kept._asked, bytes) == irr.canonical  # orjson's form; marshal's in a tuple
+        assert isinstance(kept._asked, str) == irr.canonical  # orjson's form; marshal's in a tuple
         got = kept.input_requests
         assert got == irr.result["inputRequests"] and json.dumps(got) == json.dumps(irr.result["inputRequests"])
