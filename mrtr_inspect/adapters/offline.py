@@ -94,9 +94,12 @@ def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: 
         step_line, judge = insp.inspector.step_line, insp.engine.judge
         for item in items:
             if type(item) is tuple:
-                outs, observed = step_line(*item)
+                # the fields by name, not `*item`: a call of known arguments is specialised (and runs in
+                # the same interpreter loop), one with `*` is not
+                t, session, direction, data = item
+                outs, observed = step_line(t, session, direction, data)
                 if observed:
-                    outs += judge(observed, item[0])
+                    outs += judge(observed, t)
             else:
                 outs = feed(item)
             if outs:
