@@ -1,7 +1,7 @@
 """RULES.md §4.1: MRTR, the server side. What a server answers, and what it asks in `inputRequests`.
 
 Most results are judged by `resultType` alone, a dictionary lookup. Only an `input_required`
-result is examined further: it is taken apart once (`_view`) and each rule reads the parts it
+result is examined further: it is taken apart once (`_view`, asks.py) and each rule reads the parts it
 needs, so an ordinary result costs a few comparisons. The shape of each input request is judged by
 the official `mcp-types` models (`shapes.py`).
 
@@ -11,21 +11,18 @@ way; the shape rules judge them too, by the 2025-11-25 models. Everything else h
 
 from __future__ import annotations
 
-import re
-from typing import Any
 from urllib.parse import urlsplit
 
-import orjson
-
-from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST, Message
+from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST
 from ..core.observations import Answered, Decoded, NotLinked
-from ..core.era import LEGACY, MODERN
+from ..core.era import MODERN
 from . import shapes, spec
 from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answered, at, chain_of, client_caps,
                      loopback_host, modern_result)
+from .asks import Ask, _valid_asks, _view
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
-from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
+from .shapes import ELICIT, ROOTS, SAMPLE, short
 
 # Subscriptions: most messages reach none of these rules, an input_required result reaches those that read it.
 _RESULTS = {"on": Answered, "kinds": ["result"], "directions": ["s2c"]}  # input_required ones included
@@ -156,182 +153,7 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
                  f"resources/read may be answered so", messages=[obs.request.index, obs.response.index])
 
 
-# --- the input_required result ------------------------------------------------------------------
-
-
-_UNSET = object()
-
-
-class AskFacts:
-    """What the value of an input request alone decides, by the models of its version: its shape
-    problems, its form's properties that are not primitive schemas, those that look like credentials.
-    Each is computed when a rule first asks, and shared by every input request of the same bytes
-    (`_facts_of`): servers ask the same questions again (a tool's confirmation, its form)."""
-
-    __slots__ = ("problems", "not_flat", "sensitive")
-
-    def __init__(self) -> None:
-        self.problems: Any = _UNSET  # list[str]
-        self.not_flat: Any = _UNSET  # property name -> why it is not a primitive schema
-        self.sensitive: Any = _UNSET  # [(property name, the words that look like a credential)]
-
-
-# input requests by (version, their value as orjson writes it): equal bytes are an equal value (orjson
-# writes each value one way; the parser refuses NaN and infinities, which orjson would write as null;
-# a value orjson cannot write, an integer past 64 bits or a lone surrogate, gets facts of its own).
-# What it keeps are strings and lists of them, none of the pipeline's objects.
-_FACTS: dict[tuple, AskFacts] = {}
-_FACTS_KEPT = 1024  # input requests remembered (the oldest forgotten first)
-_FACTS_BYTES = 4096  # a larger value gets facts of its own (not kept)
-
-
-def _facts_of(value: dict, version: str) -> AskFacts:
-    try:
-        text = orjson.dumps(value)
-    except TypeError:
-        return AskFacts()
-    if len(text) > _FACTS_BYTES:
-        return AskFacts()
-    key = (version, text)
-    facts = _FACTS.get(key)
-    if facts is None:
-        facts = _FACTS[key] = AskFacts()
-        if len(_FACTS) > _FACTS_KEPT:
-            _FACTS.pop(next(iter(_FACTS)), None)
-    return facts
-
-
-class Ask:
-    """One input request: a value of an IRR's `inputRequests` (modern; `key` is its key), or a
-    server-initiated request (legacy; `key` None). Its shape problems, and what its form asks, are
-    computed once, when a rule first asks (`AskFacts`); the text naming it, only when a rule
-    reports it."""
-
-    __slots__ = ("key", "value", "method", "params", "mode", "form_properties", "version", "origin", "messages",
-                 "chain", "valid_method", "_facts")
-
-    def __init__(self, key, value: dict, version: str, origin, messages: list, chain) -> None:
-        self.key = key
-        self.value = value
-        method = self.method = value.get("method")
-        params = self.params = value.get("params")
-        mode = self.mode = elicit_mode(params) if method == ELICIT else None
-        self.form_properties = _form_properties(params) if mode == "form" else {}
-        #: one of the three kinds of input request
-        self.valid_method = type(method) is str and method in INPUT_REQUEST_METHODS
-        self.version = version
-        self.origin = origin  # the observation it came with
-        self.messages = messages
-        self.chain = chain
-        self._facts: AskFacts | None = None
-
-    @property
-    def where(self) -> str:
-        if self.key is None:
-            msg = self.origin.msg
-            return f"the server request {at(msg)}"
-        return f"input request {self.key!r} of the input_required {answered(self.origin)}"
-
-    @property
-    def facts(self) -> AskFacts:
-        f = self._facts
-        if f is None:
-            f = self._facts = _facts_of(self.value, self.version)
-        return f
-
-    @property
-    def problems(self) -> list[str]:
-        f = self.facts
-        if f.problems is _UNSET:
-            f.problems = shapes.input_request_problems(self.method, self.params, self.version)
-        return f.problems
-
-    @property
-    def not_flat(self) -> dict[str, str]:
-        """The form's properties that are not primitive schemas, and why not."""
-        f = self.facts
-        if f.not_flat is _UNSET:
-            f.not_flat = {name: shapes.why_not_primitive(s) for name, s in self.form_properties.items()
-                          if not shapes.primitive_schema_ok(s, self.version)}
-        return f.not_flat
-
-    @property
-    def sensitive(self) -> list[tuple[str, str]]:
-        """The form's properties that look like credentials, and the words that make them look so."""
-        f = self.facts
-        if f.sensitive is _UNSET:
-            found = []
-            for name, s in self.form_properties.items():
-                s = s if type(s) is dict else {}
-                hit = _sensitive(name, s.get("title"), s.get("description"), s.get("format"))
-                if hit:
-                    found.append((name, hit))
-            f.sensitive = found
-        return f.sensitive
-
-
-def _form_properties(params: dict) -> dict:
-    """`requestedSchema.properties` of a form-mode elicitation ({} when there is none)."""
-    schema = params.get("requestedSchema")
-    props = schema.get("properties") if type(schema) is dict else None
-    return props if type(props) is dict else {}
-
-
-class IrrView:
-    """A modern input_required result, taken apart once for all the rules that read it."""
-
-    __slots__ = ("obs", "result", "asks", "valid")
-
-    def __init__(self, obs: Answered, result: dict) -> None:
-        self.obs = obs
-        self.result = result
-        ir = result.get("inputRequests")
-        creq = obs.creq
-        messages, chain = [obs.response.index], creq.chain.id if creq is not None else None  # chain_of(obs)
-        asks = self.asks = [Ask(k, v, shapes.MODERN, obs, messages, chain)
-                            for k, v in ir.items() if type(v) is dict] if type(ir) is dict else []
-        self.valid = [a for a in asks if a.valid_method]
-
-    def emit(self, ctx, text: str, **kw) -> None:
-        ctx.emit(text, messages=[self.obs.response.index], chain=chain_of(self.obs), **kw)
-
-
-# The message last taken apart, and what came of it: the rules of one message run in a row, so the
-# first takes it apart and the others read the parts. (One tuple, replaced whole: inspectors in
-# other threads never see a message paired with another's parts.)
-_last_irr: tuple = (None, None)
-_last_legacy: tuple = (None, [])
-
-
-def _view(obs: Answered) -> IrrView | None:
-    """The view of a modern input_required result (None for any other answer)."""
-    global _last_irr
-    resp = obs.response
-    last = _last_irr
-    if last[0] is resp:
-        return last[1]
-    r = modern_result(obs)
-    view = IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
-    _last_irr = (resp, view)
-    return view
-
-
-def _valid_asks(obs) -> list[Ask]:
-    """The input requests of known kinds an observation carries: an IRR's inputRequests values, or
-    a legacy server-initiated elicitation/create, sampling/createMessage or roots/list."""
-    if type(obs) is Answered:
-        last = _last_irr
-        view = last[1] if last[0] is obs.response else _view(obs)  # _view's first step, written out
-        return view.valid if view is not None else []
-    global _last_legacy
-    msg = obs.msg
-    last = _last_legacy
-    if last[0] is msg:
-        return last[1]
-    legacy = msg.kind == REQUEST and msg.era is LEGACY and msg.method in INPUT_REQUEST_METHODS
-    asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
-    _last_legacy = (msg, asks)
-    return asks
+# --- the input_required result (taken apart in asks.py) ----------------------------------------
 
 
 @rule(
@@ -475,35 +297,6 @@ def elicit_form_schema_not_flat(obs, ctx) -> None:
             ctx.emit(f"{a.where} asks for a form that is not flat: {listed}; form schemas allow only top-level "
                      "primitive properties", messages=a.messages, chain=a.chain,
                      details={"key": a.key, "properties": sorted(bad)})
-
-
-_WORDS = re.compile(r"[a-z0-9]+")
-_SECRET_WORDS = frozenset({"password", "passwords", "passwd", "passphrase", "secret", "secrets", "token", "apikey",
-                           "cvv", "cvc", "cvv2"})
-_SECRET_PAIRS = frozenset({("api", "key"), ("card", "number"), ("credit", "card"), ("private", "key"),
-                           ("security", "code")})
-
-
-_HINT = re.compile("pass|secret|token|key|cv[cv]|card|security")  # a cheap first look, on lower case
-
-
-def _sensitive(*texts: object) -> str | None:
-    """The words that make a form field look like a credential, if any."""
-    # the cheap first look at all the texts at once: a hint lies within one text (it is letters, the
-    # texts are joined by NUL), and lower() maps each text as it does alone
-    if not _HINT.search("\0".join([t for t in texts if type(t) is str]).lower()):
-        return None
-    for text in texts:
-        if type(text) is not str or not _HINT.search(text.lower()):
-            continue
-        words = _WORDS.findall(re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", text).lower())
-        for w in words:
-            if w in _SECRET_WORDS:
-                return w
-        for pair in zip(words, words[1:]):
-            if pair in _SECRET_PAIRS:
-                return " ".join(pair)
-    return None
 
 
 @rule(

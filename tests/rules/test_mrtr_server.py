@@ -258,7 +258,7 @@ def test_an_input_request_asked_again_is_judged_again_from_what_was_found_of_it(
     """Input requests of the same bytes share what their value decides (`AskFacts`): asked in two
     captures, each reports the same findings about it; one byte more is another input request, and
     a value orjson cannot write (an integer past 64 bits) is judged on its own."""
-    from mrtr_inspect.rules import mrtr_server
+    from mrtr_inspect.rules import asks
 
     bad = form({"api_key": {"type": "string"}, "address": {"type": "object", "properties": {}}})
     bad["params"].pop("message")
@@ -269,10 +269,10 @@ def test_an_input_request_asked_again_is_judged_again_from_what_was_found_of_it(
     assert ([(f.message, f.details) for f in first.findings if f.rule in ids]
             == [(f.message, f.details) for f in again.findings if f.rule in ids])
     fine = form({"api_key_hint": {"type": "string", "title": "Where to find it"}})
-    assert mrtr_server._facts_of(fine, "2026-07-28") is not mrtr_server._facts_of(bad, "2026-07-28")
-    assert mrtr_server._facts_of(bad, "2025-11-25") is not mrtr_server._facts_of(bad, "2026-07-28")
+    assert asks._facts_of(fine, "2026-07-28") is not asks._facts_of(bad, "2026-07-28")
+    assert asks._facts_of(bad, "2025-11-25") is not asks._facts_of(bad, "2026-07-28")
     huge = form({"n": {"type": "integer", "maximum": 1 << 70}, "pin": {"type": "string", "title": "Password"}})
-    assert mrtr_server._facts_of(huge, "2026-07-28") is not mrtr_server._facts_of(huge, "2026-07-28")
+    assert asks._facts_of(huge, "2026-07-28") is not asks._facts_of(huge, "2026-07-28")
     assert [f.details["property"] for f in irr({"q": huge}).of("elicit-form-sensitive")] == ["pin"]
 
 
@@ -280,7 +280,7 @@ def test_elicit_form_sensitive_first_look_at_all_texts_at_once():
     """`_sensitive` first searches the hint in all its texts joined: it finds what the look at each
     text alone finds, nothing across two texts, and lower() gives the joined text what it gives each
     one (the Kelvin sign is a k, a final sigma stays a letter of its own text)."""
-    from mrtr_inspect.rules.mrtr_server import _sensitive
+    from mrtr_inspect.rules.asks import _sensitive
 
     assert _sensitive("pa", "ss") is None and _sensitive("to", "ken", None, 3) is None
     assert _sensitive("name", None, "Your API \u212aey") == "api key"
