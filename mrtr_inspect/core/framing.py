@@ -657,7 +657,7 @@ class HttpFramer:
     def __init__(self, session: str, limit: int | None = MAX_MESSAGE_BYTES) -> None:
         self.session = session
         self.limit = limit  # the most bytes a body decodes to (an event stream: each chunk of it)
-        self._x: dict[int, _Exchange] = {}
+        self._x: dict[int, _Exchange | None] = {}  # the exchanges open (None: open, nothing held yet)
 
     def _get(self, exchange: int) -> _Exchange:
         x = self._x.get(exchange)
@@ -760,8 +760,8 @@ class HttpFramer:
 
     def opened(self, exchange: int) -> None:
         """An exchange whose request was framed whole elsewhere (what `request_message` leaves): open
-        until its response ends."""
-        self._get(exchange)
+        until its response ends (nothing held for it until a step of it needs something: `_get`)."""
+        self._x.setdefault(exchange, None)
 
     def closed(self, exchange: int) -> None:
         """An exchange whose response was framed whole elsewhere (what `response_message` leaves)."""

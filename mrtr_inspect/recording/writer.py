@@ -145,10 +145,12 @@ class RecordingWriter:
         return last not in (b"", b"\n")
 
     def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.write(self._fd, view)
-            view = view[n:]
+        n = os.write(self._fd, data)
+        if n < len(data):  # (a short write, as to a pipe: the rest from where it stopped)
+            view = memoryview(data)[n:]
+            while view:
+                n = os.write(self._fd, view)
+                view = view[n:]
 
     def write(self, frame: Frame) -> None:
         """Redact and append one frame."""
