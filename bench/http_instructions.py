@@ -1,7 +1,6 @@
 """Instructions per MRTR chain of a proxy's process, mitmproxy and all, counted by callgrind: the
 load-independent figure behind `http_cpu.py`'s proxy process (on a shared machine its CPU per chain
-spreads by a third between turns; these counts by a few percent: how many requests each turn of
-mitmproxy's loop finds waiting still varies).
+spreads by a third between turns; two runs of these counts 0.01% to 0.2% apart).
 
 Each proxy runs under `valgrind --tool=callgrind` in front of the sample server (the server and
 the clients run at full speed); after `--warm` chains its counters are zeroed and after `--chains`
