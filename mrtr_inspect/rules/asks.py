@@ -39,8 +39,8 @@ class AskFacts:
 # a value orjson cannot write, an integer past 64 bits or a lone surrogate, gets facts of its own).
 # What it keeps are strings and lists of them, none of the pipeline's objects.
 _FACTS: dict[tuple, AskFacts] = {}
-_FACTS_KEPT = 1024  # input requests remembered (the oldest forgotten first)
-_FACTS_BYTES = 4096  # a larger value gets facts of its own (not kept)
+_FACTS_KEPT = 512  # input requests remembered (the oldest forgotten first)
+_FACTS_BYTES = 1024  # a larger value (a sampling request with its messages) gets facts of its own (not kept)
 
 
 def _facts_of(value: dict, version: str) -> AskFacts:
