@@ -213,9 +213,11 @@ def head_values(fields: tuple[tuple[bytes, bytes], ...]) -> list:
     for i, (k, v) in enumerate(fields):
         j = names.get(k)
         if j is None:
-            if len(names) >= _NAMES_HELD:
-                names.clear()
-            j = names[k] = _READ.get(k.lower(), -1)
+            j = _READ.get(k.lower(), -1)
+            if len(k) <= 32:  # (a longer name is none of these, and not remembered)
+                if len(names) >= _NAMES_HELD:
+                    names.clear()
+                names[k] = j
         if j >= 0:
             w = out[j]
             if w is None:

@@ -252,6 +252,7 @@ _FIRST = operator.itemgetter(0)
 _TYPE = 16  # `_Whole`'s class of Content-Type
 _GENERAL = 64  # of a field that sends its message the general way (a content-encoding, a name JSON escapes)
 _HELD = 1024  # names, texts and redacted fields `_Whole` remembers; past them all are forgotten at once
+_HELD_SIZE = 256  # bytes (characters) of a field's value (a text) at most, for `_Whole` to remember it
 
 
 class _Whole:
@@ -266,6 +267,7 @@ class _Whole:
     def __init__(self, session: str, redactor: Redactor) -> None:
         self.enc = fmt.HttpEncoder(session)
         self.redactor = redactor
+        # (each bounded: at most _HELD entries, a value or text of at most _HELD_SIZE)
         self._kinds: dict[bytes, int] = {}  # a field name → its redaction kind, _TYPE or _GENERAL
         self._texts: dict[str, bytes | None] = {}  # a method, client or error → its JSON text (None: orjson's not)
         self._redacted: dict[tuple[bytes, bytes], bytes] = {}  # a redacted field → its JSON text
@@ -294,6 +296,8 @@ class _Whole:
                 kinds.clear()
             for k, _ in fields:
                 if k not in kinds:
+                    if len(k) > _HELD_SIZE:  # (not remembered: the general way)
+                        return None
                     kinds[k] = self._kind(k)
             ks = list(map(kinds.__getitem__, map(_FIRST, fields)))
         if _GENERAL in ks:
@@ -317,9 +321,10 @@ class _Whole:
             if text is None:
                 name = k.decode("latin-1")
                 text = _orjson((name, self.redactor.redact_header(name, v.decode("latin-1"), c)))
-                if len(redacted) >= _HELD:
-                    redacted.clear()
-                redacted[k, v] = text
+                if len(v) <= _HELD_SIZE:
+                    if len(redacted) >= _HELD:
+                        redacted.clear()
+                    redacted[k, v] = text
             out.append(text)
         return b"[" + b",".join(out) + b"]"
 
@@ -334,9 +339,10 @@ class _Whole:
             out: bytes | None = _orjson(value)
         except TypeError:
             out = None
-        if len(texts) >= _HELD:
-            texts.clear()
-        texts[value] = out
+        if len(value) <= _HELD_SIZE:
+            if len(texts) >= _HELD:
+                texts.clear()
+            texts[value] = out
         return out
 
     def path(self, path: bytes) -> bytes | None:

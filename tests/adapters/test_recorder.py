@@ -378,3 +378,18 @@ def test_the_messages_of_an_mcp_session_are_recorded_from_mitmproxy_s_raw_parts(
     assert len(made) == 1 and recorder.fmt.decode(out[2]).body == b'{"id":3}'
     rec.finish({}, 2.0)
     assert [f.exchange for f in read_frames(tmp_path / "r.jsonl") if hasattr(f, "exchange")] == [1, 2, 3]
+
+
+def test_what_the_whole_messages_way_remembers_is_bounded():
+    """A long value of a redacted field (a large cookie) and a long header name are not remembered
+    (`_HELD_SIZE`): the bytes are the same, the long name's message goes the general way."""
+    from mrtr_inspect.adapters.flows import FlowFramer
+
+    rec, framer, redactor = HttpRecorder("h", Redactor(b"k")), FlowFramer("h"), Redactor(b"k")
+    for x, fields in enumerate([((b"Cookie", b"c=" + b"v" * 5000),), ((b"X-" + b"n" * 5000, b"1"),)], 1):
+        got: list[bytes] = []
+        rec.feed(("request_message", (1.0, x, "POST", b"/mcp", fields, "", b"{}", True)), got.append, as_records=True)
+        text = tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in fields)
+        assert got == [b"".join(fmt.encode(redactor.frame(f)) for f in framer.request_message(1.0, x, "POST", "/mcp", text,
+                                                                                              "", b"{}", True))]
+    assert rec._whole._redacted == {} and all(len(k) < 100 for k in rec._whole._kinds)
