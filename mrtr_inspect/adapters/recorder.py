@@ -22,7 +22,7 @@ the recording gives the live report. The tee's lines are encoded a chunk at a ti
 or that holds a secret member's name (`Redactor.may_redact`: one bytes search of the chunk). A
 message mitmproxy takes whole comes with its raw parts (the path's and header fields' bytes) and
 its records are written from them (`format.HttpEncoder`), no frame made, when its headers need no
-escaping and no content-encoding is to be removed (`_Whole`); other steps are framed and encoded.
+escaping and no content-encoding is to be removed (`whole.Whole`); other steps are framed and encoded.
 """
 
 from __future__ import annotations
@@ -30,12 +30,9 @@ from __future__ import annotations
 import asyncio
 import collections
 import json
-import operator
 import queue
 import threading
 from typing import Any, Callable
-
-from orjson import dumps as _orjson
 
 from ..core.events import Direction, StdioClose, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
@@ -44,6 +41,7 @@ from ..recording.redaction import Redactor
 from ..recording.writer import RecordingWriter
 from .flows import FlowFramer
 from .long_line import LongLine
+from .whole import WHOLE, Whole, framer_step
 
 
 def _needles(redactor: Redactor) -> tuple[bytes, ...] | None:
@@ -216,142 +214,8 @@ class StdioRecorder(_Recorder):
 
 #: the steps whose framing decodes a body (`FlowFramer.step_decodes_past`)
 _MAY_DECODE = frozenset({"request_end", "response_end", "response_data", "request_message", "response_message"})
-#: the steps of a message mitmproxy took whole, which may hold its raw parts (`HttpRecorder`)
-_WHOLE = frozenset({"request_message", "response_message"})
-
-
 def _same(item: Any) -> Any:
     return item
-
-
-def _text(fields: Any) -> Any:
-    """Header fields as the framer takes them (`flows.flow_headers`): mitmproxy's raw ones decoded."""
-    if fields and type(fields[0][0]) is bytes:
-        return tuple((k.decode("latin-1"), v.decode("latin-1")) for k, v in fields)
-    return fields
-
-
-def _framer_step(step: tuple) -> tuple:
-    """A whole message's step with mitmproxy's raw parts (the addon's) as the framer takes them."""
-    name, args = step
-    if name == "request_message":
-        t, x, method, path, fields, *rest = args
-        if type(path) is bytes or (fields and type(fields[0][0]) is bytes):
-            return name, (t, x, method, path.decode("latin-1") if type(path) is bytes else path, _text(fields), *rest)
-    elif name == "response_message":
-        t, x, status, fields, *rest = args
-        if fields and type(fields[0][0]) is bytes:
-            return name, (t, x, status, _text(fields), *rest)
-    return step
-
-
-#: printable ASCII: the bytes JSON writes as themselves but for `"` and `\\`, which are looked for apart
-#: (`bytes.translate` deletes these: what is left is written otherwise; a third of a regular expression's cost)
-_PRINTABLE = bytes(range(0x20, 0x7f))
-_FIRST = operator.itemgetter(0)
-_TYPE = 16  # `_Whole`'s class of Content-Type
-_GENERAL = 64  # of a field that sends its message the general way (a content-encoding, a name JSON escapes)
-_HELD = 1024  # names, texts and redacted fields `_Whole` remembers; past them all are forgotten at once
-_HELD_SIZE = 256  # bytes (characters) of a field's value (a text) at most, for `_Whole` to remember it
-
-
-class _Whole:
-    """The records of the messages mitmproxy takes whole, written from its raw parts (the request's
-    method, path bytes and header fields; the response's status and fields): the JSON of each
-    header field is its bytes between quotes, unless its name is one the redactor redacts (that
-    field's JSON is remembered, a session id or a credential being sent again and again), so
-    exactly the records `encode` writes for the frames `FlowFramer` and the redactor make of the
-    same step (tests/adapters/test_recorder.py). A step it does not take (None) goes the general
-    way: a content-encoding to remove, an event stream, a byte JSON escapes, parts not raw."""
-
-    def __init__(self, session: str, redactor: Redactor) -> None:
-        self.enc = fmt.HttpEncoder(session)
-        self.redactor = redactor
-        # (each bounded: at most _HELD entries, a value or text of at most _HELD_SIZE)
-        self._kinds: dict[bytes, int] = {}  # a field name → its redaction kind, _TYPE or _GENERAL
-        self._texts: dict[str, bytes | None] = {}  # a method, client or error → its JSON text (None: orjson's not)
-        self._redacted: dict[tuple[bytes, bytes], bytes] = {}  # a redacted field → its JSON text
-
-    def _kind(self, name: bytes) -> int:
-        if name.translate(None, _PRINTABLE) or name.find(b'"') >= 0 or name.find(b"\\") >= 0:
-            return _GENERAL
-        low = name.lower()
-        kind = self.redactor.header_kind(name.decode("latin-1"))
-        if low == b"content-encoding":
-            return _GENERAL
-        if low == b"content-type":
-            return _TYPE if kind == 0 else _GENERAL
-        return kind
-
-    def fields(self, fields: tuple, response: bool) -> bytes | None:
-        """The JSON text of the (redacted) header fields; None: the general way."""
-        if not fields:
-            return b"[]"
-        if type(fields[0][0]) is not bytes:
-            return None
-        kinds = self._kinds
-        ks = list(map(kinds.get, map(_FIRST, fields)))
-        if None in ks:
-            if len(kinds) >= _HELD:
-                kinds.clear()
-            for k, _ in fields:
-                if k not in kinds:
-                    if len(k) > _HELD_SIZE:  # (not remembered: the general way)
-                        return None
-                    kinds[k] = self._kind(k)
-            ks = list(map(kinds.__getitem__, map(_FIRST, fields)))
-        if _GENERAL in ks:
-            return None
-        if response and _TYPE in ks and fields[ks.index(_TYPE)][1].lower().find(b"event-stream") >= 0:
-            return None  # an event stream: its events are framed the general way
-        if ks.count(0) + ks.count(_TYPE) == len(ks):  # none redacted: the bytes, between quotes
-            inner = b'"],["'.join(map(b'","'.join, fields))
-            if inner.translate(None, _PRINTABLE) or inner.find(b"\\") >= 0 or inner.count(b'"') != 4 * len(fields) - 2:
-                return None
-            return b'[["' + inner + b'"]]'
-        out = []
-        redacted = self._redacted
-        for (k, v), c in zip(fields, ks):
-            if c == 0 or c == _TYPE:
-                if v.translate(None, _PRINTABLE) or v.find(b'"') >= 0 or v.find(b"\\") >= 0:
-                    return None
-                out.append(b'["' + k + b'","' + v + b'"]')
-                continue
-            text = redacted.get((k, v))
-            if text is None:
-                name = k.decode("latin-1")
-                text = _orjson((name, self.redactor.redact_header(name, v.decode("latin-1"), c)))
-                if len(v) <= _HELD_SIZE:
-                    if len(redacted) >= _HELD:
-                        redacted.clear()
-                    redacted[k, v] = text
-            out.append(text)
-        return b"[" + b",".join(out) + b"]"
-
-    def text(self, value: str) -> bytes | None:
-        """A string's JSON text, remembered (None: one orjson does not write, a lone surrogate)."""
-        texts = self._texts
-        try:
-            return texts[value]
-        except KeyError:
-            pass
-        try:
-            out: bytes | None = _orjson(value)
-        except TypeError:
-            out = None
-        if len(value) <= _HELD_SIZE:
-            if len(texts) >= _HELD:
-                texts.clear()
-            texts[value] = out
-        return out
-
-    def path(self, path: bytes) -> bytes | None:
-        if not path.translate(None, _PRINTABLE) and path.find(b"?") < 0 and path.find(b'"') < 0 and path.find(b"\\") < 0:
-            return b'"' + path + b'"'
-        try:
-            return _orjson(self.redactor.url(path.decode("latin-1")))
-        except TypeError:
-            return None
 
 
 class HttpRecorder(_Recorder):
@@ -363,7 +227,7 @@ class HttpRecorder(_Recorder):
     analysis. `end_open` gives the steps that end the exchanges still open, `finish` ends the file.
     The steps of a message mitmproxy took whole (`request_message`, `response_message`) may carry
     its raw parts (the path as bytes, the header fields as mitmproxy's (name, value) bytes), read as
-    `flows.flow_headers` reads them; fed for records, they are written from those (`_Whole`).
+    `flows.flow_headers` reads them; fed for records, they are written from those (`whole.Whole`).
     """
 
     def __init__(self, session: str, redactor: Redactor, writer: RecordingWriter | None = None,
@@ -372,7 +236,7 @@ class HttpRecorder(_Recorder):
         self.redactor = redactor
         self.redact = redactor.frame
         try:  # the messages mitmproxy takes whole, from its raw parts
-            self._whole: _Whole | None = _Whole(session, redactor) if isinstance(redactor, Redactor) else None
+            self._whole: Whole | None = Whole(session, redactor) if isinstance(redactor, Redactor) else None
         except TypeError:  # a session id orjson does not write
             self._whole = None
         self.writer = writer
@@ -392,13 +256,13 @@ class HttpRecorder(_Recorder):
         there until the thread has caught up, so the forwarding never waits for a decoding and the
         recording keeps the order of the steps. Such a body is recorded just after it crossed (the
         promise of this module holds for it as for a body still streaming)."""
-        if as_records and step[0] in _WHOLE and self._sent == self._done:
+        if as_records and step[0] in WHOLE and self._sent == self._done:
             out = self._whole_records(step)
             if out is not None:
                 if out:
                     deliver(out)
                 return
-        step = _framer_step(step)
+        step = framer_step(step)
         do = self.records if as_records else self.put
         if self._sent == self._done and not self._heavy(step):
             out = do(step)
@@ -421,46 +285,16 @@ class HttpRecorder(_Recorder):
 
     def _whole_records(self, step: tuple) -> bytes | None:
         """The records of a message mitmproxy took whole (`records`' bytes), made from its raw parts
-        (`_Whole`), recorded; None: the general way. Never raises."""
+        (`whole.Whole`), recorded; None: the general way. Never raises."""
         w = self._whole
         if w is None:
             return None
-        name, args = step
-        try:
-            if name == "request_message":
-                t, x, method, path, fields, client, body, complete = args
-                if type(path) is not bytes or type(t) is not float or t - t != 0.0 or type(x) is not int:
-                    return None
-                headers = w.fields(fields, False)
-                m, p, c = w.text(method), w.path(path), w.text(client)
-                if headers is None or m is None or p is None or c is None:
-                    return None
-            else:
-                t, x, status, fields, body, t_end, error = args
-                if (type(t) is not float or t - t != 0.0 or type(t_end) is not float or t_end - t_end != 0.0
-                        or type(x) is not int or type(status) is not int):
-                    return None
-                headers = w.fields(fields, True)
-                e = w.text(error) if error else None
-                if headers is None or (error and e is None):
-                    return None
-        except Exception:  # the general way says what is wrong
-            return None
-        enc = w.enc
         try:  # (the redaction counts what the configured paths matched: from here on, this way or none)
-            if name == "request_message":
-                data = enc.request(t, x, m, p, headers, c, self.redactor.redact_json(body), complete)
-                self.framer.opened(x)
-            else:
-                data = enc.response(t, x, status, headers)
-                if body:
-                    data += enc.body(t_end, x, self.redactor.redact_json(body), error is None)
-                data += enc.end(t_end, x, e)
-                self.framer.closed(x)
+            data = w.records(step, self.redactor.redact_json, self.framer)
         except Exception as exc:
             self._said_failed(exc)
             return b""
-        if self.writer is not None:
+        if data is not None and self.writer is not None:
             self._append(data)
         return data
 
@@ -544,7 +378,7 @@ class HttpRecorder(_Recorder):
         """Never raises (it runs in mitmproxy's hooks): a step that cannot be framed or redacted goes
         nowhere, said (the first few times)."""
         try:
-            name, args = _framer_step(step)
+            name, args = framer_step(step)
             return [self.redact(f) for f in getattr(self.framer, name)(*args)]
         except Exception as e:
             self._said_failed(e)

@@ -321,7 +321,7 @@ _TEXTS = st.sampled_from(["", "127.0.0.1", "POST", "pöst", "G\"ET", "\udcff", "
 def test_a_message_taken_whole_is_recorded_from_mitmproxy_s_raw_parts_as_its_frames_would_be(
         fields, resp_fields, path, method, client, body, answer, complete, error, paths, status):
     """The steps of messages mitmproxy took whole carry its raw parts (the path's bytes, the header
-    fields' bytes); the recorder writes their records from them, without frames (`_Whole`), or the
+    fields' bytes); the recorder writes their records from them, without frames (`whole.Whole`), or the
     general way (a byte JSON escapes, a content-encoding, an event stream, a lone surrogate): the
     bytes are exactly those of the frames the framer makes of the same parts decoded as
     `flows.flow_headers` decodes them, redacted and encoded; the redaction counts the same paths
@@ -353,7 +353,7 @@ def test_a_message_taken_whole_is_recorded_from_mitmproxy_s_raw_parts_as_its_fra
 
 def test_the_messages_of_an_mcp_session_are_recorded_from_mitmproxy_s_raw_parts(tmp_path):
     """Near miss of the general way: a JSON request and answer with plain headers, a session id and a
-    bearer token are written by `_Whole` (no frame made), the session id's field (kept: it is no
+    bearer token are written by `whole.Whole` (no frame made), the session id's field (kept: it is no
     credential) and the token's (redacted) judged once and remembered; a gzip body goes the general way."""
     import gzip
 
