@@ -277,9 +277,10 @@ class Redactor:
         return self.placeholder(value) if looks_secret(value) is not None else value
 
     def sensitive_header(self, name: str) -> bool:
-        return self._header_kind(name) == 1
+        return self.header_kind(name) == 1
 
-    def _header_kind(self, name: str) -> int:
+    def header_kind(self, name: str) -> int:
+        """How a header of this name is redacted: 0 not at all; else its `redact_header` kind."""
         known = self._sensitive.get(name)
         if known is None:
             n = name.lower()
@@ -293,17 +294,13 @@ class Redactor:
                 self._sensitive[name] = known
         return known
 
-    def header_kind(self, name: str) -> int:
-        """How a header of this name is redacted: 0 not at all; else its `redact_header` kind."""
-        return self._header_kind(name)
-
     def redact_header(self, name: str, value: str, kind: int) -> str:
         """A header's value as `redact_headers` writes it, `kind` being `header_kind(name)`."""
         return (value if kind == 0 else self.header_value(name, value) if kind == 1 else self.url(value) if kind == 2
                 else self.link(value) if kind == 3 else self.if_secret(value))
 
     def redact_headers(self, headers: tuple[tuple[str, str], ...]) -> tuple[tuple[str, str], ...]:
-        kinds = [self._header_kind(k) for k, _ in headers]
+        kinds = [self.header_kind(k) for k, _ in headers]
         if not any(kinds):
             return headers
         out = tuple((k, self.redact_header(k, v, c)) for (k, v), c in zip(headers, kinds))
