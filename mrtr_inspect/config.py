@@ -31,6 +31,9 @@ class Config:
     #: bytes of traffic the tee and the proxy hold for a live analysis that fell behind: past them the
     #: live analysis skips ahead (whole messages; the recording keeps every one) and says how many it skipped
     max_backlog_bytes: int = 64 << 20
+    #: seconds the live analysis of the tee and the proxy with a recording waits for a pause in the
+    #: traffic (10 ms without any) before it works while the traffic flows (0: it works at once)
+    live_yield_seconds: float = 5.0
     #: JSON paths (core/jsonpath.py: dotted, `*` any one member, `**` any depth) whose string values recordings redact
     redact_paths: list[str] = field(default_factory=list)
     #: request headers, beyond the defaults, whose values recordings redact

@@ -95,6 +95,10 @@ def _positive_number(v: Any) -> bool:
     return type(v) in (int, float) and v > 0
 
 
+def _seconds(v: Any) -> bool:
+    return type(v) in (int, float) and 0 <= v < float("inf")
+
+
 def _positive_int(v: Any) -> bool:
     return type(v) is int and v > 0
 
@@ -122,6 +126,7 @@ FIELDS: dict[str, tuple[Callable[[Any], bool], str]] = {
     "chain_long_rounds": (_positive_int, "a whole number above 0"),
     "max_message_bytes": (_positive_int, "a whole number of bytes above 0"),
     "max_backlog_bytes": (_positive_int, "a whole number of bytes above 0"),
+    "live_yield_seconds": (_seconds, "a number of seconds, 0 or more"),
     "redact_paths": (_strings, "a list of strings"),
     "redact_headers": (_strings, "a list of strings"),
     "redact_query": (_strings, "a list of strings"),

@@ -26,7 +26,9 @@ process' main thread:
   so the tee hands over no copy of the bytes, only this notice (one at a time while the spooler
   has not sent the last, and the final one before `END`); the proxy's too, from the offset its
   `FOLLOW` gives (`follow(time, offset)`: where its session's header ended, sent once it listens),
-  which it reads between items without notices (`look()`: the seconds until it looks again),
+  which it reads between items without notices (`look()`: the seconds until it looks again).
+  A follower yields to the traffic: it acts on the news at a pause in it, or once it has waited
+  `live_yield_seconds` for one (`Yielding`: its object's `live_yield`),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -60,6 +62,9 @@ SPOOL_GATHER = 0.002  # seconds the spooler waits, once the queue ran dry, befor
 #: analysis is down to half, the pipe fills, and the backlog waits in the forwarding process'
 #: spooler, which counts it (`Spooler.held`) and is bounded there (max_backlog_bytes: stdio_tee.Tap)
 READ_AHEAD = 16 << 20
+#: seconds without news of the traffic (an UPTO notice; the proxy's recording not grown) that make a
+#: pause in it, when a follower that yields to the traffic works (`Yielding`)
+QUIET = 0.01
 
 
 class Consumer(Protocol):
@@ -162,6 +167,33 @@ class Spooler:
                 time.sleep(SPOOL_GATHER)
 
 
+class Yielding:
+    """When a follower (an analysis that reads the recording as it grows) works: at a pause in the
+    traffic (QUIET seconds without news of it), or once it has waited `most` seconds for one
+    (`live_yield_seconds`; 0: at once). On this project's 2-core machines the analysis' CPU slows
+    the forwarding at full speed even at the lowest priority (docs/performance.md), and at full speed
+    it trails the stream anyway; so while the traffic flows it waits, the backlog waiting in the file
+    (bounded: past max_backlog_bytes the follower skips ahead, and says so). After it worked, the
+    next news begins a new wait."""
+
+    def __init__(self, most: float) -> None:
+        self.most = most
+        self.since: float | None = None  # when the news it has not acted on began (time.monotonic)
+
+    def news(self, now: float) -> bool:
+        """News of the traffic at `now`: whether to work on it now."""
+        if self.since is None:
+            self.since = now
+        if now - self.since < self.most:
+            return False
+        self.since = None
+        return True
+
+    def paused(self) -> None:
+        """A pause in the traffic: work (and the next news begins a new wait)."""
+        self.since = None
+
+
 class ReadAhead:
     """How far the reader is ahead of the analysis, in bytes: `got` (the reader) waits while more than
     `limit` are held, until `done` (the analysis) is down to half. Each side counts on its own."""
@@ -214,8 +246,18 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
     # a follower that looks at the recording itself (the proxy's): between items, at the times it asks
     look = getattr(analysis, "look", None)
     wait = None
+    yielding = Yielding(getattr(analysis, "live_yield", 0.0))
+    pending: tuple[float, int] | None = None  # the last UPTO notice, not yet acted on (yielding to the traffic)
     while True:
-        if wait is None:
+        if pending is not None:
+            try:
+                kind, t, data = items.get(timeout=QUIET)
+            except queue.Empty:  # a pause in the traffic
+                yielding.paused()
+                analysis.upto(*pending)
+                pending = None
+                continue
+        elif wait is None:
             kind, t, data = items.get()
         else:
             try:
@@ -224,12 +266,19 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
                 wait = look()  # type: ignore[misc]
                 continue
         ahead.done(len(data))
+        if kind == UPTO:
+            pending = (t, SKIPPED.unpack(data)[0])
+            if yielding.news(time.monotonic()):
+                analysis.upto(*pending)
+                pending = None
+            continue
+        if pending is not None:
+            analysis.upto(*pending)
+            pending = None
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == C2S_CUT or kind == S2C_CUT:
             analysis.skip(t, DIRECTION[kind], SKIPPED.unpack(data)[0])
-        elif kind == UPTO:
-            analysis.upto(t, SKIPPED.unpack(data)[0])
         elif kind == FOLLOW:
             analysis.follow(t, SKIPPED.unpack(data)[0])
         elif kind == BEHIND:

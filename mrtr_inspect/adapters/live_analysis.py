@@ -45,6 +45,7 @@ from ..outputs.text import FindingPrinter, chain_line, tool_line
 from ..recording.files import open_private, why
 from ..recording.secrets import SecretScan
 from ..recording.writer import RecordingWriter, new_session_id, redactor_for
+from .analysis_process import QUIET, Yielding
 from .live_inputs import HttpInput, RecordedHttpInput, RecordedInput, StdioInput
 
 if TYPE_CHECKING:
@@ -156,6 +157,10 @@ class LiveAnalysis:
         self._backlog = config.max_backlog_bytes
         self._said_behind = False
         self._look = LOOK_AFTER[0]
+        #: a follower yields to the traffic (analysis_process.Yielding): how long it may wait for a pause
+        self.live_yield = config.live_yield_seconds
+        self._yielding = Yielding(self.live_yield)
+        self._size = -1  # the proxy's recording's size at the last look
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
     # -- what it is handed ------------------------------------------------------------------------
@@ -167,11 +172,19 @@ class LiveAnalysis:
     def look(self) -> float | None:
         """The proxy's recording, read as far as it is whole (its writes wake nothing: the proxy's
         event loop makes no system call and wakes no thread for its analysis); returns the seconds
-        until the next look (LOOK_AFTER: soon while it grows, less often while it does not), or
-        None when there is nothing to look at (the tee's follower is sent notices, `upto`)."""
+        until the next look (LOOK_AFTER: soon while it grows, less often while it does not; QUIET
+        while it yields to the traffic: `Yielding`), or None when there is nothing to look at (the
+        tee's follower is sent notices, `upto`)."""
         inp = self.input
         if type(inp) is not RecordedHttpInput or inp.follower is None or inp.stopped:
             return None
+        size = inp.follower.size()
+        if size == self._size:  # not grown since the last look: a pause in the traffic
+            self._yielding.paused()
+        else:
+            self._size = size
+            if not self._yielding.news(time.monotonic()):  # it flows: the analysis waits (the file holds it)
+                return QUIET
         pos = inp.follower.pos
         self.upto(time.time(), 0)
         self._look = LOOK_AFTER[0] if inp.follower.pos != pos else min(2 * self._look, LOOK_AFTER[1])

@@ -212,6 +212,13 @@ class Follower:
     def close(self) -> None:
         self._f.close()
 
+    def size(self) -> int:
+        """The file's size now (how far the writer's appends reached), -1 if it cannot be told."""
+        try:
+            return os.fstat(self._f.fileno()).st_size
+        except (OSError, ValueError):
+            return -1
+
     def poll(self) -> Iterator[tuple[int, int, object]]:
         f, cap = self._f, self._cap
         f.seek(self.pos)

@@ -291,7 +291,8 @@ def test_the_proxy_follower_looks_at_the_recording_itself_soon_while_it_grows(tm
     writer = RecordingWriter(tmp_path / "rec.jsonl", "http", {}, Redactor(b"k"), session="h")
     file, start = writer.reader()  # type: ignore[misc]
     seen = Seen()
-    a = LiveAnalysis(writer.start, Config(), writer, None, None, notes=seen, forwarder_records=True, follow=(file, None))
+    a = LiveAnalysis(writer.start, Config(live_yield_seconds=0), writer, None, None, notes=seen, forwarder_records=True,
+                     follow=(file, None))  # (it works at once: test_yielding.py has it wait for a pause)
     recorder = HttpRecorder("h", writer.redactor)
     assert a.look() is None  # the proxy does not listen yet
     a.follow(0.0, start)
