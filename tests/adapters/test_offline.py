@@ -78,3 +78,41 @@ def test_sessions_within_one_input_are_not_renamed(tmp_path):
     got = [f[1] if type(f) is tuple else f.session for f in frames_of([one, two], lines_as_tuples=True)]
     assert got[: len(got) * 2 // 3] and set(got) == {"s1", "s2", "s2~2"}
     assert got.count("s2~2") == len(_clean("s2"))
+
+
+def test_the_collector_runs_less_often_during_the_analysis_and_as_before_after(tmp_path):
+    import gc
+    import threading
+
+    from mrtr_inspect.adapters.offline import YOUNG_THRESHOLD, fewer_collections
+
+    path = _save(_clean("s1"), tmp_path / "a.jsonl")
+    before = gc.get_threshold()
+    seen = []
+    analyze_all([path], lambda outs: seen.append(gc.get_threshold()))
+    assert seen and all(t[0] == YOUNG_THRESHOLD and t[1:] == before[1:] for t in seen)
+    assert gc.get_threshold() == before
+    # overlapping analyses (two threads): the threshold comes back when the last one ends, not before
+    first_in, leave = threading.Event(), threading.Event()
+
+    def first() -> None:
+        with fewer_collections():
+            first_in.set()
+            leave.wait(10)
+
+    t = threading.Thread(target=first)
+    t.start()
+    first_in.wait(10)
+    with fewer_collections():
+        pass
+    during = gc.get_threshold()
+    leave.set()
+    t.join(10)
+    assert during[0] == YOUNG_THRESHOLD and gc.get_threshold() == before
+    # a collector the program switched off (threshold 0) or set higher is left as it is
+    gc.set_threshold(0)
+    try:
+        with fewer_collections():
+            assert gc.get_threshold()[0] == 0
+    finally:
+        gc.set_threshold(*before)
