@@ -1,6 +1,7 @@
 """An input_required result taken apart once for the rules of RULES.md §4.1 that read it
-(`mrtr_server.py`): its input requests (`Ask`), what their values alone decide (`AskFacts`, shared
-by input requests of the same bytes), and the credential heuristic of `elicit-form-sensitive`."""
+(`mrtr_server.py`, the checks of its pass `ASKED`, whose update is `asked`): its input requests
+(`Ask`), what their values alone decide (`AskFacts`, shared by input requests of the same bytes),
+and the credential heuristic of `elicit-form-sensitive`."""
 
 from __future__ import annotations
 
@@ -154,42 +155,28 @@ class IrrView:
         ctx.emit(text, messages=[self.obs.response.index], chain=chain_of(self.obs), **kw)
 
 
-# The message last taken apart, and what came of it: the rules of one message run in a row, so the
-# first takes it apart and the others read the parts. (One tuple, replaced whole: inspectors in
-# other threads never see a message paired with another's parts.)
-_last_irr: tuple = (None, None)
-_last_legacy: tuple = (None, [])
+class ServerRequest:
+    """A legacy server-initiated input request, as the checks of `asked` read it: `valid` holds it as
+    an `Ask` (the one field the checks reaching legacy requests read; an IRR's view has it too)."""
+
+    __slots__ = ("valid",)
+
+    def __init__(self, ask: Ask) -> None:
+        self.valid = [ask]
 
 
-def _view(obs: Answered) -> IrrView | None:
-    """The view of a modern input_required result (None for any other answer)."""
-    global _last_irr
-    resp = obs.response
-    last = _last_irr
-    if last[0] is resp:
-        return last[1]
-    r = modern_result(obs)
-    view = IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
-    _last_irr = (resp, view)
-    return view
-
-
-def _valid_asks(obs) -> list[Ask]:
-    """The input requests of known kinds an observation carries: an IRR's inputRequests values, or
-    a legacy server-initiated elicitation/create, sampling/createMessage or roots/list."""
+def asked(obs, _state) -> "IrrView | ServerRequest | None":
+    """The update of the pass of RULES.md §4.1's input request checks (`mrtr_server.ASKED`): the
+    message taken apart once for all of them. A modern input_required result gives its view
+    (`IrrView`), a legacy server request of one of the three kinds its `ServerRequest`; anything
+    else None, and then no check of the pass runs (each would find nothing)."""
     if type(obs) is Answered:
-        last = _last_irr
-        view = last[1] if last[0] is obs.response else _view(obs)  # _view's first step, written out
-        return view.valid if view is not None else []
-    global _last_legacy
+        r = modern_result(obs)
+        return IrrView(obs, r) if r is not None and r.get("resultType") == INPUT_REQUIRED else None
     msg = obs.msg
-    last = _last_legacy
-    if last[0] is msg:
-        return last[1]
-    legacy = msg.kind == REQUEST and msg.era is LEGACY and msg.method in INPUT_REQUEST_METHODS
-    asks = [Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None)] if legacy else []
-    _last_legacy = (msg, asks)
-    return asks
+    if msg.kind == REQUEST and msg.era is LEGACY and msg.method in INPUT_REQUEST_METHODS:
+        return ServerRequest(Ask(None, msg.value, shapes.LEGACY, obs, [msg.index], None))
+    return None
 
 
 _WORDS = re.compile(r"[a-z0-9]+")

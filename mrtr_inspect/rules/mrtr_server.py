@@ -1,8 +1,8 @@
 """RULES.md §4.1: MRTR, the server side. What a server answers, and what it asks in `inputRequests`.
 
 Most results are judged by `resultType` alone, a dictionary lookup. Only an `input_required`
-result is examined further: it is taken apart once (`_view`, asks.py) and each rule reads the parts it
-needs, so an ordinary result costs a few comparisons. The shape of each input request is judged by
+result is examined further: the pass `ASKED` takes it apart once (`asks.asked`) and hands the parts
+to each of its checks, which reads those it needs, so an ordinary result costs a few comparisons. The shape of each input request is judged by
 the official `mcp-types` models (`shapes.py`).
 
 Server-initiated requests of legacy (2025-11-25) traffic are the same input requests sent the old
@@ -19,9 +19,9 @@ from ..core.era import MODERN
 from . import shapes, spec
 from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answered, at, chain_of, client_caps,
                      loopback_host, modern_result)
-from .asks import Ask, _valid_asks, _view
+from .asks import Ask, IrrView, ServerRequest, asked
 from .input_responses import invalid_answers
-from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, rule
+from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, Pass, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, short
 
 # Subscriptions: most messages reach none of these rules, an input_required result reaches those that read it.
@@ -32,6 +32,14 @@ _ERRORS = {"on": Answered, "kinds": ["error"], "directions": ["s2c"]}
 _IRR = {"on": Answered, "kinds": [INPUT_REQUIRED], "directions": ["s2c"], "methods": sorted(MRTR_METHODS)}
 _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "directions": ["s2c"],
           "methods": sorted(MRTR_METHODS | INPUT_REQUEST_METHODS)}  # IRRs, and legacy server requests
+
+# The checks of an input_required result (and of a legacy server request, for those judging input
+# requests) are one pass: its update takes the message apart once (`asks.asked`) and each check gets
+# the parts as its third argument (an IrrView, or a ServerRequest). It runs where its first check,
+# irr-empty, is registered: no rule registered among its checks reports on these messages
+# (server-error-instead-of-reask, between them, reports on errors), so their findings keep their order.
+ASKED = Pass("input requests", on=Answered, update=asked, update_on=(Answered, Decoded), kinds=_ASKED["kinds"],
+             directions=_ASKED["directions"], methods=_ASKED["methods"])
 
 
 # --- resultType: every modern result ------------------------------------------------------------
@@ -156,7 +164,7 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
 # --- the input_required result (taken apart in asks.py) ----------------------------------------
 
 
-@rule(
+@ASKED.check(
     "irr-empty", ERROR, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
     conformance="sep-2322-request-state-incomplete",
     quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
@@ -165,31 +173,29 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
         "can only loop.",
     example='{"resultType":"input_required"}',
 )
-def irr_empty(obs: Answered, ctx) -> None:
+def irr_empty(obs: Answered, ctx, v: IrrView) -> None:
     """An input_required result in which neither `inputRequests` nor `requestState` carries a
     value (absent or null)."""
-    v = _view(obs)
-    if v is not None and v.result.get("inputRequests") is None and v.result.get("requestState") is None:
+    if v.result.get("inputRequests") is None and v.result.get("requestState") is None:
         v.emit(ctx, f"the input_required {answered(obs)} has neither inputRequests nor requestState; servers "
                     "MUST include at least one")
 
 
-@rule(
+@ASKED.check(
     "irr-empty-map", WARNING, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
     quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
     summary="An input_required result's only content is an empty inputRequests map.",
     why="The specification does not say whether {} counts; it asks nothing, and the conformance suite fails it.",
     example='{"resultType":"input_required","inputRequests":{}}',
 )
-def irr_empty_map(obs: Answered, ctx) -> None:
+def irr_empty_map(obs: Answered, ctx, v: IrrView) -> None:
     """`inputRequests` is `{}` and there is no `requestState`."""
-    v = _view(obs)
-    if v is not None and v.result.get("inputRequests") == {} and v.result.get("requestState") is None:
+    if v.result.get("inputRequests") == {} and v.result.get("requestState") is None:
         v.emit(ctx, f"the input_required {answered(obs)} asks nothing: its inputRequests is empty and it has "
                     "no requestState (one of the two MUST be included; whether {} counts is unsettled)")
 
 
-@rule(
+@ASKED.check(
     "irr-field-types", ERROR, **_IRR, section="4.1", spec=spec.MRTR_IRR,
     quote="inputRequests (optional): An InputRequests map of server-initiated requests that the client must "
           "fulfill. requestState (optional): An opaque string meaningful only to the server.",
@@ -197,12 +203,9 @@ def irr_empty_map(obs: Answered, ctx) -> None:
     why="A client cannot echo a state that is not a string, nor answer requests that are not request objects.",
     example='{"resultType":"input_required","requestState":{"step":2}}',
 )
-def irr_field_types(obs: Answered, ctx) -> None:
+def irr_field_types(obs: Answered, ctx, v: IrrView) -> None:
     """In an input_required result: `requestState` present and not a string, `inputRequests`
     present and not an object, or an `inputRequests` value that is not an object."""
-    v = _view(obs)
-    if v is None:
-        return
     r = v.result
     wrong = []
     if "requestState" in r and type(r["requestState"]) is not str:
@@ -216,7 +219,7 @@ def irr_field_types(obs: Answered, ctx) -> None:
         v.emit(ctx, f"the input_required {answered(obs)}: {'; '.join(wrong)}")
 
 
-@rule(
+@ASKED.check(
     "input-requests-duplicate-key", ERROR, **_IRR, section="4.1",
     spec=spec.MRTR_SERVER,
     quote="inputRequests keys are server assigned identifiers and MUST be unique within the scope of the request.",
@@ -225,19 +228,16 @@ def irr_field_types(obs: Answered, ctx) -> None:
         "answer a question the server never meant to ask. Only the raw bytes show it.",
     example='"inputRequests": {"q": {…elicitation…}, "q": {…sampling…}}',
 )
-def input_requests_duplicate_key(obs: Answered, ctx) -> None:
+def input_requests_duplicate_key(obs: Answered, ctx, v: IrrView) -> None:
     """The raw bytes of an input_required result's `inputRequests` object repeat a member name
     (seen before parsing, RULES.md §9)."""
-    v = _view(obs)
-    if v is None:
-        return
     for d in obs.response.duplicates:
         if d.path == ("result", "inputRequests"):
             v.emit(ctx, f"the input_required {answered(obs)} repeats the inputRequests key {d.name!r} {d.count} "
                         "times (keys MUST be unique); parsers disagree on which one counts", details={"key": d.name})
 
 
-@rule(
+@ASKED.check(
     "input-request-method-invalid", ERROR, **_IRR, section="4.1",
     spec=spec.MRTR_SERVER, conformance="sep-2322-elicitation-incomplete",
     quote="inputRequests values are request objects that MUST be one of ElicitRequest, CreateMessageRequest, or "
@@ -247,50 +247,49 @@ def input_requests_duplicate_key(obs: Answered, ctx) -> None:
         "suite checks the same sentence per kind: -elicitation-, -sampling- and -list-roots-incomplete.)",
     example='"inputRequests": {"p": {"method": "ping"}}',
 )
-def input_request_method_invalid(obs: Answered, ctx) -> None:
+def input_request_method_invalid(obs: Answered, ctx, v: IrrView) -> None:
     """An `inputRequests` value (an object) without `method`, or whose method is not
     elicitation/create, sampling/createMessage or roots/list (for example ping, tasks/get or a
     client method such as tools/call)."""
-    v = _view(obs)
-    for a in v.asks if v is not None else ():
+    for a in v.asks:
         if not a.valid_method:
             what = "has no method" if a.method is None else f"has method {short(a.method)}"
             ctx.emit(f"{a.where} {what}; it must be elicitation/create, sampling/createMessage or roots/list",
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
-@rule(
+@ASKED.check(
     "input-request-params-invalid", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_REQUESTS,
     quote="All elicitation requests MUST include the following parameters:",
     summary="An input request fails the schema of its kind (elicitation, sampling or roots).",
     why="A client validating against the schema rejects the request, so the question never reaches the user.",
     example='"confirm": {"method": "elicitation/create", "params": {"message": "Proceed?"}} (no requestedSchema)',
 )
-def input_request_params_invalid(obs, ctx) -> None:
+def input_request_params_invalid(obs, ctx, v: IrrView | ServerRequest) -> None:
     """An input request whose params fail the official model of its kind: elicitation without
     message, a mode other than form and url, form without a `requestedSchema` of type object with
     properties, url without `url`; sampling without messages or an integer maxTokens, a message
     role other than user and assistant; roots/list with params that are not an object. Modern
     `inputRequests` values are judged by the 2026-07-28 models, legacy server requests by the
     2025-11-25 ones."""
-    for a in _valid_asks(obs):
+    for a in v.valid:
         if a.problems:
             ctx.emit(f"{a.where} ({a.method}) does not match its schema: {'; '.join(a.problems[:4])}",
                      messages=a.messages, chain=a.chain, details={"key": a.key, "problems": list(a.problems)})
 
 
-@rule(
+@ASKED.check(
     "elicit-form-schema-not-flat", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_SCHEMA,
     quote="Only top-level properties are allowed, without nesting.",
     summary="A form's requestedSchema has a property that is not a primitive schema.",
     why="Form schemas are flat objects of strings, numbers, booleans and enums; clients cannot render the rest.",
     example='"properties": {"address": {"type": "object", "properties": {…}}}',
 )
-def elicit_form_schema_not_flat(obs, ctx) -> None:
+def elicit_form_schema_not_flat(obs, ctx, v: IrrView | ServerRequest) -> None:
     """A `requestedSchema.properties` value of a form-mode elicitation that is not a
     PrimitiveSchemaDefinition: a nested object, an array of objects, a `$ref`, or a composition
     outside the enum forms."""
-    for a in _valid_asks(obs):
+    for a in v.valid:
         bad = a.not_flat
         if bad:
             listed = ", ".join(f"{n!r} is {why}" for n, why in bad.items())
@@ -299,7 +298,7 @@ def elicit_form_schema_not_flat(obs, ctx) -> None:
                      details={"key": a.key, "properties": sorted(bad)})
 
 
-@rule(
+@ASKED.check(
     "elicit-form-sensitive", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_USER_INTERACTION,
     quote="Servers MUST NOT use form mode elicitation to request sensitive information such as passwords, API "
           "keys, access tokens, or payment credentials",
@@ -308,10 +307,10 @@ def elicit_form_schema_not_flat(obs, ctx) -> None:
         "sees. Judged from names and descriptions, so it can be wrong: low confidence.",
     example='"properties": {"api_key": {"type": "string", "title": "Your API key"}}',
 )
-def elicit_form_sensitive(obs, ctx) -> None:
+def elicit_form_sensitive(obs, ctx, v: IrrView | ServerRequest) -> None:
     """A form-mode property whose name, title, description or format suggests a credential:
     password, passphrase, secret, token, API key, private key, card number, CVV/CVC."""
-    for a in _valid_asks(obs):
+    for a in v.valid:
         for name, hit in a.sensitive:
             ctx.emit(f"{a.where} asks in form mode for {name!r}, which looks like a credential ({hit!r}); "
                      "sensitive information MUST go through URL mode", messages=a.messages, chain=a.chain,
@@ -323,17 +322,17 @@ def _url(a: Ask) -> str | None:
     return url if type(url) is str else None
 
 
-@rule(
+@ASKED.check(
     "elicit-url-invalid", ERROR, **_ASKED, section="4.1", spec=spec.ELICIT_URL_MODE,
     quote="The url parameter MUST contain a valid URL.",
     summary="A URL-mode elicitation's url is not an absolute URI.",
     why="The client has nowhere to send the user; the interaction cannot happen.",
     example='"params": {"mode": "url", "message": "Sign in", "url": "/auth?x=1"}',
 )
-def elicit_url_invalid(obs, ctx) -> None:
+def elicit_url_invalid(obs, ctx, v: IrrView | ServerRequest) -> None:
     """The `url` of a URL-mode elicitation is a string but not an absolute URI (no scheme, or
     spaces and control characters)."""
-    for a in _valid_asks(obs):
+    for a in v.valid:
         url = _url(a) if a.mode == "url" else None
         if url is not None and not shapes.absolute_uri(url):
             ctx.emit(f"{a.where} sends the user to {short(url)}, which is not an absolute URL; the url MUST be a "
@@ -341,17 +340,17 @@ def elicit_url_invalid(obs, ctx) -> None:
                      messages=a.messages, chain=a.chain, details={"key": a.key})
 
 
-@rule(
+@ASKED.check(
     "elicit-url-not-https", WARNING, **_ASKED, section="4.1", spec=spec.ELICIT_SAFE_URL,
     quote="SHOULD use HTTPS URLs for non-development environments.",
     summary="A URL-mode elicitation sends the user to a URL that is not https (loopback hosts excepted).",
     why="URL mode exists for credentials and payments; over plain HTTP they travel in the clear.",
     example='"url": "http://example.com/auth"',
 )
-def elicit_url_not_https(obs, ctx) -> None:
+def elicit_url_not_https(obs, ctx, v: IrrView | ServerRequest) -> None:
     """A URL-mode elicitation whose (valid) URL has a scheme other than https; localhost,
     *.localhost and loopback addresses count as development and are not reported."""
-    for a in _valid_asks(obs):
+    for a in v.valid:
         url = _url(a) if a.mode == "url" else None
         if url is None or not shapes.absolute_uri(url):
             continue
@@ -396,7 +395,7 @@ def _declared(caps: dict, name: str) -> str:
     return f"declared {top}: {short(caps[top])}" if top in caps else f"declared no {top} capability"
 
 
-@rule(
+@ASKED.check(
     "input-request-undeclared-capability", ERROR, **_IRR, section="4.1",
     spec=spec.MRTR_SERVER, conformance="sep-2322-respect-client-capabilities",
     quote="Servers MUST NOT send an inputRequests that the client has not declared support for in its capabilities.",
@@ -405,13 +404,13 @@ def _declared(caps: dict, name: str) -> str:
         "rounds); if the server cannot go on without one, the answer is -32021, not an unanswerable question.",
     example='request caps {"elicitation": {"form": {}}}; inputRequests asks an elicitation in url mode',
 )
-def input_request_undeclared_capability(obs: Answered, ctx) -> None:
+def input_request_undeclared_capability(obs: Answered, ctx, v: IrrView) -> None:
     """Judged against the clientCapabilities of the very request the IRR answers (never earlier
     rounds'): elicitation/create without `elicitation`; form mode when only `url` was declared
     (`elicitation: {}` means form); url mode without `elicitation.url`; sampling/createMessage
     without `sampling`, or with tools/toolChoice without `sampling.tools`; roots/list without
     `roots`."""
-    asks = _valid_asks(obs)
+    asks = v.valid
     if not asks:
         return
     caps = client_caps(obs.request)
@@ -424,7 +423,7 @@ def input_request_undeclared_capability(obs: Answered, ctx) -> None:
                      details={"key": a.key, "capability": need})
 
 
-@rule(
+@ASKED.check(
     "sampling-include-context-undeclared", WARNING, **_IRR, section="4.1",
     spec=spec.SAMPLING_CAPABILITIES,
     quote="SHOULD NOT use them unless the client declares sampling.context capability",
@@ -432,10 +431,10 @@ def input_request_undeclared_capability(obs: Answered, ctx) -> None:
     why="The values are deprecated; a client that did not declare sampling.context will ignore them.",
     example='"params": {"includeContext": "allServers", …} with caps {"sampling": {}}',
 )
-def sampling_include_context_undeclared(obs: Answered, ctx) -> None:
+def sampling_include_context_undeclared(obs: Answered, ctx, v: IrrView) -> None:
     """A sampling/createMessage input request whose `includeContext` is "thisServer" or
     "allServers" while the request it answers did not declare `sampling.context`."""
-    asks = [a for a in _valid_asks(obs) if a.method == SAMPLE and type(a.params) is dict
+    asks = [a for a in v.valid if a.method == SAMPLE and type(a.params) is dict
             and a.params.get("includeContext") in ("thisServer", "allServers")]
     if not asks:
         return
@@ -664,7 +663,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
 # --- informational ------------------------------------------------------------------------------------
 
 
-@rule(
+@ASKED.check(
     "irr-caching-hints", INFO, **_IRR, section="4.1", spec=spec.CACHING,
     quote='Interim results with resultType: "input_required" (see multi round-trip requests) are not cacheable and '
           "carry no caching hints.",
@@ -672,10 +671,9 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
     why="Interim results are not cacheable; the hints are meaningless and may mislead a cache in between.",
     example='{"resultType":"input_required","requestState":"s","ttlMs":60000}',
 )
-def irr_caching_hints(obs: Answered, ctx) -> None:
+def irr_caching_hints(obs: Answered, ctx, v: IrrView) -> None:
     """An input_required result with `ttlMs` or `cacheScope`."""
-    v = _view(obs)
-    hints = [h for h in ("ttlMs", "cacheScope") if v is not None and h in v.result]
+    hints = [h for h in ("ttlMs", "cacheScope") if h in v.result]
     if hints:
         v.emit(ctx, f"the input_required {answered(obs)} carries caching hints ({', '.join(hints)}); interim "
                     "results are not cacheable")
@@ -684,25 +682,24 @@ def irr_caching_hints(obs: Answered, ctx) -> None:
 _FINAL_FIELDS = ("content", "isError", "structuredContent", "messages", "contents")
 
 
-@rule(
+@ASKED.check(
     "irr-hybrid-fields", INFO, **_IRR, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
     summary="An input_required result also carries final-result members (content, isError, messages, contents…).",
     why="Clients parse by resultType and ignore them; a client that does not may show them as the answer.",
     example='{"resultType":"input_required","inputRequests":{…},"content":[{"type":"text","text":"waiting"}]}',
 )
-def irr_hybrid_fields(obs: Answered, ctx) -> None:
+def irr_hybrid_fields(obs: Answered, ctx, v: IrrView) -> None:
     """An input_required result that also has `content`, `isError`, `structuredContent`,
     `messages` or `contents`."""
-    v = _view(obs)
-    if v is None or v.result.keys().isdisjoint(_FINAL_FIELDS):
+    if v.result.keys().isdisjoint(_FINAL_FIELDS):
         return
     extra = [f for f in _FINAL_FIELDS if f in v.result]
     if extra:
         v.emit(ctx, f"the input_required {answered(obs)} also carries {', '.join(extra)}, which clients ignore")
 
 
-@rule(
+@ASKED.check(
     "input-request-jsonrpc-envelope", INFO, **_IRR, section="4.1",
     spec=spec.MRTR_INPUT_REQUESTS,
     quote="values are request objects (e.g., ElicitRequest, CreateMessageRequest, or ListRootsRequest).",
@@ -711,10 +708,9 @@ def irr_hybrid_fields(obs: Answered, ctx) -> None:
         "id for one of its own.",
     example='"q": {"jsonrpc": "2.0", "id": 7, "method": "elicitation/create", "params": {…}}',
 )
-def input_request_jsonrpc_envelope(obs: Answered, ctx) -> None:
+def input_request_jsonrpc_envelope(obs: Answered, ctx, v: IrrView) -> None:
     """An `inputRequests` value that has a `jsonrpc` or `id` member."""
-    v = _view(obs)
-    for a in v.asks if v is not None else ():
+    for a in v.asks:
         extra = [f for f in ("jsonrpc", "id") if f in a.value]
         if extra:
             ctx.emit(f"{a.where} carries {' and '.join(extra)}, as a whole JSON-RPC request would; an input request "
