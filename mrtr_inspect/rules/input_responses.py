@@ -9,8 +9,9 @@ question asked (the form's schema, the URL mode, the tools offered).
 In legacy (2025-11-25) traffic the same answers travel as the client's results to the server's
 own requests; they are judged the same way, by the 2025-11-25 models.
 
-A retry is taken apart once (`answers_of`); the rules of this module, and the server-side rule that
-judges what the server did with malformed answers, read the parts.
+A retry is taken apart once (`answers_of`, the update of this module's pass `ANSWERS`, which hands
+the answers to each of its checks); the server-side rule that judges what the server did with
+malformed answers reads the same parts.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from ..core.observations import Answered, Linked
 from ..core.era import LEGACY, MODERN
 from . import shapes, spec
 from .common import at
-from .registry import ERROR, INFO, WARNING, rule
+from .registry import ERROR, INFO, WARNING, Pass
 from .shapes import ELICIT, ROOTS, SAMPLE, elicit_mode, short
 
 # retries, and the client's results to legacy server requests
@@ -152,29 +153,20 @@ def _legacy_answer(obs: Answered) -> list[Answer]:
     return [Answer(None, req.method, req.params, resp.result, shapes.LEGACY, obs, [req.index, resp.index], chain)]
 
 
-def _of(obs, method: str) -> list[Answer]:
-    """The answers to input requests of one kind, error-shaped ones aside (they have a rule of their own)."""
-    last = _last
-    if last[0] is (obs.request if type(obs) is Linked else obs.response):  # answers_of's first step, written out
-        return last[1].by_kind.get(method, [])
-    return answers_of(obs).by_kind.get(method, [])
+def _answers(obs, _state) -> Answers | None:
+    """The update of the pass `ANSWERS`: the answers the message carries, taken apart once for all
+    its checks (`answers_of`); None when it carries none (no check of the pass then runs: each
+    looks at the answers only)."""
+    answers = answers_of(obs)
+    return answers if answers.all else None
 
 
-def _carries(method: str):
-    """The gate of the rules of one kind of answer: does the message carry answers of that kind
-    (error-shaped ones aside)? Each such rule looks at `_of(obs, method)` only."""
-
-    def gate(obs) -> bool:
-        return method in answers_of(obs).by_kind
-
-    gate.__name__ = gate.__qualname__ = f"carries {method}"
-    return gate
-
-
-_GATES = {m: _carries(m) for m in sorted(INPUT_REQUEST_METHODS)}
-_ELICIT_ON = {**_ON, "gate": _GATES[ELICIT]}
-_SAMPLE_ON = {**_ON, "gate": _GATES[SAMPLE]}
-_ROOTS_ON = {**_ON, "gate": _GATES[ROOTS]}
+# The checks of this module are one pass: its update takes the answers apart once and each check gets
+# them as its third argument (an `Answers`); the checks of one kind read `by_kind` of theirs, which
+# leaves out error-shaped answers (input-response-error-shaped reports them). No other rule is
+# registered among them, so the pass keeps their findings' order.
+ANSWERS = Pass("input-responses", on=_ON["on"], update=_answers, kinds=_ON["kinds"], directions=_ON["directions"],
+               methods=_ON["methods"])
 
 
 def invalid_answers(obs: Linked) -> dict:
@@ -196,35 +188,35 @@ def _content(a: Answer) -> Any:
     return a.value.get("content") if type(a.value) is dict else None
 
 
-@rule(
-    "elicit-result-action-invalid", ERROR, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+@ANSWERS.check(
+    "elicit-result-action-invalid", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     conformance="sep-2322-validate-input-responses",
     quote='action: "accept" | "decline" | "cancel"',
     summary="An elicitation answer has no action, or one other than accept, decline and cancel.",
     why="The server cannot tell whether the user agreed; a server that guesses may act without consent.",
     example='"inputResponses": {"confirm": {"action": "ok"}}',
 )
-def elicit_result_action_invalid(obs, ctx) -> None:
+def elicit_result_action_invalid(obs, ctx, answers: Answers) -> None:
     """An answer to elicitation/create that is not an object, or whose `action` is missing or not
     one of "accept", "decline", "cancel" (ElicitResult model)."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         errors = [e for e in a.errors if tuple(e["loc"][:1]) != ("content",)]
         if errors:
             a.emit(ctx, f"not a valid ElicitResult: {'; '.join(a.describe(errors))}")
 
 
-@rule(
-    "elicit-result-content-type", ERROR, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+@ANSWERS.check(
+    "elicit-result-content-type", ERROR, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="content?: { [key: string]: string | number | boolean | string[] }",
     summary="An elicitation answer's content is not an object of strings, numbers, booleans and string arrays.",
     why="Form answers are flat primitive values; anything else cannot match the form the server asked for.",
     example='"content": {"address": {"street": "…"}}',
 )
-def elicit_result_content_type(obs, ctx) -> None:
+def elicit_result_content_type(obs, ctx, answers: Answers) -> None:
     """The `content` of an answer to elicitation/create is not an object, or one of its values is
     not a string, number, boolean or array of strings (null included: the generated model admits
     it, schema.ts does not)."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         errors = [e for e in a.errors if tuple(e["loc"][:1]) == ("content",)]
         problems = a.describe(errors) if errors else []
         content = _content(a)
@@ -235,31 +227,31 @@ def elicit_result_content_type(obs, ctx) -> None:
             a.emit(ctx, f"content has values an ElicitResult cannot carry: {'; '.join(problems)}")
 
 
-@rule(
-    "elicit-result-url-content", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+@ANSWERS.check(
+    "elicit-result-url-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="For URL mode: The content field is omitted",
     summary="An answer to a URL-mode elicitation carries content.",
     why="URL mode keeps the data out of the client; content here means the client collected what it should "
         "never have seen, or invented it.",
     example='asked {"mode": "url", …}; answered {"action": "accept", "content": {"token": "…"}}',
 )
-def elicit_result_url_content(obs, ctx) -> None:
+def elicit_result_url_content(obs, ctx, answers: Answers) -> None:
     """An answer to a URL-mode elicitation/create that has a `content` member."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         if a.mode == "url" and type(a.value) is dict and "content" in a.value:
             a.emit(ctx, "carries content, but the question was asked in URL mode, where content is omitted")
 
 
-@rule(
-    "elicit-result-content-on-decline", INFO, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+@ANSWERS.check(
+    "elicit-result-content-on-decline", INFO, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="The content field is typically omitted",
     summary="An elicitation answer with action decline or cancel carries content.",
     why="Allowed, but the server should not use data the user declined to submit.",
     example='{"action": "decline", "content": {"name": "x"}}',
 )
-def elicit_result_content_on_decline(obs, ctx) -> None:
+def elicit_result_content_on_decline(obs, ctx, answers: Answers) -> None:
     """An answer to elicitation/create whose action is "decline" or "cancel" and that has `content`."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         v = a.value
         if type(v) is dict and v.get("action") in ("decline", "cancel") and "content" in v:
             a.emit(ctx, f"the user chose {v['action']!r} yet the answer carries content, which is typically omitted")
@@ -270,17 +262,17 @@ def _form_schema(a: Answer) -> dict:
     return s if type(s) is dict else {}
 
 
-@rule(
-    "elicit-result-accept-missing-content", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
+@ANSWERS.check(
+    "elicit-result-accept-missing-content", WARNING, **_ON, section="4.3", spec=spec.ELICIT_RESPONSE_ACTIONS,
     quote="For form mode: The content field contains the submitted data matching the requested schema",
     summary="An accepted form answer has no content, or lacks a property the form requires.",
     why="The user accepted but the server does not get what it asked for; it must fail or ask again.",
     example='form requires ["confirm"]; answered {"action": "accept"}',
 )
-def elicit_result_accept_missing_content(obs, ctx) -> None:
+def elicit_result_accept_missing_content(obs, ctx, answers: Answers) -> None:
     """A form-mode elicitation answered with action "accept" whose `content` is missing or lacks
     a property listed in `requestedSchema.required`."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         v = a.value
         if type(v) is not dict or v.get("action") != "accept" or a.mode != "form":
             continue
@@ -370,19 +362,19 @@ def schema_mismatch(v: Any, s: dict) -> str | None:
     return None
 
 
-@rule(
-    "elicit-result-schema-mismatch", WARNING, **_ELICIT_ON, section="4.3", spec=spec.ELICIT_FORM_SECURITY,
+@ANSWERS.check(
+    "elicit-result-schema-mismatch", WARNING, **_ON, section="4.3", spec=spec.ELICIT_FORM_SECURITY,
     quote="Clients SHOULD validate all responses against the provided schema",
     summary="A form answer's content does not match the requestedSchema it answers.",
     why="Both sides SHOULD validate: a value of the wrong type, outside the enum or the bounds, or in the wrong "
         "format reaches the server as if the user had entered it.",
     example='"age": {"type": "integer", "minimum": 0} answered with "age": -3',
 )
-def elicit_result_schema_mismatch(obs, ctx) -> None:
+def elicit_result_schema_mismatch(obs, ctx, answers: Answers) -> None:
     """A value in the `content` of a form answer that violates its property schema: type, enum or
     oneOf/anyOf const, minimum/maximum, minLength/maxLength, format (email, uri, date, date-time),
     minItems/maxItems."""
-    for a in _of(obs, ELICIT):
+    for a in answers.by_kind.get(ELICIT, ()):
         content, props = _content(a), _form_schema(a).get("properties")
         if type(content) is not dict or type(props) is not dict:
             continue
@@ -401,18 +393,18 @@ def _blocks(content: Any) -> list:
     return [b for b in blocks if type(b) is dict]
 
 
-@rule(
-    "create-message-result-invalid", ERROR, **_SAMPLE_ON, section="4.3", spec=spec.SAMPLING_TOOL_RESULTS,
+@ANSWERS.check(
+    "create-message-result-invalid", ERROR, **_ON, section="4.3", spec=spec.SAMPLING_TOOL_RESULTS,
     quote="When a user message contains tool results (type: \"tool_result\"), it MUST contain ONLY tool results.",
     summary="A sampling answer is not a valid CreateMessageResult (role, content, model; tool results mixed in).",
     why="The server cannot read the model's reply; a tool_result next to other content breaks provider APIs.",
     example='{"role": "bot", "content": {"type": "text", "text": "hi"}}  (no model, bad role)',
 )
-def create_message_result_invalid(obs, ctx) -> None:
+def create_message_result_invalid(obs, ctx, answers: Answers) -> None:
     """An answer to sampling/createMessage that fails the CreateMessageResult model (role, content
     or model missing; a role other than user and assistant; a content block of an unknown type), or
     that mixes tool_result blocks with other content."""
-    for a in _of(obs, SAMPLE):
+    for a in answers.by_kind.get(SAMPLE, ()):
         problems = a.describe(a.errors) if a.errors else []
         types = {b.get("type") for b in _blocks(_content(a))}
         if "tool_result" in types and len(types) > 1:
@@ -421,17 +413,17 @@ def create_message_result_invalid(obs, ctx) -> None:
             a.emit(ctx, f"not a valid CreateMessageResult: {'; '.join(problems[:4])}")
 
 
-@rule(
-    "create-message-result-tool-use-unoffered", WARNING, **_SAMPLE_ON, section="4.3", spec=spec.SAMPLING_TOOLS,
+@ANSWERS.check(
+    "create-message-result-tool-use-unoffered", WARNING, **_ON, section="4.3", spec=spec.SAMPLING_TOOLS,
     quote="Servers can request that the client's LLM use tools during sampling by providing a tools array",
     summary="A sampling answer asks to use a tool although the request offered none.",
     why="The server gave the model no tools; a tool_use it did not offer cannot be carried out.",
     example='asked without "tools"; answered {"stopReason": "toolUse", "content": {"type": "tool_use", …}}',
 )
-def create_message_result_tool_use_unoffered(obs, ctx) -> None:
+def create_message_result_tool_use_unoffered(obs, ctx, answers: Answers) -> None:
     """An answer to sampling/createMessage with `stopReason: "toolUse"` or a tool_use content
     block, when the sampling request offered no `tools`."""
-    for a in _of(obs, SAMPLE):
+    for a in answers.by_kind.get(SAMPLE, ()):
         if a.params.get("tools") or type(a.value) is not dict:
             continue
         uses = a.value.get("stopReason") == "toolUse" or any(b.get("type") == "tool_use" for b in _blocks(_content(a)))
@@ -442,31 +434,31 @@ def create_message_result_tool_use_unoffered(obs, ctx) -> None:
 # --- roots/list → ListRootsResult ---------------------------------------------------------------------
 
 
-@rule(
-    "list-roots-result-invalid", ERROR, **_ROOTS_ON, section="4.3", spec=spec.ROOTS_LISTING,
+@ANSWERS.check(
+    "list-roots-result-invalid", ERROR, **_ON, section="4.3", spec=spec.ROOTS_LISTING,
     quote="roots: Root[]",
     summary="A roots answer has no roots array, or a root without uri.",
     why="The server cannot learn where it may work.",
     example='{"roots": "file:///work"}',
 )
-def list_roots_result_invalid(obs, ctx) -> None:
+def list_roots_result_invalid(obs, ctx, answers: Answers) -> None:
     """An answer to roots/list that fails the ListRootsResult model: `roots` missing or not an
     array, a root that is not an object or has no string `uri`."""
-    for a in _of(obs, ROOTS):
+    for a in answers.by_kind.get(ROOTS, ()):
         if a.errors:
             a.emit(ctx, f"not a valid ListRootsResult: {'; '.join(a.describe(a.errors)[:4])}")
 
 
-@rule(
-    "root-uri-not-file", ERROR, **_ROOTS_ON, section="4.3", spec=spec.ROOTS_ROOT,
+@ANSWERS.check(
+    "root-uri-not-file", ERROR, **_ON, section="4.3", spec=spec.ROOTS_ROOT,
     quote="This MUST be a file:// URI in the current specification.",
     summary="A root's uri does not start with file://.",
     why="Roots are folders and files on the client's machine; other schemes are not defined.",
     example='{"roots": [{"uri": "https://github.com/o/r"}]}',
 )
-def root_uri_not_file(obs, ctx) -> None:
+def root_uri_not_file(obs, ctx, answers: Answers) -> None:
     """A root in an answer to roots/list whose `uri` is a string that does not start with file://."""
-    for a in _of(obs, ROOTS):
+    for a in answers.by_kind.get(ROOTS, ()):
         roots = a.value.get("roots") if type(a.value) is dict else None
         bad = [r["uri"] for r in roots if type(r) is dict and type(r.get("uri")) is str
                and not r["uri"].startswith("file://")] if type(roots) is list else []
@@ -478,7 +470,7 @@ def root_uri_not_file(obs, ctx) -> None:
 # --- any kind -----------------------------------------------------------------------------------------
 
 
-@rule(
+@ANSWERS.check(
     "input-response-error-shaped", WARNING, **_ON, section="4.3", spec=spec.SAMPLING_ERRORS,
     quote="If an error occurs or the user declines the sampling request, the client does not need to replay the "
           "initial call with an error message",
@@ -487,9 +479,9 @@ def root_uri_not_file(obs, ctx) -> None:
         "out (the server then asks again) or not retry.",
     example='"inputResponses": {"s": {"code": -32603, "message": "sampling failed"}}',
 )
-def input_response_error_shaped(obs, ctx) -> None:
+def input_response_error_shaped(obs, ctx, answers: Answers) -> None:
     """An answer that looks like a JSON-RPC error: an object with `code` and `message`, or with an
     `error` object. The kind's shape rules leave such answers to this rule."""
-    for a in answers_of(obs).all:
+    for a in answers.all:
         if a.error_shaped:
             a.emit(ctx, f"is an error ({short(a.value)}), not a {a.method} result; answers have no error form")
