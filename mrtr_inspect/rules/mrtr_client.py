@@ -10,7 +10,7 @@ from ..core.messages import MRTR_METHODS, REQUEST, format_id
 from ..core.observations import Decoded, Linked, NotLinked
 from . import spec
 from .common import chain_of
-from .registry import ERROR, INFO, WARNING, declare, rule
+from .registry import ERROR, INFO, WARNING, Pass, declare, rule
 
 # why a capture may not have seen a round: it began after it, or an import left out the exchange
 UNSEEN = "(the capture of this peer began with it, or left out the exchange the round came in)"
@@ -299,17 +299,47 @@ def retry_params_changed(obs: Linked, ctx) -> None:
         )
 
 
-@rule(
-    "retry-without-input-responses", ERROR, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+class _Answered:
+    """What a retry answers against what its round asked, for the four checks of `KEYS`: the
+    request's params ({} when they are not an object), its `inputResponses` (None when absent), the
+    round's `inputRequests`, and the keys answered that the round did not ask (most often none: then
+    the earlier rounds need not be looked at)."""
+
+    __slots__ = ("params", "ir", "asked", "unasked")
+
+    def __init__(self, obs: Linked) -> None:
+        p = obs.request.params
+        p = self.params = p if type(p) is dict else {}
+        ir = self.ir = p.get("inputResponses")
+        asked = self.asked = obs.round.input_requests  # (its keys: `Round.keys`, without making them a frozenset)
+        if type(ir) is not dict or not ir:
+            self.unasked: set = set()
+        elif not asked:
+            self.unasked = set(ir)
+        else:
+            self.unasked = set() if ir.keys() <= asked.keys() else set(ir).difference(asked)
+
+
+def _answered(obs: Linked, _state) -> _Answered:
+    return _Answered(obs)
+
+
+# The checks of a retry's keys are one pass: its update reads the retry's answers and its round's
+# questions once (`_Answered`) and hands them to each check. Its checks are registered one after
+# the other, so their findings keep their order.
+KEYS = Pass("retry-keys", on=Linked, update=_answered)
+
+
+@KEYS.check(
+    "retry-without-input-responses", ERROR, section="4.2", spec=spec.MRTR_CLIENT,
     quote="If a client receives an InputRequiredResult that contains the inputRequests field, the client MUST construct the requested inputs before retrying the original request.",
     summary="A retry of a round that asked for input carries no inputResponses.",
     why="The server asked for input it needs; a retry without it can only be asked again or fail.",
     example='round asks {"confirm": elicitation/create}; retry echoes the state but has no inputResponses',
 )
-def retry_without_input_responses(obs: Linked, ctx) -> None:
+def retry_without_input_responses(obs: Linked, ctx, k: _Answered) -> None:
     """The round had a non-empty `inputRequests`, and the retry has no `inputResponses` at all."""
-    p = obs.request.params if type(obs.request.params) is dict else {}
-    if obs.round.input_requests and "inputResponses" not in p:
+    if k.asked and "inputResponses" not in k.params:
         ctx.emit(
             f"retry {obs.request.label()} of chain {obs.chain.id} answers round {obs.round.n}, which asked for "
             f"{', '.join(sorted(obs.round.input_requests))}, without inputResponses",
@@ -317,19 +347,17 @@ def retry_without_input_responses(obs: Linked, ctx) -> None:
         )
 
 
-@rule(
-    "input-responses-missing-key", ERROR, on=Linked, section="4.2", spec=spec.MRTR_CLIENT,
+@KEYS.check(
+    "input-responses-missing-key", ERROR, section="4.2", spec=spec.MRTR_CLIENT,
     quote="the client MUST construct the requested inputs before retrying the original request.",
     summary="A retry's inputResponses leaves out a key its round asked for.",
     why="The schema says each key of inputRequests must appear in inputResponses; a server missing one "
         "SHOULD ask again, many just fail.",
     example='round asks {"a": …, "b": …}; retry answers only "a"',
 )
-def input_responses_missing_key(obs: Linked, ctx) -> None:
+def input_responses_missing_key(obs: Linked, ctx, k: _Answered) -> None:
     """A key of the round's `inputRequests` is absent from the retry's `inputResponses` (present)."""
-    p = obs.request.params if type(obs.request.params) is dict else {}
-    ir = p.get("inputResponses")
-    asked = obs.round.input_requests
+    ir, asked = k.ir, k.asked
     if type(ir) is not dict or not asked or asked.keys() <= ir.keys():  # (every key answered: the common case)
         return
     missing = sorted(set(asked) - set(ir))
@@ -338,19 +366,6 @@ def input_responses_missing_key(obs: Linked, ctx) -> None:
             f"retry {obs.request.label()} of chain {obs.chain.id} does not answer {', '.join(missing)} of round {obs.round.n}",
             messages=[obs.round.irr_index, obs.request.index], chain=obs.chain.id, details={"missing": missing},
         )
-
-
-def _unasked_keys(obs: Linked) -> set:
-    """The keys of the retry's `inputResponses` that its round did not ask for (most often none: then
-    the earlier rounds need not be looked at)."""
-    p = obs.request.params
-    ir = p.get("inputResponses") if type(p) is dict else None
-    if type(ir) is not dict or not ir:
-        return set()
-    asked = obs.round.input_requests  # (its keys: `Round.keys`, without making them a frozenset)
-    if not asked:
-        return set(ir)
-    return set() if ir.keys() <= asked.keys() else set(ir).difference(asked)
 
 
 def _earlier_keys(obs: Linked) -> set:
@@ -362,17 +377,17 @@ def _earlier_keys(obs: Linked) -> set:
     return keys
 
 
-@rule(
-    "input-responses-unknown-key", WARNING, on=Linked, section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
+@KEYS.check(
+    "input-responses-unknown-key", WARNING, section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
     quote="Keys correspond to the keys in the InputRequests map",
     summary="A retry answers a key no round of its chain asked for.",
     why="The server SHOULD ignore it; a client sending it is answering a question it was not asked.",
     example='round asks {"confirm"}; retry answers {"confirm", "extra"}',
 )
-def input_responses_unknown_key(obs: Linked, ctx) -> None:
+def input_responses_unknown_key(obs: Linked, ctx, k: _Answered) -> None:
     """A key in `inputResponses` that is neither in the round's `inputRequests` nor in any earlier
     round of the chain."""
-    unasked = _unasked_keys(obs)
+    unasked = k.unasked
     unknown = sorted(unasked - _earlier_keys(obs)) if unasked else None
     if unknown:
         ctx.emit(
@@ -381,16 +396,16 @@ def input_responses_unknown_key(obs: Linked, ctx) -> None:
         )
 
 
-@rule(
-    "input-responses-stale-key", INFO, on=Linked, section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
+@KEYS.check(
+    "input-responses-stale-key", INFO, section="4.2", spec=spec.MRTR_INPUT_RESPONSES,
     summary="A retry resends answers to an earlier round of its chain.",
     why="The specification is silent on cumulative answers; the SEP sends only the current round's keys.",
     example='round 1 asks "a", round 2 asks "b"; the second retry answers "a" and "b"',
 )
-def input_responses_stale_key(obs: Linked, ctx) -> None:
+def input_responses_stale_key(obs: Linked, ctx, k: _Answered) -> None:
     """A key in `inputResponses` that belongs to an earlier round of the same chain and not to the
     current one (answers resent cumulatively)."""
-    unasked = _unasked_keys(obs)
+    unasked = k.unasked
     stale = sorted(unasked & _earlier_keys(obs)) if unasked else None
     if stale:
         ctx.emit(

@@ -38,7 +38,7 @@ _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "direct
 # the parts as its third argument (an IrrView, or a ServerRequest). It runs where its first check,
 # irr-empty, is registered: no rule registered among its checks reports on these messages
 # (server-error-instead-of-reask, between them, reports on errors), so their findings keep their order.
-ASKED = Pass("input requests", on=Answered, update=asked, update_on=(Answered, Decoded), kinds=_ASKED["kinds"],
+ASKED = Pass("input-requests", on=Answered, update=asked, update_on=(Answered, Decoded), kinds=_ASKED["kinds"],
              directions=_ASKED["directions"], methods=_ASKED["methods"])
 
 
