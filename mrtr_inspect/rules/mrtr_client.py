@@ -302,16 +302,14 @@ def retry_params_changed(obs: Linked, ctx) -> None:
 class _Answered:
     """What a retry answers against what its round asked, for the four checks of `KEYS`: the
     request's params ({} when they are not an object), its `inputResponses` (None when absent), the
-    round's `inputRequests`, and the keys answered that the round did not ask (most often none: then
-    the earlier rounds need not be looked at)."""
+    round's `inputRequests` (its keys: `Round.keys`, without making them a frozenset), and the keys
+    answered that the round did not ask (most often none: then the earlier rounds need not be
+    looked at)."""
 
     __slots__ = ("params", "ir", "asked", "unasked")
 
-    def __init__(self, obs: Linked) -> None:
-        p = obs.request.params
-        p = self.params = p if type(p) is dict else {}
-        ir = self.ir = p.get("inputResponses")
-        asked = self.asked = obs.round.input_requests  # (its keys: `Round.keys`, without making them a frozenset)
+    def __init__(self, params: dict, ir, asked) -> None:
+        self.params, self.ir, self.asked = params, ir, asked
         if type(ir) is not dict or not ir:
             self.unasked: set = set()
         elif not asked:
@@ -320,8 +318,16 @@ class _Answered:
             self.unasked = set() if ir.keys() <= asked.keys() else set(ir).difference(asked)
 
 
-def _answered(obs: Linked, _state) -> _Answered:
-    return _Answered(obs)
+def _answered(obs: Linked, _state) -> _Answered | None:
+    """The update of `KEYS`; None (no check runs) when the retry answers every key its round asked
+    and no other: the common case, in which none of the four can find anything."""
+    p = obs.request.params
+    p = p if type(p) is dict else {}
+    ir = p.get("inputResponses")
+    asked = obs.round.input_requests
+    if type(ir) is dict and asked and ir.keys() == asked.keys():
+        return None
+    return _Answered(p, ir, asked)
 
 
 # The checks of a retry's keys are one pass: its update reads the retry's answers and its round's
