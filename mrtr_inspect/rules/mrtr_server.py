@@ -42,6 +42,30 @@ ASKED = Pass("input-requests", on=Answered, update=asked, update_on=(Answered, D
              directions=_ASKED["directions"], methods=_ASKED["methods"])
 
 
+def _unusual_irr(obs: Answered) -> bool:
+    """What the checks of an input_required result's own members can find something in (irr-empty,
+    irr-empty-map, irr-field-types, input-requests-duplicate-key, input-request-method-invalid,
+    irr-caching-hints, irr-hybrid-fields, input-request-jsonrpc-envelope): a result whose
+    requestState is not a string or whose inputRequests is not an object, an input request that is
+    not an object, has a method other than the three or carries jsonrpc or id, a member repeated in
+    the raw bytes, caching hints or final-result members. An ordinary input_required result is none
+    of these: the gate spares it the calls (each check still tests its own condition)."""
+    r = obs.response.result
+    ir = r.get("inputRequests")
+    if type(r.get("requestState")) is not str or type(ir) is not dict or obs.response.duplicates:
+        return True
+    for v in ir.values():
+        if type(v) is not dict or "jsonrpc" in v or "id" in v:
+            return True
+        m = v.get("method")
+        if type(m) is not str or m not in INPUT_REQUEST_METHODS:
+            return True
+    return "ttlMs" in r or "cacheScope" in r or not r.keys().isdisjoint(_FINAL_FIELDS)
+
+
+_IRR_OWN = {**_IRR, "gate": _unusual_irr}  # the checks of the result's own members
+
+
 # --- resultType: every modern result ------------------------------------------------------------
 
 
@@ -165,7 +189,7 @@ def irr_unsupported_method(obs: Answered, ctx) -> None:
 
 
 @ASKED.check(
-    "irr-empty", ERROR, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
+    "irr-empty", ERROR, **_IRR_OWN, section="4.1", spec=spec.MRTR_SERVER,
     conformance="sep-2322-request-state-incomplete",
     quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
     summary="An input_required result has neither inputRequests nor requestState.",
@@ -182,7 +206,7 @@ def irr_empty(obs: Answered, ctx, v: IrrView) -> None:
 
 
 @ASKED.check(
-    "irr-empty-map", WARNING, **_IRR, section="4.1", spec=spec.MRTR_SERVER,
+    "irr-empty-map", WARNING, **_IRR_OWN, section="4.1", spec=spec.MRTR_SERVER,
     quote="Servers MUST include at least one of inputRequests or requestState in every InputRequiredResult response.",
     summary="An input_required result's only content is an empty inputRequests map.",
     why="The specification does not say whether {} counts; it asks nothing, and the conformance suite fails it.",
@@ -196,7 +220,7 @@ def irr_empty_map(obs: Answered, ctx, v: IrrView) -> None:
 
 
 @ASKED.check(
-    "irr-field-types", ERROR, **_IRR, section="4.1", spec=spec.MRTR_IRR,
+    "irr-field-types", ERROR, **_IRR_OWN, section="4.1", spec=spec.MRTR_IRR,
     quote="inputRequests (optional): An InputRequests map of server-initiated requests that the client must "
           "fulfill. requestState (optional): An opaque string meaningful only to the server.",
     summary="requestState is not a string, inputRequests is not an object, or one of its values is not an object.",
@@ -220,7 +244,7 @@ def irr_field_types(obs: Answered, ctx, v: IrrView) -> None:
 
 
 @ASKED.check(
-    "input-requests-duplicate-key", ERROR, **_IRR, section="4.1",
+    "input-requests-duplicate-key", ERROR, **_IRR_OWN, section="4.1",
     spec=spec.MRTR_SERVER,
     quote="inputRequests keys are server assigned identifiers and MUST be unique within the scope of the request.",
     summary="The raw JSON of inputRequests repeats a key.",
@@ -238,7 +262,7 @@ def input_requests_duplicate_key(obs: Answered, ctx, v: IrrView) -> None:
 
 
 @ASKED.check(
-    "input-request-method-invalid", ERROR, **_IRR, section="4.1",
+    "input-request-method-invalid", ERROR, **_IRR_OWN, section="4.1",
     spec=spec.MRTR_SERVER, conformance="sep-2322-elicitation-incomplete",
     quote="inputRequests values are request objects that MUST be one of ElicitRequest, CreateMessageRequest, or "
           "ListRootsRequest",
@@ -664,7 +688,7 @@ def server_accepted_invalid_input_responses(obs: Answered, ctx) -> None:
 
 
 @ASKED.check(
-    "irr-caching-hints", INFO, **_IRR, section="4.1", spec=spec.CACHING,
+    "irr-caching-hints", INFO, **_IRR_OWN, section="4.1", spec=spec.CACHING,
     quote='Interim results with resultType: "input_required" (see multi round-trip requests) are not cacheable and '
           "carry no caching hints.",
     summary="An input_required result carries ttlMs or cacheScope.",
@@ -683,7 +707,7 @@ _FINAL_FIELDS = ("content", "isError", "structuredContent", "messages", "content
 
 
 @ASKED.check(
-    "irr-hybrid-fields", INFO, **_IRR, section="4.1", spec=spec.BASE_RESULT_TYPE,
+    "irr-hybrid-fields", INFO, **_IRR_OWN, section="4.1", spec=spec.BASE_RESULT_TYPE,
     quote="The resultType field is a string that clients can use to determine how to parse and handle the result object.",
     summary="An input_required result also carries final-result members (content, isError, messages, contents…).",
     why="Clients parse by resultType and ignore them; a client that does not may show them as the answer.",
@@ -700,7 +724,7 @@ def irr_hybrid_fields(obs: Answered, ctx, v: IrrView) -> None:
 
 
 @ASKED.check(
-    "input-request-jsonrpc-envelope", INFO, **_IRR, section="4.1",
+    "input-request-jsonrpc-envelope", INFO, **_IRR_OWN, section="4.1",
     spec=spec.MRTR_INPUT_REQUESTS,
     quote="values are request objects (e.g., ElicitRequest, CreateMessageRequest, or ListRootsRequest).",
     summary="An inputRequests value carries jsonrpc or id, like a whole JSON-RPC request.",
