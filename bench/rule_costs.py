@@ -5,7 +5,8 @@ kind (a `Decoded` request or result, an `Answered` by its resultType, `Linked`, 
 `ChainClosed`), then, under callgrind, dispatches them again: the whole dispatch of each kind, then
 the plan's entries cumulatively (the first entry, the first two, ...), so an entry's figure is what
 it adds after the entries before it ran on the same observation (the views the rules share are
-built by the first that asks). Counted only inside `functools.reduce` (callgrind's
+built by the first that asks). A pass's entry is then taken apart the same way: its update (the
+state looked up), then its checks cumulatively, each after the plan's entries before the pass. Counted only inside `functools.reduce` (callgrind's
 `--toggle-collect`), one dump per measurement: the instructions per observation, less nothing (the
 reduce and its lambda cost about 0.9k each).
 
@@ -106,9 +107,47 @@ def _child(recording: str, kinds: list[str], labels_path: str) -> None:
                     check(o, c)
 
             measure(f"{k}:   {name}", run, obs)
+            if isinstance(ctx, R._PassPlan):
+                _pass_entries(e, k, plan[:i], ctx, obs, measure)
     with open(labels_path, "w") as f:
         for label, n in labels:
             f.write(f"{n}\t{label}\n")
+
+
+def _pass_entries(e, k: str, before: tuple, pp, obs: list, measure) -> None:
+    """A pass's own entries, cumulatively after the plan's entries before it: its update (with the
+    state looked up), then its checks one by one (those the gates of the first observation choose:
+    a check the gates leave out of some observations is counted on those where it runs)."""
+    from mrtr_inspect.rules import registry as R
+
+    run = e._passes[next(p for p in e._passes if p.unit is pp._rule)]
+    update = run.p.update.fn if pp.update and run.p.update is not None else None
+
+    def state(o):
+        for check, c in before:
+            check(o, c)
+        if run.states is None:
+            st = run.shared
+        else:
+            st = run.states.get(R._session_of(o))
+            if st is None:
+                st = run.states[R._session_of(o)] = run.p.state(run.ctx)
+        return update(o, st) if update is not None else st
+
+    if update is not None:
+        measure(f"{k}:     (update)", state, obs)
+    checks = pp.checks if not pp.gates else pp.pick(tuple(bool(g(obs[0])) for g in pp.gates)
+                                                     if len(pp.gates) > 1 else bool(pp.gates[0](obs[0])))
+    for j, (fn, c) in enumerate(checks):
+        def part(o, prefix=checks[:j + 1]):
+            st = state(o)
+            if st is None:
+                return
+            for f, cc in prefix:
+                f(o, cc, st)
+
+        name = c._rule.id if c._rule.section != "pass" else getattr(fn, "__name__", "?")
+        measure(f"{k}:     {name}", part, obs)
 
 
 def main() -> None:
@@ -140,17 +179,22 @@ def main() -> None:
         for part in sorted(glob.glob(f"{out}.*"), key=lambda s: int(s.rsplit(".", 1)[1])):
             with open(part) as f:
                 totals.append(next(int(line.split()[1]) for line in f if line.startswith(("totals:", "summary:"))))
-        before = 0.0
-        print("instructions per observation (each plan entry: what it adds to the ones before it)")
+        before = base = 0.0
+        inner = None
+        print("instructions per observation (each plan entry: what it adds to the ones before it; a pass's "
+              "update and checks: what each adds inside the pass)")
         for line, total in zip(labels.read_text().splitlines(), totals):
             n, label = line.split("\t")
             per = total / int(n)
             if label.endswith(": dispatch"):
                 print(f"{per / 1e3:8.1f}k  {label}  ({n} observations)")
                 before = 0.0
+            elif label.split(":")[-1].startswith("     "):  # inside the pass of the entry above
+                print(f"{(per - (base if inner is None else inner)) / 1e3:8.1f}k  {label}")
+                inner = per
             else:
                 print(f"{(per - before) / 1e3:8.1f}k  {label}")
-                before = per
+                base, inner, before = before, None, per
 
 
 if __name__ == "__main__":
