@@ -538,6 +538,54 @@ def test_input_request_jsonrpc_envelope():
     assert "input-request-jsonrpc-envelope" not in irr({"q": ELICIT}).rules()
 
 
+# --- past the gates: each check still tests its own condition ------------------------------------------------
+
+# The checks of an input_required result's own members run only behind one gate (`_unusual_irr`):
+# their near misses above are ordinary results, which the gate stops first. Here the gate holds (each
+# result is unusual by one member, and that member's rule fires, so all eight ran) and the other seven
+# find nothing: each is held to its own condition, not only to the gate.
+IRR_OWN = {"irr-empty", "irr-empty-map", "irr-field-types", "input-requests-duplicate-key",
+           "input-request-method-invalid", "irr-caching-hints", "irr-hybrid-fields", "input-request-jsonrpc-envelope"}
+
+
+@pytest.mark.parametrize("result, fires", [
+    (irr({"q": ELICIT}, ttlMs=0), "irr-caching-hints"),
+    (irr({"q": ELICIT}, state=None, cacheScope="private"), "irr-caching-hints"),  # no requestState either
+    (irr({"q": ELICIT}, structuredContent={}), "irr-hybrid-fields"),
+    (irr({"q": {"jsonrpc": "2.0", **ELICIT}}), "input-request-jsonrpc-envelope"),
+    (irr({"q": ELICIT, "p": {"method": "ping"}}), "input-request-method-invalid"),
+    (irr({}, state="s", ttlMs=1), "irr-caching-hints"),  # an empty map with a state: not irr-empty-map
+])
+def test_irr_own_checks_near_miss_past_the_gate(result, fires):
+    assert result.rules() & IRR_OWN == {fires}
+
+
+def test_retry_keys_near_miss_past_the_update():
+    """A retry of a round that asked nothing (its state only), without inputResponses: the update of
+    the four key checks hands it to them (it does not answer exactly what was asked), none fires."""
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, None, state="s1")
+    b = t.tool("deploy", {"env": "prod"}, requestState="s1")
+    t.result(b, {"content": []})
+    r = t.run()
+    assert "chain-linked" in r.rules()
+    assert not r.rules() & {"retry-without-input-responses", "input-responses-missing-key",
+                            "input-responses-unknown-key", "input-responses-stale-key"}
+
+
+def test_retry_id_checks_past_their_gate():
+    """The gate of the two id checks holds for an id seen before in either form; each check then
+    fires on its own form only."""
+    for second, fires in ((1, "retry-reused-id"), ("1", "retry-id-stringly-equal")):
+        t = Traffic()
+        a = t.tool("deploy", {"env": "prod"}, id=1)
+        t.irr(a, {"q": ELICIT}, state="s1")
+        b = t.tool("deploy", {"env": "prod"}, id=second, requestState="s1", inputResponses={"q": ACCEPT})
+        t.result(b, {"content": []})
+        assert t.run().rules() & {"retry-reused-id", "retry-id-stringly-equal"} == {fires}
+
+
 # --- real traffic ------------------------------------------------------------------------------------------
 
 SECTION_4_1 = [
