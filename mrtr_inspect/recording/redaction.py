@@ -139,18 +139,15 @@ def default_member(name: str) -> bool:
 _DEFAULT_MEMBER_KEYS = frozenset(member_key(n) for n in MEMBERS)
 
 
-def _member_search(keys: Iterable[str], engine: str = "re2"):
-    """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
-    names `keys` (normalised), in a lower-cased text: any run of `-`, `_`, `.` and spaces before, between
-    and after the characters, as `member_key` drops them (`_token`, `api__key`, `token_`). The
-    names are one trie (`"(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`).
-
-    With RE2 (`engine="re2"`, when google-re2 is installed) the pattern runs as a DFA: one pass over
-    the text whatever it holds, about 1 ns a byte (the tee searches each chunk's complete lines at
-    once: docs/performance.md). Python's `re` (`engine="re"`, the fallback) enters its matcher at every
-    quote, about 200 instructions each, so there a lookahead passes over a quote that starts no
-    secret's name in one test of its next character. Both find the same texts
-    (tests/recording/test_redaction.py); None when there are no names."""
+def _names(keys: Iterable[str], cased: bool = False) -> tuple[bytes, bytes] | None:
+    """The pattern of the member names `keys` (normalised) after the opening quote, and their first
+    characters; None when there are no names. The names are one trie (`(?:a(?:pi…|uth…)|p(?:ass…|wd)|…)`),
+    with any run of `-`, `_`, `.` and spaces before, between and after the characters, as `member_key`
+    drops them (`_token`, `api__key`, `token_`), then `"` (or `\\"`, inside a string that holds JSON),
+    spaces and `:`. For a lower-cased text; `cased`: for the text as it is, an ASCII letter spelled as
+    both of its cases (`[tT]`) and nothing else changed, so the pattern finds in a text exactly what
+    the other finds in the text lower-cased (`bytes.lower` changes A-Z only, and no class here holds
+    a letter)."""
     root: dict = {}
     for k in keys:
         if k:
@@ -161,41 +158,98 @@ def _member_search(keys: Iterable[str], engine: str = "re2"):
     if not root:
         return None
 
+    def char(c: str) -> bytes:
+        b = c.encode()
+        return b"[" + b + b.upper() + b"]" if cased and b.isalpha() and b.isascii() else re.escape(b)
+
     def emit(node: dict, first: bool) -> bytes:
-        alts = [re.escape(c.encode()) + emit(child, False) for c, child in sorted(node.items()) if c]
+        alts = [char(c) + emit(child, False) for c, child in sorted(node.items()) if c]
         if not alts:
             return b""
         body = (b"" if first else _SEPS) + (alts[0] if len(alts) == 1 else b"(?:" + b"|".join(alts) + b")")
         return b"(?:" + body + b")?" if "" in node else body
 
-    # the text is searched lower-cased (`may_redact`), which is cheaper than a case-blind pattern;
     # `\s` spelled out, as Python's `re` has it for bytes (RE2's lacks \v)
-    names = _SEPS + emit(root, True) + _SEPS + rb'\\?"[\t\n\x0b\x0c\r ]*:'
+    return _SEPS + emit(root, True) + _SEPS + rb'\\?"[\t\n\x0b\x0c\r ]*:', "".join(sorted(root)).encode()
+
+
+def _member_search(keys: Iterable[str], engine: str = "re2"):
+    """A bytes search for `"NAME":` (or `\\"NAME\\":`, inside a string that holds JSON) for the member
+    names `keys` (normalised), in a lower-cased text (`_names`).
+
+    With RE2 (`engine="re2"`, when google-re2 is installed) the pattern runs as a DFA: one pass over
+    the text whatever it holds. Python's `re` (`engine="re"`, the fallback) enters its matcher at every
+    quote, about 200 instructions each, so there a lookahead passes over a quote that starts no
+    secret's name in one test of its next character. Both find the same texts
+    (tests/recording/test_redaction.py); None when there are no names."""
+    made = _names(keys)
+    if made is None:
+        return None
+    names, first = made
     try:  # RE2 (google-re2), imported when a redactor is made (2.4 ms): not by what makes none
         import re2 as _re2
     except ImportError:  # pragma: no cover - a platform without its wheel: `re` searches
         engine = "re"
     if engine == "re2":
-        options = _re2.Options()
-        options.encoding = _re2.Options.Encoding.LATIN1  # a byte is a character: no UTF-8 decoding
         try:
-            return _re2.compile(b'"' + names, options).search
+            return _re2.compile(b'"' + names, _latin1(_re2)).search
         except _re2.error:  # pragma: no cover - a name RE2 cannot spell (the settings' own): `re` searches
             pass
     # the lookahead: a quote not followed by a name's first letter is passed over in one step
-    return re.compile(rb'"(?=[' + re.escape("".join(sorted(root)).encode()) + rb'\-_. ])' + names).search
+    return re.compile(rb'"(?=[' + re.escape(first) + rb'\-_. ])' + names).search
 
 
-#: bytes past which `may_redact` searches by RE2 (when installed): below, its call's cost is more than
-#: what its one pass saves (`re` and RE2 took about as long on a 300-byte request; bench/tee_put.py)
-SEARCH_BY_DFA_ABOVE = 400
+def _latin1(re2_module):
+    options = re2_module.Options()
+    options.encoding = re2_module.Options.Encoding.LATIN1  # a byte is a character: no UTF-8 decoding
+    return options
+
+
+def _text_search(keys: Iterable[str]):
+    """`may_redact`'s whole question in one pass of RE2 over the text as it is (no lower-cased copy):
+    a secret's name as `_member_search` finds it in the text lower-cased (the pattern spells each
+    letter in both cases: `_names(cased=True)`), or an escaped character a name could hide behind
+    (`_ESCAPED`). A function of the text that is true when either is there; None without RE2 or
+    without names (`may_redact` then asks `_member_search`).
+
+    RE2's Python wrapper costs about 3,500 instructions a search on its own (a generator and a match
+    object); its compiled pattern (`_regexp`, google-re2 1.x) is called directly when it answers
+    as the wrapper does on texts with and without a name, else the wrapper searches."""
+    made = _names(keys, cased=True)
+    if made is None:
+        return None
+    try:
+        import re2 as _re2
+        rx = _re2.compile(b'"' + made[0] + b"|" + _ESCAPED, _latin1(_re2))
+    except Exception:  # pragma: no cover - no RE2, or a name it cannot spell: `re` searches
+        return None
+    wrapped = rx.search
+    try:  # pragma: no branch
+        match, anchor = rx._regexp.Match, _re2._Anchor.UNANCHORED
+
+        def found(text: bytes) -> bool:
+            return match(anchor, text, 0, len(text))[0][0] >= 0
+
+        probes = (b"x", b"\\u0041", b'{"a":1}', b'{"A_Token" :1}', b'\\"password\\":', b'"\\u0070wd":', b'"to"ken":')
+        if all(found(t) == (wrapped(t) is not None) for t in probes) and found(probes[1]) and not found(probes[0]):
+            return found
+    except Exception:  # pragma: no cover - another google-re2: its wrapper
+        pass
+    return lambda text: wrapped(text) is not None
+
+
+#: bytes past which `may_redact` searches by RE2 (when installed), in one pass over the text as it is
+#: (`_text_search`); below, RE2's cost per call (about 7,000 instructions) is more than `re`'s per
+#: quote (bench/tee_put.py; a 37-byte answer: 6,500 by `re`, 7,500 by RE2; a 107-byte one 12,000 and 9,000)
+SEARCH_BY_DFA_ABOVE = 64
 
 _SEPS = rb"[-_. ]*"  # what member_key drops (a run: the classes are apart, so no pattern backtracks far)
 
 
 # an escaped ASCII letter, digit, `-` or `_` (`\u0070assword`): no encoder writes one, but a name could
 # hide behind it, so a message that has one is walked
-_ESCAPED_NAME_CHAR = re.compile(rb"\\u00(?:[46][1-9a-fA-F]|[57][0-9aA]|3[0-9]|2[dD]|5[fF])").search
+_ESCAPED = rb"\\u00(?:[46][1-9a-fA-F]|[57][0-9aA]|3[0-9]|2[dD]|5[fF])"
+_ESCAPED_NAME_CHAR = re.compile(_ESCAPED).search
 # a secret member inside a string that holds JSON, as the outer string spells it: `\"token\": \"VALUE\"`
 # (VALUE: the outer escapes of the inner string's characters; the inner escapes as `\\` + one more)
 _NESTED = r'\\"([^"\\]{1,64})\\"(?:\s|\\[nrt])*:(?:\s|\\[nrt])*\\"((?:[^"\\]|\\[^"\\]|\\\\(?:[^"\\]|\\.))*)\\"'
@@ -230,6 +284,7 @@ class Redactor:
         # (a message, or a chunk of one or two) by `re`, which pays per quote instead (`may_redact`)
         self._members_at = _member_search(self.members)
         self._members_short = _member_search(self.members, "re")
+        self._text_found = _text_search(self.members)  # the same answer, in one pass of RE2 over the text as it is
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -397,7 +452,13 @@ class Redactor:
     def may_redact(self, raw: bytes) -> bool:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
-        at = self._members_at if len(raw) > SEARCH_BY_DFA_ABOVE else self._members_short
+        if len(raw) > SEARCH_BY_DFA_ABOVE:
+            found = self._text_found
+            if found is not None:
+                return found(raw)
+            at = self._members_at
+        else:
+            at = self._members_short
         return at is not None and (at(raw.lower()) is not None or (raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None))
 
     def redact_json(self, raw: bytes) -> bytes:

@@ -371,6 +371,49 @@ def test_the_member_search_takes_every_space_before_the_colon_and_every_separato
         assert by_re2(miss) is None and by_re(miss) is None, miss
 
 
+# the text search's pieces: the member search's, in both cases, and escapes a name could hide behind
+_TEXT_PIECES = st.one_of(_PIECES, _PIECES.map(lambda p: "".join(c.upper() if c.isascii() else c for c in p)),
+                         st.sampled_from(["\xc9", "\\u0070", "\\u0041", "\\u005F", "\\u002d", "\\u0030", "\\u00e9",
+                                          "\\u0020", "\\u00", "\\U0070", "u0070", "T", "K"]))
+
+
+def _asked_as_before(keys, text: bytes) -> bool:
+    """`may_redact`'s answer as it was asked before the one-pass search: the names in the text
+    lower-cased (Python's `re`), then an escaped character a name could hide behind."""
+    by_re = redaction._member_search(keys, "re")
+    return by_re(text.lower()) is not None or (text.find(b"\\u00") >= 0 and redaction._ESCAPED_NAME_CHAR(text) is not None)
+
+
+@FUZZ
+@given(st.lists(_TEXT_PIECES, max_size=24), st.lists(st.sampled_from(["api_token", "my-secret", "pin", "x.y", "Ab"]),
+                                                     max_size=2))
+def test_the_one_pass_text_search_answers_as_the_lower_cased_search_and_the_escape_search(pieces, extra):
+    """`may_redact` asks RE2 once, on the text as it is (`_text_search`: each letter of a name in both
+    cases, or an escape): it finds a name or an escape in exactly the texts where the search of the
+    text lower-cased, or the search for an escape, finds one, whatever the case of the text and the
+    names configured (so the redaction never misses a name it redacted before)."""
+    pytest.importorskip("re2", reason="google-re2 (a dependency) is not installed here")
+    keys = {member_key(m) for m in MEMBERS} | {member_key(e) for e in extra}
+    found = redaction._text_search(keys)
+    assert found is not None and found.__name__ == "found"  # google-re2's compiled pattern, called directly
+    text = "".join(pieces).encode("latin-1")
+    for t in (text, b'{"a":' + text + b',"Api_Key" :"v"}', text.replace(b":", b""), b'"' + text + b'":1'):
+        assert found(t) == _asked_as_before(keys, t), t
+
+
+def test_may_redact_finds_a_name_in_any_case_and_at_any_length():
+    """Short texts are searched by `re`, longer ones by RE2 in one pass (`SEARCH_BY_DFA_ABOVE`):
+    both find a secret's name whatever its case, and a near miss in neither."""
+    r = Redactor(b"k")
+    for pad in (b"", b" " * redaction.SEARCH_BY_DFA_ABOVE, b"x" * 500):
+        for name in (b"token", b"TOKEN", b"Api-Key", b"CLIENT_secret", b"\\u0074oken", b'\\"Access_Token\\'):
+            raw = b'{"p":"' + pad + b'","' + name + b'":"v"}'
+            assert r.may_redact(raw), raw
+        for miss in (b"tokens", b"MAX_TOKENS", b"progressToken", b"\\u00e9", b"to/ken"):
+            raw = b'{"p":"' + pad + b'","' + miss + b'":"v"}'
+            assert not r.may_redact(raw), raw
+
+
 def test_a_secret_member_inside_a_string_that_holds_json_has_the_same_placeholder():
     r = Redactor(b"k")
     raw = json.dumps({"result": {"content": [{"type": "text", "text": json.dumps({"access_token": 'ab"c\\d', "n": 1})}],
