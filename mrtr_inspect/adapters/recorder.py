@@ -13,13 +13,13 @@ bytes, with the steps after it, until the recorder's thread has recorded them ju
 crossed (`HttpRecorder.feed`: no decoding of size in mitmproxy's hooks). The analysis process reads
 the tee's recording back as it grows (live_inputs.RecordedInput), or gets the same bytes or
 frames through its pipe (the proxy; the tee without a recording it can read back), and no longer
-writes the recording; it only ends the session when the
-forwarding process died before it could (`RecordingWriter.close(after_kill=True)`).
+writes the recording; it only ends the session when the forwarding process died before it could
+(`RecordingWriter.close(after_kill=True)`).
 
 Both write exactly the frames the analysis judges (redacted by the same `Redactor`), so `check` of
 the recording gives the live report. The tee's lines are encoded a chunk at a time
 (`format.LineEncoder`), with per-line work only for a line the configured `redact_paths` may touch,
-or that holds a secret member's name (`Redactor.may_redact`: one bytes search of the chunk). A
+or that holds a secret member's name (`Redactor.may_redact`: one search of the chunk, by RE2). A
 message mitmproxy takes whole comes with its raw parts (the path's and header fields' bytes) and
 its records are written from them (`format.HttpEncoder`), no frame made, when its headers need no
 escaping and no content-encoding is to be removed (`whole.Whole`); other steps are framed and encoded.
@@ -29,7 +29,6 @@ from __future__ import annotations
 
 import asyncio
 import collections
-import json
 import queue
 import threading
 from typing import Any, Callable
@@ -37,32 +36,11 @@ from typing import Any, Callable
 from ..core.events import Direction, StdioClose, StdioLine
 from ..core.framing import MAX_MESSAGE_BYTES
 from ..recording import format as fmt
-from ..recording.redaction import Redactor
+from ..recording.redaction import Redactor, path_needles
 from ..recording.writer import RecordingWriter
 from .flows import FlowFramer
 from .long_line import LongLine
 from .whole import WHOLE, Whole, framer_step
-
-
-def _needles(redactor: Redactor) -> tuple[bytes, ...] | None:
-    """Bytes one of which a line holds if the configured paths may redact something in it (the JSON
-    text of a member name each path ends in); None when that cannot be told (every line is
-    redacted one by one); () when no path is configured."""
-    paths = getattr(redactor, "paths", None)
-    if paths is None:
-        return None
-    out = []
-    for path in paths:
-        if type(path) is not tuple:
-            return None
-        # a wildcard (`*`, `**`) or an index names no member; a member a path matches holds the last
-        # name it spells, whole or as the part after a dot (jsonpath matches `a.b` as `a`, `b`), so
-        # the name's JSON text without its quotes is what the line holds
-        names = [p for p in path if type(p) is str and p not in ("*", "**") and not p.isdigit()]
-        if not names:
-            return None
-        out.append(json.dumps(names[-1], ensure_ascii=False).encode("utf-8")[1:-1])
-    return tuple(out)
 
 
 class _Recorder:
@@ -78,12 +56,15 @@ class _Recorder:
         try:
             writer.append(data)
         except OSError as e:
-            self.writer = None
-            try:
-                writer.release()
-            except OSError:
-                pass
-            self._said(writer, e, "; recording stopped (traffic unaffected)")
+            self._stopped(writer, e)
+
+    def _stopped(self, writer: RecordingWriter, e: OSError) -> None:
+        self.writer = None
+        try:
+            writer.release()
+        except OSError:
+            pass
+        self._said(writer, e, "; recording stopped (traffic unaffected)")
 
     def _close(self, info: dict, t: float) -> None:
         """The session's end written, the file closed."""
@@ -122,7 +103,8 @@ class StdioRecorder(_Recorder):
         self.failed = failed
         self.session = writer.session
         self.redact = writer.redactor.frame
-        self._needles = _needles(writer.redactor)
+        self._needles = path_needles(writer.redactor)
+        self._plain = self._needles == ()  # no path configured: only a secret member's name is searched for
         self._members = getattr(writer.redactor, "may_redact", None)  # a secret member's name: one bytes search
         self._enc = {d: fmt.LineEncoder(self.session, d) for d in Direction}
         self._pending: dict[str, list[bytes]] = {d: [] for d in Direction}
@@ -131,7 +113,8 @@ class StdioRecorder(_Recorder):
 
     def chunk(self, t: float, direction: str, data: bytes) -> None:
         """Append the lines `data` completes (one write; a long line's record in pieces)."""
-        if self.writer is None:  # the recording stopped
+        writer = self.writer
+        if writer is None:  # the recording stopped
             return
         long = self._long[direction]
         if long is not None:
@@ -143,9 +126,9 @@ class StdioRecorder(_Recorder):
             self._long[direction] = None
             self._write_long(long, t, direction, True)
             data = data[j + 1:]
-        i = data.rfind(b"\n")
+        i = data.rfind(b"\n") + 1  # the end of the last complete line
         pending = self._pending[direction]
-        if i < 0:
+        if not i:
             if data:
                 pending.append(data)
                 self._held[direction] += len(data)
@@ -156,14 +139,20 @@ class StdioRecorder(_Recorder):
             return
         if pending:
             pending.append(data[:i])
-            body = b"".join(pending)
+            text = b"".join(pending)
             pending.clear()
         else:
-            body = data[:i]
-        self._held[direction] = len(data) - i - 1
-        if i + 1 < len(data):
-            pending.append(data[i + 1:])
-        self._append(self._lines(t, direction, body))
+            text = data if i == len(data) else data[:i]  # (a chunk that ends its last line: as it is)
+        if i < len(data):
+            pending.append(data[i:])
+        self._held[direction] = len(data) - i
+        # `_lines`' way, inline for the default settings (no redact_paths; a name found is searched twice)
+        plain = self._plain and (self._members is None or not self._members(text))
+        records = self._enc[direction].records(t, text) if plain else self._lines(t, direction, text)
+        try:  # `_append`, inline (a call less a chunk), without the writer's lock: the Tap's is held
+            writer.append_serial(records)
+        except OSError as e:
+            self._stopped(writer, e)
 
     def open(self, direction: str) -> bool:
         """Whether a line of `direction` has begun and not ended (its bytes wait here for its LF)."""
@@ -172,21 +161,23 @@ class StdioRecorder(_Recorder):
     def _write_long(self, long: LongLine, t: float, direction: str, eol: bool) -> None:
         if self.limit is None or long.size <= self.limit:  # parsed by the analysis: redacted as any line
             line = long.take()
-            self._append(self._lines(t, direction, line) if eol else
+            self._append(self._lines(t, direction, line + b"\n") if eol else
                          fmt.encode(self.redact(StdioLine(t, self.session, direction, line, eol=False))))  # type: ignore[arg-type]
             return
         for piece in long.records(t, self.session, direction, eol):
             self._append(piece)
 
-    def _lines(self, t: float, direction: str, body: bytes) -> bytes:
+    def _lines(self, t: float, direction: str, text: bytes) -> bytes:
+        """The records of the complete lines `text` holds (each ending in LF)."""
         needles, members = self._needles, self._members
-        # (find, not `in`: `in` on bytes first tries the needle as an int, a caught TypeError each time)
-        if (needles is not None and (not needles or not (body.find(b"\\u") >= 0 or body.find(b"\\/") >= 0
-                                                         or any(body.find(n) >= 0 for n in needles)))
-                and (members is None or not members(body))):
-            return self._enc[direction].lines(t, body)
+        # (find, not `in`: `in` on bytes first tries the needle as an int, a caught TypeError each time;
+        # no needle holds an LF, and a name's search never ends in the last LF: as on the lines alone)
+        if (needles is not None and (not needles or not (text.find(b"\\u") >= 0 or text.find(b"\\/") >= 0
+                                                         or any(text.find(n) >= 0 for n in needles)))
+                and (members is None or not members(text))):
+            return self._enc[direction].records(t, text)
         s, redact, encode = self.session, self.redact, fmt.encode
-        return b"".join(encode(redact(StdioLine(t, s, direction, line))) for line in body.split(b"\n"))  # type: ignore[arg-type]
+        return b"".join(encode(redact(StdioLine(t, s, direction, line))) for line in text[:-1].split(b"\n"))  # type: ignore[arg-type]
 
     def _rest(self, t: float, direction: str) -> bytes:
         long = self._long[direction]

@@ -223,18 +223,20 @@ def _say(text: str) -> None:
 
 def _pump(src: int, dst: int, kind: int, spool: Spooler | Tap, done: Callable[[], None]) -> None:
     """Copy src to dst until either end closes; each chunk goes to the tap (or spooler), then on to dst."""
-    put = spool.put
+    put, read, write, now = spool.put, os.read, os.write, time.time
     try:
         while True:
             try:
-                chunk = os.read(src, CHUNK)
+                chunk = read(src, CHUNK)
             except OSError:
                 return
             if not chunk:
                 return
-            put(kind, time.time(), chunk)
-            try:
-                write_all(dst, chunk)
+            put(kind, now(), chunk)
+            try:  # (`write_all`, its first write inline: a pipe takes a chunk whole as a rule)
+                n = write(dst, chunk)
+                if n < len(chunk):
+                    write_all(dst, chunk[n:])
             except OSError:  # the reader went away: `done` closes src too, as a direct pipe would
                 return
     finally:

@@ -162,13 +162,21 @@ class LineEncoder:
     def lines(self, t: float, body: bytes) -> bytes:
         """The records of the complete lines `body` holds (joined by LF, without the last LF), all
         at time `t`."""
-        if body.find(b"\r") < 0 and (body.isascii() or _is_utf8(body)):
-            # the time as the JSON encoder writes it
-            at = stamp(t) if type(t) is float else _dumps(t).encode("ascii")
+        return self.records(t, body + b"\n")
+
+    def records(self, t: float, text: bytes) -> bytes:
+        """The records of the complete lines `text` holds (each ending in LF), all at time `t`: a
+        chunk of one line is its record's end as it is (one concatenation, no copy of the line)."""
+        if text.find(b"\r") < 0 and (text.isascii() or _is_utf8(text)):
+            # the time as the JSON encoder writes it (`stamp`, inline: a call less a chunk)
+            at = (_orjson(t) if 1e-4 <= t < 1e16 and _STAMPS_AS_REPR else stamp(t)) if type(t) is float else \
+                _dumps(t).encode("ascii")
             prefix = b'{"t":' + at + self._tail
-            return prefix + body.replace(b"\n", b"\n" + prefix) + b"\n"
+            if text.find(b"\n") + 1 == len(text):  # one line (memchr: cheaper than counting them)
+                return prefix + text
+            return prefix + text[:-1].replace(b"\n", b"\n" + prefix) + b"\n"
         s, d = self.session, self.direction
-        return b"".join(encode(StdioLine(t, s, d, line)) for line in body.split(b"\n"))  # type: ignore[arg-type]
+        return b"".join(encode(StdioLine(t, s, d, line)) for line in text[:-1].split(b"\n"))  # type: ignore[arg-type]
 
 
 class HttpEncoder:

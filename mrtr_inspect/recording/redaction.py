@@ -209,7 +209,8 @@ def _text_search(keys: Iterable[str]):
     """`may_redact`'s whole question in one pass of RE2 over the text as it is (no lower-cased copy):
     a secret's name as `_member_search` finds it in the text lower-cased (the pattern spells each
     letter in both cases: `_names(cased=True)`), or an escaped character a name could hide behind
-    (`_ESCAPED`). A function of the text that is true when either is there; None without RE2 or
+    (`_ESCAPED`). A function `match(anchor, text, pos, endpos)` whose first span starts at 0 or
+    after when either is there (-1 when not), and the anchor to give it; None without RE2 or
     without names (`may_redact` then asks `_member_search`).
 
     RE2's Python wrapper costs about 3,500 instructions a search on its own (a generator and a match
@@ -224,18 +225,15 @@ def _text_search(keys: Iterable[str]):
     except Exception:  # pragma: no cover - no RE2, or a name it cannot spell: `re` searches
         return None
     wrapped = rx.search
-    try:  # pragma: no branch
+    try:
         match, anchor = rx._regexp.Match, _re2._Anchor.UNANCHORED
-
-        def found(text: bytes) -> bool:
-            return match(anchor, text, 0, len(text))[0][0] >= 0
-
         probes = (b"x", b"\\u0041", b'{"a":1}', b'{"A_Token" :1}', b'\\"password\\":', b'"\\u0070wd":', b'"to"ken":')
-        if all(found(t) == (wrapped(t) is not None) for t in probes) and found(probes[1]) and not found(probes[0]):
-            return found
+        found = [match(anchor, t, 0, len(t))[0][0] >= 0 for t in probes]
+        if found == [wrapped(t) is not None for t in probes] and found[1] and not found[0]:
+            return match, anchor
     except Exception:  # pragma: no cover - another google-re2: its wrapper
         pass
-    return lambda text: wrapped(text) is not None
+    return (lambda anchor, text, pos, endpos: [(0, 0) if wrapped(text) is not None else (-1, -1)]), None  # pragma: no cover
 
 
 #: bytes past which `may_redact` searches by RE2 (when installed), in one pass over the text as it is
@@ -284,7 +282,8 @@ class Redactor:
         # (a message, or a chunk of one or two) by `re`, which pays per quote instead (`may_redact`)
         self._members_at = _member_search(self.members)
         self._members_short = _member_search(self.members, "re")
-        self._text_found = _text_search(self.members)  # the same answer, in one pass of RE2 over the text as it is
+        # the same answer, in one pass of RE2 over the text as it is
+        self._text_match, self._text_anchor = _text_search(self.members) or (None, None)
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -453,9 +452,9 @@ class Redactor:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
         if len(raw) > SEARCH_BY_DFA_ABOVE:
-            found = self._text_found
-            if found is not None:
-                return found(raw)
+            match = self._text_match
+            if match is not None:
+                return match(self._text_anchor, raw, 0, len(raw))[0][0] >= 0
             at = self._members_at
         else:
             at = self._members_short
@@ -551,6 +550,27 @@ _SSE_ID = re.compile(rb"(?m)^(id:[ ]?)([^\r\n]+)")
 def is_placeholder(value: object) -> bool:
     """Whether a value is a redaction placeholder (`[redacted:<12 hex>]`)."""
     return type(value) is str and _PLACEHOLDER.fullmatch(value) is not None
+
+
+def path_needles(redactor: Redactor) -> tuple[bytes, ...] | None:
+    """Bytes one of which a line holds if the configured paths may redact something in it (the JSON
+    text of a member name each path ends in); None when that cannot be told (every line is
+    redacted one by one); () when no path is configured."""
+    paths = getattr(redactor, "paths", None)
+    if paths is None:
+        return None
+    out = []
+    for path in paths:
+        if type(path) is not tuple:
+            return None
+        # a wildcard (`*`, `**`) or an index names no member; a member a path matches holds the last
+        # name it spells, whole or as the part after a dot (jsonpath matches `a.b` as `a`, `b`), so
+        # the name's JSON text without its quotes is what the line holds
+        names = [p for p in path if type(p) is str and p not in ("*", "**") and not p.isdigit()]
+        if not names:
+            return None
+        out.append(json.dumps(names[-1], ensure_ascii=False).encode("utf-8")[1:-1])
+    return tuple(out)
 
 
 def redacts(paths: Iterable[str], path: tuple) -> bool:

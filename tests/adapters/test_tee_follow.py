@@ -65,14 +65,17 @@ def _check(rec, config=None) -> dict:
 
 def fail_after_writes(writer: RecordingWriter, writes: int) -> None:
     """The recording cannot be written after `writes` appends (a full disk)."""
-    real, n = writer.append, itertools.count()
+    n = itertools.count()
 
-    def append(data: bytes) -> None:
-        if next(n) >= writes:
-            raise OSError(28, "No space left on device")
-        real(data)
+    def failing(real):
+        def append(data: bytes) -> None:
+            if next(n) >= writes:
+                raise OSError(28, "No space left on device")
+            real(data)
+        return append
 
-    writer.append = append  # type: ignore[method-assign]
+    writer.append = failing(writer.append)  # type: ignore[method-assign]
+    writer.append_serial = failing(writer.append_serial)  # type: ignore[method-assign]
 
 
 def _run(tmp_path, chunks, config=None, fail_after=None) -> tuple[dict, tee.Tap]:
