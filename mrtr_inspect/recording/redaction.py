@@ -209,32 +209,30 @@ def _text_search(keys: Iterable[str]):
     """`may_redact`'s whole question in one pass of RE2 over the text as it is (no lower-cased copy):
     a secret's name as `_member_search` finds it in the text lower-cased (the pattern spells each
     letter in both cases: `_names(cased=True)`), or an escaped character a name could hide behind
-    (`_ESCAPED`). A function `match(anchor, text, pos, endpos)` whose first span starts at 0 or
-    after when either is there (-1 when not), and the anchor to give it; None without RE2 or
-    without names (`may_redact` then asks `_member_search`).
-
-    RE2's Python wrapper costs about 3,500 instructions a search on its own (a generator and a match
-    object); its compiled pattern (`_regexp`, google-re2 1.x) is called directly when it answers
-    as the wrapper does on texts with and without a name, else the wrapper searches."""
+    (`_ESCAPED`). google-re2's compiled pattern, whose own `_regexp.Match(_UNANCHORED, text, 0,
+    len(text))` gives a first span that starts at 0 or after when either is there (-1 when not):
+    its Python wrapper costs about 3,500 instructions a search on its own (a generator and a match
+    object). None without RE2 (or a google-re2 whose pattern does not answer so), or without names:
+    `may_redact` then asks `_member_search`. (The wrapper, not its method, is kept: it is copied
+    with the redactor, as the proxy's tests copy it for the analysis, by its pattern.)"""
+    global _UNANCHORED
     made = _names(keys, cased=True)
     if made is None:
         return None
     try:
         import re2 as _re2
         rx = _re2.compile(b'"' + made[0] + b"|" + _ESCAPED, _latin1(_re2))
-    except Exception:  # pragma: no cover - no RE2, or a name it cannot spell: `re` searches
-        return None
-    wrapped = rx.search
-    try:
-        match, anchor = rx._regexp.Match, _re2._Anchor.UNANCHORED
+        _UNANCHORED = _re2._Anchor.UNANCHORED
         probes = (b"x", b"\\u0041", b'{"a":1}', b'{"A_Token" :1}', b'\\"password\\":', b'"\\u0070wd":', b'"to"ken":')
-        found = [match(anchor, t, 0, len(t))[0][0] >= 0 for t in probes]
-        if found == [wrapped(t) is not None for t in probes] and found[1] and not found[0]:
-            return match, anchor
-    except Exception:  # pragma: no cover - another google-re2: its wrapper
+        found = [rx._regexp.Match(_UNANCHORED, t, 0, len(t))[0][0] >= 0 for t in probes]
+        if found == [rx.search(t) is not None for t in probes] and found[1] and not found[0]:
+            return rx
+    except Exception:  # pragma: no cover - no RE2, a name it cannot spell, another google-re2
         pass
-    return (lambda anchor, text, pos, endpos: [(0, 0) if wrapped(text) is not None else (-1, -1)]), None  # pragma: no cover
+    return None  # pragma: no cover
 
+
+_UNANCHORED = None  # google-re2's anchor of a search (`_text_search`)
 
 #: bytes past which `may_redact` searches by RE2 (when installed), in one pass over the text as it is
 #: (`_text_search`); below, RE2's cost per call (about 7,000 instructions) is more than `re`'s per
@@ -283,7 +281,7 @@ class Redactor:
         self._members_at = _member_search(self.members)
         self._members_short = _member_search(self.members, "re")
         # the same answer, in one pass of RE2 over the text as it is
-        self._text_match, self._text_anchor = _text_search(self.members) or (None, None)
+        self._text_rx = _text_search(self.members)
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -452,9 +450,9 @@ class Redactor:
         """Whether `redact_json` may change `raw` by its member names (a bytes search; the configured
         paths are the caller's: `paths`)."""
         if len(raw) > SEARCH_BY_DFA_ABOVE:
-            match = self._text_match
-            if match is not None:
-                return match(self._text_anchor, raw, 0, len(raw))[0][0] >= 0
+            rx = self._text_rx
+            if rx is not None:
+                return rx._regexp.Match(_UNANCHORED, raw, 0, len(raw))[0][0] >= 0
             at = self._members_at
         else:
             at = self._members_short
