@@ -46,15 +46,41 @@ class Seen:
         pass
 
 
-def test_the_proxy_follower_reads_at_a_pause_and_not_while_the_recording_grows(tmp_path):
-    """While the file grew since the last look, the follower reads nothing and looks again QUIET
-    later; a look that finds it as it was (a pause) reads all that is whole."""
+def _follower(tmp_path, most: float):
+    """A proxy's recording and the live analysis that follows it: (writer, analysis, recorder, what it
+    saw, where the session's header ended)."""
     writer = RecordingWriter(tmp_path / "rec.jsonl", "http", {}, Redactor(b"k"), session="h")
     file, start = writer.reader()  # type: ignore[misc]
     seen = Seen()
-    a = LiveAnalysis(writer.start, Config(live_yield_seconds=60), writer, None, None, notes=seen,
+    a = LiveAnalysis(writer.start, Config(live_yield_seconds=most), writer, None, None, notes=seen,
                      forwarder_records=True, follow=(file, None))
-    recorder = HttpRecorder("h", writer.redactor)
+    return writer, a, HttpRecorder("h", writer.redactor), seen, start
+
+
+def test_the_proxy_follower_looks_at_the_recording_itself_soon_while_it_grows(tmp_path):
+    """No notice is sent while the proxy writes: `look` reads what is whole and asks to look again
+    soon while the file grows, twice as late each time it did not, up to the most; before the
+    proxy listens (no FOLLOW) and for the tee's follower it asks for nothing. (It works at once:
+    live_yield_seconds 0; below, it waits for a pause.)"""
+    writer, a, recorder, seen, start = _follower(tmp_path, 0)
+    assert a.look() is None  # the proxy does not listen yet
+    a.follow(0.0, start)
+    assert a.look() == 2 * LOOK_AFTER[0] and seen.messages == 0  # nothing yet: later
+    for step in _ping(1):
+        writer.append(recorder.records(step))
+    assert a.look() == LOOK_AFTER[0] and seen.messages == 2
+    waits = [a.look() for _ in range(8)]
+    assert waits[:4] == [LOOK_AFTER[0] * 2 ** n for n in range(1, 5)] and waits[-1] == LOOK_AFTER[1]
+
+    tee = RecordingWriter(tmp_path / "tee.jsonl", "stdio", {}, session="s1")
+    t = LiveAnalysis(tee.start, Config(), tee, None, None, forwarder_records=True, follow=tee.reader())
+    assert t.look() is None
+
+
+def test_the_proxy_follower_reads_at_a_pause_and_not_while_the_recording_grows(tmp_path):
+    """While the file grew since the last look, the follower reads nothing and looks again QUIET
+    later; a look that finds it as it was (a pause) reads all that is whole."""
+    writer, a, recorder, seen, start = _follower(tmp_path, 60)
     a.follow(0.0, start)
     a.look()  # (the header: the first size it sees)
     for x in (1, 2, 3):
@@ -66,12 +92,7 @@ def test_the_proxy_follower_reads_at_a_pause_and_not_while_the_recording_grows(t
 
 
 def test_the_proxy_follower_with_zero_reads_as_soon_as_anything_is_written(tmp_path):
-    writer = RecordingWriter(tmp_path / "rec.jsonl", "http", {}, Redactor(b"k"), session="h")
-    file, start = writer.reader()  # type: ignore[misc]
-    seen = Seen()
-    a = LiveAnalysis(writer.start, Config(live_yield_seconds=0), writer, None, None, notes=seen,
-                     forwarder_records=True, follow=(file, None))
-    recorder = HttpRecorder("h", writer.redactor)
+    writer, a, recorder, seen, start = _follower(tmp_path, 0)
     a.follow(0.0, start)
     for x in (1, 2):
         for step in _ping(x):
