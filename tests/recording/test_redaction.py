@@ -378,30 +378,30 @@ _TEXT_PIECES = st.one_of(_PIECES, _PIECES.map(lambda p: "".join(c.upper() if c.i
                                           "\\u0020", "\\u00", "\\U0070", "u0070", "T", "K"]))
 
 
-def _asked_as_before(keys, text: bytes) -> bool:
-    """`may_redact`'s answer as it was asked before the one-pass search: the names in the text
-    lower-cased (Python's `re`), then an escaped character a name could hide behind."""
-    by_re = redaction._member_search(keys, "re")
-    return by_re(text.lower()) is not None or (text.find(b"\\u00") >= 0 and redaction._ESCAPED_NAME_CHAR(text) is not None)
-
-
 @FUZZ
 @given(st.lists(_TEXT_PIECES, max_size=24), st.lists(st.sampled_from(["api_token", "my-secret", "pin", "x.y", "Ab"]),
                                                      max_size=2))
-def test_the_one_pass_text_search_answers_as_the_lower_cased_search_and_the_escape_search(pieces, extra):
-    """`may_redact` asks RE2 once, on the text as it is (`_text_search`: each letter of a name in both
-    cases, or an escape): it finds a name or an escape in exactly the texts where the search of the
-    text lower-cased, or the search for an escape, finds one, whatever the case of the text and the
-    names configured (so the redaction never misses a name it redacted before)."""
+def test_the_text_search_answers_as_the_lower_cased_search(pieces, extra):
+    """`may_redact` asks RE2 for a name on the text as it is (`_text_search`: each letter of a name
+    in both cases): it finds one in exactly the texts where the search of the text lower-cased finds
+    one, whatever the case of the text and the names configured; and `may_redact`, which asks for an
+    escape apart, answers as the search of the text lower-cased or the escape search (so the
+    redaction never misses a name it redacted before)."""
     pytest.importorskip("re2", reason="google-re2 (a dependency) is not installed here")
     keys = {member_key(m) for m in MEMBERS} | {member_key(e) for e in extra}
     rx = redaction._text_search(keys)
     assert rx is not None  # google-re2's compiled pattern, called directly
     copied = copy.deepcopy(rx)  # (as the redactor is copied for an analysis: by its pattern)
+    by_re = redaction._member_search(keys, "re")
+    r = Redactor(b"k", members=sorted(keys))
+    assert r._text_rx is not None
     text = "".join(pieces).encode("latin-1")
     for t in (text, b'{"a":' + text + b',"Api_Key" :"v"}', text.replace(b":", b""), b'"' + text + b'":1'):
         found = rx._regexp.Match(redaction._UNANCHORED, t, 0, len(t))[0][0] >= 0
-        assert found == _asked_as_before(keys, t) == (copied.search(t) is not None), t
+        assert found == (by_re(t.lower()) is not None) == (copied.search(t) is not None), t
+        pad = t + b" " * redaction.SEARCH_BY_DFA_ABOVE  # (past it, `may_redact` asks RE2)
+        escaped = pad.find(b"\\u00") >= 0 and redaction._ESCAPED_NAME_CHAR(pad) is not None
+        assert r.may_redact(pad) == (by_re(pad.lower()) is not None or escaped), t
 
 
 def test_may_redact_finds_a_name_in_any_case_and_at_any_length():
