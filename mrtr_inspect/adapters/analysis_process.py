@@ -28,7 +28,7 @@ process' main thread:
   `FOLLOW` gives (`follow(time, offset)`: where its session's header ended, sent once it listens),
   which it reads between items without notices (`look()`: the seconds until it looks again).
   A follower yields to the traffic: it acts on the news at a pause in it, or once it has waited
-  `live_yield_seconds` for one (`Yielding`: its object's `live_yield`),
+  `live_yield_seconds` for one (its object's `yielding`, a `Yielding`; none: at once),
 - `eof(time, direction)` for `C2S_EOF`/`S2C_EOF` (the proxy sends `C2S_EOF` once it listens),
 - `end(info, time, gone)` for `END` (info: JSON, such as the child's exit status), after which the
   process exits with the status `end` returns (None: 0; the proxy passes it on, docs/http-proxy.md).
@@ -246,16 +246,21 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
     # a follower that looks at the recording itself (the proxy's): between items, at the times it asks
     look = getattr(analysis, "look", None)
     wait = None
-    yielding = Yielding(getattr(analysis, "live_yield", 0.0))
+    yielding = getattr(analysis, "yielding", None) or Yielding(0.0)
     pending: tuple[float, int] | None = None  # the last UPTO notice, not yet acted on (yielding to the traffic)
+
+    def act() -> None:
+        nonlocal pending
+        analysis.upto(*pending)  # type: ignore[misc]
+        pending = None
+
     while True:
         if pending is not None:
             try:
                 kind, t, data = items.get(timeout=QUIET)
             except queue.Empty:  # a pause in the traffic
                 yielding.paused()
-                analysis.upto(*pending)
-                pending = None
+                act()
                 continue
         elif wait is None:
             kind, t, data = items.get()
@@ -269,12 +274,10 @@ def analysis_main(fd: int, make: Callable[[], Consumer]) -> int:
         if kind == UPTO:
             pending = (t, SKIPPED.unpack(data)[0])
             if yielding.news(time.monotonic()):
-                analysis.upto(*pending)
-                pending = None
+                act()
             continue
         if pending is not None:
-            analysis.upto(*pending)
-            pending = None
+            act()
         if kind == C2S or kind == S2C:
             analysis.chunk(t, DIRECTION[kind], data)
         elif kind == C2S_CUT or kind == S2C_CUT:

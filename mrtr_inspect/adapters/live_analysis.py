@@ -157,9 +157,9 @@ class LiveAnalysis:
         self._backlog = config.max_backlog_bytes
         self._said_behind = False
         self._look = LOOK_AFTER[0]
-        #: a follower yields to the traffic (analysis_process.Yielding): how long it may wait for a pause
-        self.live_yield = config.live_yield_seconds
-        self._yielding = Yielding(self.live_yield)
+        #: a follower yields to the traffic (analysis_process.Yielding, `live_yield_seconds`): the
+        #: proxy's in `look`, the tee's in `analysis_main`, which acts on its notices
+        self.yielding = Yielding(config.live_yield_seconds)
         self._size = -1  # the proxy's recording's size at the last look
         self._analyse([start], record=False)  # the writer wrote the header when it opened the file
 
@@ -180,10 +180,10 @@ class LiveAnalysis:
             return None
         size = inp.follower.size()
         if size == self._size:  # not grown since the last look: a pause in the traffic
-            self._yielding.paused()
+            self.yielding.paused()
         else:
             self._size = size
-            if not self._yielding.news(time.monotonic()):  # it flows: the analysis waits (the file holds it)
+            if not self.yielding.news(time.monotonic()):  # it flows: the analysis waits (the file holds it)
                 return QUIET
         pos = inp.follower.pos
         self.upto(time.time(), 0)

@@ -104,7 +104,7 @@ class Notices:
     """An analysis that keeps the offsets it is told the recording reached (`upto`), and when."""
 
     def __init__(self, most: float) -> None:
-        self.live_yield = most
+        self.yielding = ap.Yielding(most)
         self.upto_calls: list[int] = []
         self.acted = threading.Event()
         self.ended_after: list[int] | None = None
