@@ -206,30 +206,34 @@ def _latin1(re2_module):
 
 
 def _text_search(keys: Iterable[str]):
-    """`may_redact`'s search for a secret's name in one pass of RE2 over the text as it is (no
-    lower-cased copy): a name as `_member_search` finds it in the text lower-cased (the pattern spells
-    each letter in both cases: `_names(cased=True)`). The escaped character a name could hide behind
-    (`_ESCAPED`) is `may_redact`'s second, separate question: in one pattern with the names, RE2 reads
-    a 64 KiB chunk at 0.5 GB/s; the names alone at 0.8 GB/s, and the escape alone, which begins with
-    a backslash, by `memchr`, in a few microseconds (docs/performance.md). google-re2's compiled
-    pattern, whose own `_regexp.Match(_UNANCHORED, text, 0, len(text))` gives a first span that
-    starts at 0 or after when a name is there (-1 when not): its Python wrapper costs about 3,500
-    instructions a search on its own (a generator and a match object). None without RE2 (or a
-    google-re2 whose pattern does not answer so), or without names: `may_redact` then asks
-    `_member_search`. (The wrapper, not its method, is kept: it is copied with the redactor, as the
-    proxy's tests copy it for the analysis, by its pattern.)"""
+    """`may_redact`'s two searches by RE2, over the text as it is (no lower-cased copy): for a
+    secret's name as `_member_search` finds it in the text lower-cased (the pattern spells each letter
+    in both cases: `_names(cased=True)`), and for an escaped character a name could hide behind
+    (`_ESCAPED`), asked only of a text with a backslash. Apart, not as one pattern: a 64 KiB chunk
+    of the bench's messages takes RE2 about 196 µs for the two as one pattern, 113 µs for the names
+    alone, and the escapes alone, which begin with a backslash, are found by `memchr` in a few
+    (`bytes.find` of `\\u00` is no `memchr`: about 60 µs; docs/performance.md).
+
+    Each is google-re2's compiled pattern, whose own `_regexp.Match(_UNANCHORED, text, 0, len(text))`
+    gives a first span that starts at 0 or after when it finds (-1 when not): its Python wrapper
+    costs about 3,500 instructions a search on its own (a generator and a match object). None
+    without RE2 (or a google-re2 whose patterns do not answer so), or without names: `may_redact`
+    then asks `_member_search`. (The wrappers, not their methods, are kept: they are copied with the
+    redactor, as the proxy's tests copy it for the analysis, by their patterns.)"""
     global _UNANCHORED
     made = _names(keys, cased=True)
     if made is None:
         return None
     try:
         import re2 as _re2
-        rx = _re2.compile(b'"' + made[0], _latin1(_re2))
+        names, escaped = _re2.compile(b'"' + made[0], _latin1(_re2)), _re2.compile(_ESCAPED, _latin1(_re2))
         _UNANCHORED = _re2._Anchor.UNANCHORED
         probes = (b"x", b"\\u0041", b'{"a":1}', b'{"A_Token" :1}', b'\\"password\\":', b'"\\u0070wd":', b'"to"ken":')
-        found = [rx._regexp.Match(_UNANCHORED, t, 0, len(t))[0][0] >= 0 for t in probes]
-        if found == [rx.search(t) is not None for t in probes] and found[4] and not found[0]:
-            return rx
+        for rx, hit in ((names, 4), (escaped, 1)):
+            found = [rx._regexp.Match(_UNANCHORED, t, 0, len(t))[0][0] >= 0 for t in probes]
+            if found != [rx.search(t) is not None for t in probes] or not found[hit] or found[0]:
+                return None  # pragma: no cover
+        return names, escaped
     except Exception:  # pragma: no cover - no RE2, a name it cannot spell, another google-re2
         pass
     return None  # pragma: no cover
@@ -284,7 +288,7 @@ class Redactor:
         self._members_at = _member_search(self.members)
         self._members_short = _member_search(self.members, "re")
         # the same answer, in one pass of RE2 over the text as it is
-        self._text_rx = _text_search(self.members)
+        self._text_rx, self._escape_rx = _text_search(self.members) or (None, None)
         self._member_cache: dict[str, bool] = {}
         self.path_texts = [p for p in paths if p and jsonpath.parse(p)]
         self.paths = [jsonpath.parse(p) for p in self.path_texts]
@@ -455,8 +459,8 @@ class Redactor:
         if len(raw) > SEARCH_BY_DFA_ABOVE:
             rx = self._text_rx
             if rx is not None:
-                return (rx._regexp.Match(_UNANCHORED, raw, 0, len(raw))[0][0] >= 0
-                        or (raw.find(b"\\u00") >= 0 and _ESCAPED_NAME_CHAR(raw) is not None))
+                return (rx._regexp.Match(_UNANCHORED, raw, 0, len(raw))[0][0] >= 0 or (
+                    raw.find(b"\\") >= 0 and self._escape_rx._regexp.Match(_UNANCHORED, raw, 0, len(raw))[0][0] >= 0))
             at = self._members_at
         else:
             at = self._members_short

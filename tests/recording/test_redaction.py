@@ -384,13 +384,12 @@ _TEXT_PIECES = st.one_of(_PIECES, _PIECES.map(lambda p: "".join(c.upper() if c.i
 def test_the_text_search_answers_as_the_lower_cased_search(pieces, extra):
     """`may_redact` asks RE2 for a name on the text as it is (`_text_search`: each letter of a name
     in both cases): it finds one in exactly the texts where the search of the text lower-cased finds
-    one, whatever the case of the text and the names configured; and `may_redact`, which asks for an
-    escape apart, answers as the search of the text lower-cased or the escape search (so the
-    redaction never misses a name it redacted before)."""
+    one, whatever the case of the text and the names configured; its search for an escape finds
+    what `re` finds; and `may_redact`, which asks the two apart, answers as the search of the text
+    lower-cased or the escape search (so the redaction never misses a name it redacted before)."""
     pytest.importorskip("re2", reason="google-re2 (a dependency) is not installed here")
     keys = {member_key(m) for m in MEMBERS} | {member_key(e) for e in extra}
-    rx = redaction._text_search(keys)
-    assert rx is not None  # google-re2's compiled pattern, called directly
+    rx, escape = redaction._text_search(keys)  # google-re2's compiled patterns, called directly
     copied = copy.deepcopy(rx)  # (as the redactor is copied for an analysis: by its pattern)
     by_re = redaction._member_search(keys, "re")
     r = Redactor(b"k", members=sorted(keys))
@@ -399,6 +398,8 @@ def test_the_text_search_answers_as_the_lower_cased_search(pieces, extra):
     for t in (text, b'{"a":' + text + b',"Api_Key" :"v"}', text.replace(b":", b""), b'"' + text + b'":1'):
         found = rx._regexp.Match(redaction._UNANCHORED, t, 0, len(t))[0][0] >= 0
         assert found == (by_re(t.lower()) is not None) == (copied.search(t) is not None), t
+        by_escape = escape._regexp.Match(redaction._UNANCHORED, t, 0, len(t))[0][0] >= 0
+        assert by_escape == (redaction._ESCAPED_NAME_CHAR(t) is not None), t
         pad = t + b" " * redaction.SEARCH_BY_DFA_ABOVE  # (past it, `may_redact` asks RE2)
         escaped = pad.find(b"\\u00") >= 0 and redaction._ESCAPED_NAME_CHAR(pad) is not None
         assert r.may_redact(pad) == (by_re(pad.lower()) is not None or escaped), t
