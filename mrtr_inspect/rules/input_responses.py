@@ -155,10 +155,65 @@ def _legacy_answer(obs: Answered) -> list[Answer]:
 
 def _answers(obs, _state) -> Answers | None:
     """The update of the pass `ANSWERS`: the answers the message carries, taken apart once for all
-    its checks (`answers_of`); None when it carries none (no check of the pass then runs: each
-    looks at the answers only)."""
+    its checks (`answers_of`); None when it carries none, or when every answer is `_quiet` (no check
+    of the pass then runs: each looks at the answers only, and none could find anything). Most
+    retries answer plainly: one test here spares them the eleven calls."""
     answers = answers_of(obs)
-    return answers if answers.all else None
+    try:
+        for a in answers.all:
+            if not _quiet(a):
+                return answers
+    except Exception:  # the checks then run, and fail, as they would without this test
+        return answers
+    return None
+
+
+def _quiet(a: Answer) -> bool:
+    """True only when no check of `ANSWERS` can find anything in this answer: a valid result of its
+    kind (`errors`, which the kind's first check computes anyway) with nothing the checks beyond the
+    model look for. It mirrors each check's condition (a check still tests its own: an answer this
+    says False for is judged by all of them, as before); tests/rules/test_input_responses.py holds
+    it to the checks on generated answers."""
+    v = a.value
+    if type(v) is not dict or a.error_shaped or a.errors:  # input-response-error-shaped; the models' checks
+        return False
+    m = a.method
+    if m == ELICIT:
+        action = v.get("action")
+        if "content" not in v:  # accept-missing-content: an accepted form carries content
+            return not (action == "accept" and a.mode == "form")
+        content = v["content"]
+        # url-content, content-on-decline; content-type's nulls
+        if a.mode != "form" or action != "accept" or type(content) is not dict or None in content.values():
+            return False
+        schema = _form_schema(a)
+        required = schema.get("required")
+        if type(required) is list:  # accept-missing-content
+            for k in required:
+                if type(k) is str and k not in content:
+                    return False
+        props = schema.get("properties")
+        if type(props) is dict:  # schema-mismatch
+            for k, x in content.items():
+                s = props.get(k)
+                if type(s) is dict and schema_mismatch(x, s) is not None:
+                    return False
+        return True
+    if m == SAMPLE:  # create-message-result-invalid's mixed tool results, tool-use-unoffered: plain blocks only
+        if v.get("stopReason") == "toolUse":
+            return False
+        for b in _blocks(_content(a)):
+            if b.get("type") in ("tool_use", "tool_result"):
+                return False
+        return True
+    if m == ROOTS:  # root-uri-not-file
+        roots = v.get("roots")
+        if type(roots) is list:
+            for r in roots:
+                if type(r) is dict and type(r.get("uri")) is str and not r["uri"].startswith("file://"):
+                    return False
+        return True
+    return False
 
 
 # The checks of this module are one pass: its update takes the answers apart once and each check gets

@@ -291,3 +291,75 @@ def test_no_rule_of_these_sections_fails_on_any_capabilities_or_error_data(data,
     assert not broken_here(t.run().findings)
     r = legacy_server_request("elicitation/create", asked if type(asked) is dict else None, answer={"x": asked})
     assert not broken_here(r.findings)
+
+
+# --- the pass's update spares a quiet answer the checks ---------------------------------------------
+
+
+class _Found:
+    """A context that keeps what a check emits."""
+
+    def __init__(self) -> None:
+        self.found: list = []
+
+    def emit(self, text: str, **kw) -> None:
+        self.found.append(text)
+
+
+def _judged(question: dict, value) -> tuple:
+    """Whether `_quiet` holds for this answer to `question`, and what the checks of ANSWERS emit on it."""
+    from mrtr_inspect.rules import input_responses as ir
+    from mrtr_inspect.rules import load_rules
+
+    load_rules()
+
+    class Named(ir.Answer):
+        where = "the answer"  # (no observation behind it)
+
+    a = Named("q", question["method"], question.get("params"), value, ir.shapes.MODERN, None, [1, 2], "c1")
+    ctx = _Found()
+    for check in ir.ANSWERS.checks:
+        check.fn(None, ctx, ir.Answers([a]))
+    return ir._quiet(a), ctx.found
+
+
+_FORM = form({"n": {"type": "integer", "minimum": 0, "maximum": 9}, "s": {"type": "string", "format": "email"},
+              "e": {"type": "string", "enum": ["a", "b"]}, "l": {"type": "array", "items": {"enum": ["x"]}},
+              "b": {"type": "boolean"}}, ["n", "s"])
+_TOOL_USE = {"type": "tool_use", "id": "u1", "name": "lookup", "input": {}}
+_TOOL_RESULT = {"type": "tool_result", "toolUseId": "u1", "content": []}
+_QUESTIONS = [ELICIT, URL_ELICIT, _FORM, SAMPLE, ROOTS, {**SAMPLE, "params": {**SAMPLE["params"], "tools": [{}]}}]
+_content = st.dictionaries(st.sampled_from(["n", "s", "e", "l", "b", "confirm", "x"]),
+                           _scalars | st.sampled_from([3, -1, "a@b.co", "c", ["x"], ["y"], True]) | _json, max_size=5)
+_answer = st.one_of(
+    st.fixed_dictionaries({"action": st.sampled_from(["accept", "decline", "cancel", "ok"])},
+                           optional={"content": _content | _json}),
+    st.fixed_dictionaries({"role": st.sampled_from(["assistant", "user", "bot"]), "model": st.just("m"),
+                           "content": st.sampled_from([{"type": "text", "text": "t"}, _TOOL_USE, [_TOOL_RESULT],
+                                                       [_TOOL_RESULT, {"type": "text", "text": "t"}]])},
+                          optional={"stopReason": st.sampled_from(["endTurn", "toolUse"])}),
+    st.fixed_dictionaries({"roots": st.lists(st.fixed_dictionaries(
+        {"uri": st.sampled_from(["file:///w", "https://x", 3])}, optional={"name": st.just("w")}), max_size=3)}),
+    _json)
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(question=st.sampled_from(_QUESTIONS), value=_answer)
+def test_a_quiet_answer_is_one_no_check_finds_anything_in(question, value):
+    """`_quiet` (the update of ANSWERS returns None when every answer is quiet, and no check runs)
+    holds only for answers on which every check of the pass is silent."""
+    quiet, found = _judged(question, value)
+    assert not (quiet and found), found
+
+
+def test_plain_answers_are_quiet():
+    """The plain answers of each kind are spared the checks (the update returns None)."""
+    for question, value in [(ELICIT, ACCEPT), (URL_ELICIT, {"action": "accept"}), (ELICIT, {"action": "decline"}),
+                            (_FORM, {"action": "accept", "content": {"n": 3, "s": "a@b.co", "e": "a", "l": ["x"]}}),
+                            (SAMPLE, SAMPLED), (ROOTS, ROOTS_ANSWER)]:
+        assert _judged(question, value) == (True, []), (question, value)
+    for question, value in [(_FORM, {"action": "accept", "content": {"n": 10, "s": "a@b.co"}}),  # above the maximum
+                            (_FORM, {"action": "accept", "content": {"n": 1, "s": "a@b.co", "x": None}}),  # a null
+                            (SAMPLE, {**SAMPLED, "content": _TOOL_USE}), (ROOTS, {"roots": [{"uri": "https://x"}]})]:
+        quiet, found = _judged(question, value)
+        assert found and not quiet, (question, value)
