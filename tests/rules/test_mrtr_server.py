@@ -4,6 +4,8 @@ on the nearest traffic that is fine."""
 import copy
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from mrtr_inspect.adapters.offline import replay_outputs
 from mrtr_inspect.core.findings import Finding
@@ -636,3 +638,65 @@ def test_catalog_has_every_rule_of_the_sections():
     for section, ids in (("4.1", SECTION_4_1), ("4.3", SECTION_4_3)):
         assert sorted(r for r, rule in REGISTRY.items() if rule.section == section) == sorted(ids)
     assert all(REGISTRY[r].check is not None and REGISTRY[r].doc and REGISTRY[r].spec for r in OURS)
+
+
+# --- the pass's update spares a quiet input_required result the checks --------------------------------
+
+
+_SCHEMA = {"type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}
+_ASKS = [ELICIT, URL_ELICIT, SAMPLE, ROOTS,
+         {"method": "elicitation/create", "params": {"message": "Key?", "requestedSchema": {
+             "type": "object", "properties": {"api_key": {"type": "string", "title": "Your API key"}}}}},
+         {"method": "elicitation/create", "params": {"message": "Where?", "requestedSchema": {
+             "type": "object", "properties": {"address": {"type": "object", "properties": {}}}}}},
+         {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": _SCHEMA}},
+         {"method": "elicitation/create", "params": {"mode": "url", "message": "Go", "url": "http://example.com/a"}},
+         {"method": "elicitation/create", "params": {"mode": "url", "message": "Go", "url": "/relative"}},
+         {"method": "elicitation/create", "params": {"message": "Proceed?"}},
+         {**SAMPLE, "params": {**SAMPLE["params"], "includeContext": "allServers"}},
+         {**SAMPLE, "params": {**SAMPLE["params"], "tools": [{"name": "t", "inputSchema": {"type": "object"}}]}},
+         {"method": "roots/list", "params": {"x": 1}}, {"method": "ping"}]
+_CAPS = [CAPS_ALL, FORM_ONLY, {}, {"sampling": {}}, {"elicitation": {"url": {}}}, {"sampling": {"context": {}}},
+         {"roots": {}, "elicitation": {}}, {"elicitation": {"form": {}, "url": {}}, "sampling": {"tools": {}}}]
+
+
+def _quiet_or_not(input_requests: dict, caps: dict, extra: dict) -> list:
+    """The findings of an input_required result with `_quiet_irr` as it is, and with it saying False
+    (every check of the pass runs)."""
+    from mrtr_inspect.rules import mrtr_server
+
+    def findings():
+        return [(f.rule, f.message, f.messages, f.chain, f.details) for f in irr(input_requests, caps=caps, **extra).findings]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mrtr_server, "_quiet_irr", lambda obs, v: False)
+        everything = findings()
+    return [findings(), everything]
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(input_requests=st.dictionaries(st.sampled_from(["q", "r", "s"]), st.sampled_from(_ASKS), min_size=1, max_size=3),
+       caps=st.sampled_from(_CAPS),
+       extra=st.dictionaries(st.sampled_from(["ttlMs", "content", "note"]), st.just(1), max_size=1))
+def test_a_quiet_input_required_result_is_one_no_check_finds_anything_in(input_requests, caps, extra):
+    """`_quiet_irr` (the update of ASKED returns None, and no check runs) changes no finding."""
+    quiet, everything = _quiet_or_not(input_requests, caps, extra)
+    assert quiet == everything
+
+
+def test_plain_input_required_results_are_quiet():
+    """The plain input_required results are spared the checks; one with a finding is not."""
+    from mrtr_inspect.rules import mrtr_server
+
+    seen = []
+    real = mrtr_server._quiet_irr
+
+    def spy(obs, v):
+        seen.append(real(obs, v))
+        return seen[-1]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mrtr_server, "_quiet_irr", spy)
+        irr({"q": ELICIT, "s": SAMPLE, "r": ROOTS})
+        irr({"q": URL_ELICIT}, caps=FORM_ONLY)
+    assert seen == [True, False]
