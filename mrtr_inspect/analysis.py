@@ -37,13 +37,16 @@ class Analysis:
 
     `observe`, when given, sees every observation of a frame just before the rules judge it (a test,
     a bench, or an output that wants the pairing of each message: `Decoded.request`, `Decoded.creq`).
-    An observer that raises is an `inspector-error` too; the rules still judge the observation."""
+    An observer that raises is an `inspector-error` too; the rules still judge the observation.
 
-    def __init__(self, config: Config | None = None, observe: Callable[[Any], None] | None = None) -> None:
+    `chain_events=False`: of the chain events only `closed` ones are output (`Inspector`)."""
+
+    def __init__(self, config: Config | None = None, observe: Callable[[Any], None] | None = None,
+                 chain_events: bool = True) -> None:
         load_rules()
         self.config = config or Config()
         self.engine = RuleEngine(self.config)
-        self.inspector = Inspector(self.config)
+        self.inspector = Inspector(self.config, chain_events)
         self.observe = observe
 
     def feed(self, frame: Frame) -> list:

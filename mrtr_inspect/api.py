@@ -255,12 +255,13 @@ def analysed(paths: Iterable[PathLike], config: Config | None = None, watch: Any
     inputs = [os.fspath(p) for p in paths]
     builder = ReportBuilder(inputs, sessions)
     notes: dict[str, ReadNotes] = {}
+    # the builder reads a chain once it closes (`ReportBuilder.add_all`): no other chain events are made
     try:
         if watch is None:
-            analyze_all(inputs, builder.add_all, config, notes, observe)
+            analyze_all(inputs, builder.add_all, config, notes, observe, chain_events=False)
         else:
             with watch(builder):
-                analyze_all(inputs, builder.add_all, config, notes, observe)
+                analyze_all(inputs, builder.add_all, config, notes, observe, chain_events=False)
     except BaseException:
         builder.close()
         raise

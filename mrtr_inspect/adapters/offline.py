@@ -114,16 +114,19 @@ def analyze(paths: Iterable[str], sink: Callable, config: Config | None = None,
 
 
 def analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: Config | None = None,
-                notes: dict[str, ReadNotes] | None = None, observe: Callable | None = None) -> None:
+                notes: dict[str, ReadNotes] | None = None, observe: Callable | None = None,
+                chain_events: bool = True) -> None:
     """`analyze`, the outputs of each frame handed over as one list (the `check` path: stdio line
-    records are fed without frame objects), with fewer collections (`fewer_collections`)."""
+    records are fed without frame objects), with fewer collections (`fewer_collections`).
+    `chain_events=False`: a sink that reads chains only once they close (a report) gets no other
+    chain events (`Inspector`)."""
     with fewer_collections():
-        _analyze_all(paths, sink_all, config, notes, observe)
+        _analyze_all(paths, sink_all, config, notes, observe, chain_events)
 
 
 def _analyze_all(paths: Iterable[str], sink_all: Callable[[list], None], config: Config | None,
-                 notes: dict[str, ReadNotes] | None, observe: Callable | None) -> None:
-    insp = Analysis(config, observe)
+                 notes: dict[str, ReadNotes] | None, observe: Callable | None, chain_events: bool) -> None:
+    insp = Analysis(config, observe, chain_events)
     items = frames_of(paths, notes, lines_as_tuples=True, limit=insp.config.max_message_bytes)
     feed = insp.feed
     if observe is not None:

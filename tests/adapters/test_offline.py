@@ -116,3 +116,25 @@ def test_the_collector_runs_less_often_during_the_analysis_and_as_before_after(t
             assert gc.get_threshold()[0] == 0
     finally:
         gc.set_threshold(*before)
+
+
+def test_a_report_gets_the_same_outputs_without_the_chain_events_it_does_not_read(tmp_path):
+    """`chain_events=False` (what `check` analyses with): the outputs are those of the full run less
+    the chain events other than `closed`, the closed ones and the findings unchanged."""
+    from mrtr_inspect.core.inspector import ChainEvent
+    from mrtr_inspect.core.findings import Finding
+
+    paths = [_save(_clean("s1"), tmp_path / "a.jsonl"), _save(_clean("h1", "http"), tmp_path / "b.jsonl")]
+
+    def outputs(**kw) -> list:
+        got: list = []
+        analyze_all(paths, got.extend, **kw)
+        return [(type(o).__name__, o.kind, o.chain.id, o.time) if type(o) is ChainEvent
+                else ("Finding", o.to_json()) if type(o) is Finding else (type(o).__name__, getattr(o, "index", None))
+                for o in got]
+
+    every, report = outputs(), outputs(chain_events=False)
+    kinds = {o[1] for o in every if o[0] == "ChainEvent"}
+    assert kinds == {"opened", "retry", "round", "closed"}  # (so the filter below has something to leave out)
+    assert report == [o for o in every if o[0] != "ChainEvent" or o[1] == "closed"]
+    assert sum(o[0] == "ChainEvent" for o in report) == 2
