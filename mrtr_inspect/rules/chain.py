@@ -121,8 +121,26 @@ def _non_error(obs: Answered) -> bool:
     return obs.response.kind != ERROR_KIND
 
 
+def _state_in_question(obs) -> bool:
+    """What the four checks of what a server accepted on a retry's state can find something in: a
+    retry whose link is altered, replayed after an answer, from another principal or with changed
+    params, or a request of no link that carries a requestState (one `NotLinked` as parallel-misuse
+    remembered for server-accepted-state-on-other-request; a `NotLinked` itself always passes). The
+    answer to an ordinary retry, or to a first request, is none of these: the gate spares it the four
+    calls (each check still tests its own condition)."""
+    if type(obs) is NotLinked:
+        return True
+    creq = obs.creq
+    link = creq.link if creq is not None else None
+    if link is not None:
+        return link.state == "altered" or link.replay == "answered" or link.cross_principal or link.params_changed
+    p = obs.request.params if obs.request is not None else None
+    return type(p) is dict and "requestState" in p
+
+
 @rule(
     "server-accepted-altered-state", WARNING, on=Answered, kinds=["result"], section="4.4", spec=spec.MRTR_SERVER,
+    gate=_state_in_question,
     conformance="sep-2322-reject-tampered-state",
     quote="servers MUST protect its integrity (e.g. HMAC or AEAD) and MUST reject state that fails verification.",
     summary="The server accepted a retry whose requestState was altered from the one it issued.",
@@ -147,6 +165,7 @@ def server_accepted_altered_state(obs: Answered, ctx) -> None:
 
 @rule(
     "server-accepted-replayed-state", WARNING, on=Answered, kinds=["result"], section="4.4", spec=spec.MRTR_SERVER,
+    gate=_state_in_question,
     quote="Servers for which a given requestState must be consumed at most once (e.g., one-time redemptions) MUST "
           "enforce that invariant server-side.",
     summary="The server accepted a requestState presented again after a retry that carried it was answered.",
@@ -173,6 +192,7 @@ def server_accepted_replayed_state(obs: Answered, ctx) -> None:
 
 @rule(
     "server-accepted-state-on-other-request", WARNING, on=(NotLinked, Answered), section="4.4", spec=spec.MRTR_SERVER,
+    gate=_state_in_question,
     quote="an identifier for the originating request, e.g. the method name and a digest of its salient parameters, rejecting state presented on a request that does not match.",
     summary="The server completed a request carrying state issued for another request.",
     why="State not bound to its request can be moved to another call: the first seed's gateway accepted one "
@@ -208,6 +228,7 @@ def server_accepted_state_on_other_request(obs, ctx) -> None:
 
 @rule(
     "server-accepted-state-other-principal", WARNING, on=Answered, kinds=["result"], section="4.4",
+    gate=_state_in_question,
     spec=spec.MRTR_SERVER,
     quote="the authenticated principal, rejecting state presented by a different principal.",
     summary="State issued to one principal was accepted from another.",

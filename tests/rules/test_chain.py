@@ -110,6 +110,47 @@ def test_server_accepted_replayed_state():
         assert len(f.messages) == 3
 
 
+def _gate_on_answers(run) -> list:
+    """What the gate of the four server-accepted-* state checks says of each Answered of `run()`."""
+    from mrtr_inspect.core.observations import Answered
+    from mrtr_inspect.rules import chain, registry
+
+    seen = []
+    dispatch = registry.RuleEngine.dispatch
+
+    def keep(self, obs):
+        if type(obs) is Answered:
+            seen.append(bool(chain._state_in_question(obs)))
+        return dispatch(self, obs)
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(registry.RuleEngine, "dispatch", keep)
+        run()
+    return seen
+
+
+def test_the_state_gate_spares_the_answers_to_a_first_request_and_an_ordinary_retry():
+    """The four server-accepted-* state checks share a gate (`_state_in_question`): the answers to a
+    first request and to a retry echoing its state do not pass it, the answer to a replay does."""
+    load_rules()
+    from mrtr_inspect.rules import chain
+
+    assert sorted(i for i, r in REGISTRY.items() if r.gate is chain._state_in_question) == [
+        "server-accepted-altered-state", "server-accepted-replayed-state", "server-accepted-state-on-other-request",
+        "server-accepted-state-other-principal"]
+
+    def ordinary():
+        t = Traffic()
+        a = t.tool("deploy", {"env": "prod"})
+        t.irr(a, ASK, state="s1")
+        b = t.tool("deploy", {"env": "prod"}, inputResponses=YES, requestState="s1")
+        t.result(b, {"content": []})
+        assert not {i for i in t.run().rules() if i.startswith("server-accepted")}
+
+    assert _gate_on_answers(ordinary) == [False, False]
+    assert _gate_on_answers(lambda: _replayed("complete", "complete"))[-1] is True
+
+
 def test_near_miss_a_replay_refused_or_a_re_issue_after_a_failure_or_an_altered_state():
     assert "server-accepted-replayed-state" not in _replayed("complete", "error").rules()  # refused: single use
     r = _replayed("error", "complete")  # re-issued after the first retry failed: what the changelog asks for

@@ -319,7 +319,10 @@ def _judged(question: dict, value) -> tuple:
     a = Named("q", question["method"], question.get("params"), value, ir.shapes.MODERN, None, [1, 2], "c1")
     ctx = _Found()
     for check in ir.ANSWERS.checks:
-        check.fn(None, ctx, ir.Answers([a]))
+        try:
+            check.fn(None, ctx, ir.Answers([a]))
+        except Exception as e:  # an inspector-error in the pipeline: output too
+            ctx.found.append(f"{check.rule_id} failed: {e!r}")
     return ir._quiet(a), ctx.found
 
 
