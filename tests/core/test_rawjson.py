@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from typing import Any
 
 import pytest
 from hypothesis import given
@@ -282,3 +283,36 @@ def test_raw_member_token_never_raises(text):
 
 def test_nesting_depth_ignores_brackets_in_strings():
     assert rawjson.nesting_depth('[{"a":"[[[{{{"}]') == 2
+
+
+def _nest(levels: str, leaf: Any) -> Any:
+    """Containers nested as `levels` says from the outside in ("a" an array, "o" an object with the key "")."""
+    for kind in reversed(levels):
+        leaf = [leaf] if kind == "a" else {"": leaf}
+    return leaf
+
+
+@given(st.text(alphabet="ao", min_size=1, max_size=80), st.sampled_from([[], {}, 0, "[[", "x" * 5]),
+       st.integers(1, 90), st.booleans())
+def test_the_depth_bound_lets_nothing_too_deep_through(levels, leaf, max_depth, spaced):
+    """`_shallow` (the fast path's look at the depth) never passes a text nested deeper than the
+    bound, however arrays and objects mix, compact or spaced, brackets in strings or not."""
+    text = json.dumps(_nest(levels, leaf), separators=None if spaced else (",", ":"))
+    raw = text.encode()
+    if rawjson._shallow(raw, len(raw), max_depth):
+        assert rawjson.nesting_depth(text) <= max_depth, text
+    assert _outcome(rawjson.parse_value, raw, max_depth=max_depth) == _outcome(parse, raw, max_depth=max_depth)
+
+
+def test_the_depth_bound_is_tight_for_objects_and_counts_arrays():
+    d = 300  # objects alone: `{"":` and `}` a level, `{}` innermost, 5d - 3 bytes
+    raw = json.dumps(_nest("o" * (d - 1), {}), separators=(",", ":")).encode()
+    assert len(raw) == 5 * d - 3
+    assert rawjson._shallow(raw, len(raw), d) and not rawjson._shallow(raw, len(raw), d - 1)
+    assert rawjson.parse_value(raw, max_depth=d) == (_nest("o" * (d - 1), {}), ())
+    with pytest.raises(ParseError, match="nesting depth 300 exceeds 299"):
+        rawjson.parse_value(raw, max_depth=d - 1)
+    arrays = json.dumps(_nest("ao" * 100, 0), separators=(",", ":")).encode()  # 701 bytes, depth 200
+    assert len(arrays) + 3 <= 5 * 199  # (by the length alone it would pass)
+    assert not rawjson._shallow(arrays, len(arrays), 199)
+    assert rawjson._shallow(arrays, len(arrays), 200)
