@@ -96,7 +96,8 @@ def _child(recording: str, kinds: list[str], labels_path: str) -> None:
                 rt = m.result.get("resultType")
                 kind = rt if rt in ("input_required", "task") else kind
             method = m.method if t is Decoded else (o0.request.method if o0.request is not None else None)
-            plan = e._cache[(t, kind, method if method in e._method_filtered else None, m.direction, m.transport)]
+            plan = e._cache[(t, kind, method if method in e._method_filtered else None, m.direction, m.transport,
+                             m.era)]
         else:
             plan = e._plain.get(t) or e._keyed_plan(t, o0)
         for i, (_, ctx) in enumerate(plan):

@@ -74,7 +74,7 @@ def _legacy_flavoured(obs: Decoded) -> bool:
 
 
 @LEGACY_PASS.check(
-    "legacy-request-id-reused-in-session", ERROR, kinds=["request"], section="4.8", spec=spec.LEGACY_REQUESTS,
+    "legacy-request-id-reused-in-session", ERROR, kinds=["request"], eras=[LEGACY], section="4.8", spec=spec.LEGACY_REQUESTS,
     quote="The request ID MUST NOT have been previously used by the requestor within the same session.",
     summary="A legacy-era request reuses an id its sender already used in the session.",
     why="In 2025-11-25 ids are unique per session, not only while in flight; peers may keep them to match late "
@@ -262,7 +262,7 @@ def legacy_protocol_version_header_missing(obs: Decoded, ctx, st: _State) -> Non
 
 
 @LEGACY_PASS.check(
-    "modern-artifact-in-legacy", WARNING, kinds=["result"], directions=["s2c"], section="4.8",
+    "modern-artifact-in-legacy", WARNING, kinds=["result"], directions=["s2c"], eras=[LEGACY], section="4.8",
     spec=spec.VERSIONING_MATRIX,
     quote="An initialize request selects legacy semantics, scoped to the stdio process (stdio) or the session "
           "(HTTP), as specified by the negotiated legacy protocol version.",
@@ -288,7 +288,8 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
 
 
 @LEGACY_PASS.check(
-    "url-elicitation-has-elicitation-id", WARNING, kinds=["result"], directions=["s2c"], section="4.8",
+    "url-elicitation-has-elicitation-id", WARNING, kinds=["result"], directions=["s2c"], eras=[MODERN],
+    section="4.8",
     spec=spec.CHANGELOG_MINOR,
     quote="Remove the notifications/elicitation/complete notification and the elicitationId field of URL mode "
           "elicitation requests",

@@ -16,7 +16,7 @@ detects; `why`, `example` and `quote` feed `docs/rules.md` and the text of each 
 
 The engine dispatches each observation to the rules that subscribe to its type, narrowed by the
 message kinds and methods a rule names: the plan of a `Decoded` or `Answered` observation is made
-once per (type, kind, method, direction, transport), so a message costs only the rules that can
+once per (type, kind, method, direction, transport, era), so a message costs only the rules that can
 apply to it. A rule that raises becomes an `inspector-error` finding; the pipeline goes on. The
 findings of an observation about a 2025-11-25 exchange link that revision's page (`dispatch`).
 
@@ -115,6 +115,7 @@ class Rule:
     methods_by_kind: tuple[tuple[str, frozenset[str]], ...] = ()  # (kind, methods): methods= given per kind
     directions: frozenset[str] | None = None
     transports: frozenset[str] | None = None
+    eras: frozenset[str] | None = None
     check: Callable[[Any, "Context"], None] | None = None
     gate: Callable[[Any], Any] | None = None  # a precondition shared with other rules: the check runs when it holds
     where: tuple[tuple[str, frozenset], ...] = ()  # (attribute, values): observations of other types it reaches
@@ -141,7 +142,7 @@ def _register(r: Rule) -> Rule:
 
 def _reach(id: str, on: type | tuple[type, ...], kinds: Iterable[str] | None,
            methods: Iterable[str] | dict[str, Iterable[str]] | None, directions: Iterable[str] | None,
-           transports: Iterable[str] | None) -> dict:
+           transports: Iterable[str] | None, eras: Iterable[str] | None = None) -> dict:
     """The fields that narrow which observations reach a check, normalised (`methods` per kind too)."""
     by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
     if isinstance(methods, dict):
@@ -157,6 +158,7 @@ def _reach(id: str, on: type | tuple[type, ...], kinds: Iterable[str] | None,
         methods=frozenset(methods) if methods is not None else None, methods_by_kind=by_kind,
         directions=frozenset(directions) if directions is not None else None,
         transports=frozenset(transports) if transports is not None else None,
+        eras=frozenset(eras) if eras is not None else None,
     )
 
 
@@ -176,6 +178,7 @@ def rule(
     methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
     directions: Iterable[str] | None = None,
     transports: Iterable[str] | None = None,
+    eras: Iterable[str] | None = None,
     gate: Callable[[Any], Any] | None = None,
     where: dict[str, Iterable] | None = None,
 ) -> Callable:
@@ -188,7 +191,9 @@ def rule(
     (`kinds` defaults to the names). `directions` is the direction of the response.
     `transports` ("stdio", "http") narrows the `Decoded` and `Answered` observations that reach the
     check to messages of those transports (name them only for a check that does nothing on the others);
-    observations of other types are not narrowed by it.
+    observations of other types are not narrowed by it. `eras` narrows them the same way by their
+    message's era (`Message.era`: a response's is its request's, RULES.md §2), so a check of one era's
+    traffic is not called for the other's (name it only for a check that does nothing on the others).
 
     `gate` is a precondition that several rules share, a function of the observation: a check that
     can find nothing when it is false names it, and the gate is then computed once for a run of
@@ -201,7 +206,7 @@ def rule(
     ["error"]}`: name it for a check that does nothing on the others."""
     if where and {Decoded, Answered} & set(on if isinstance(on, tuple) else (on,)):
         raise ValueError(f"{id}: where= narrows observations other than Decoded and Answered")
-    reach = _reach(id, on, kinds, methods, directions, transports)
+    reach = _reach(id, on, kinds, methods, directions, transports, eras)
 
     def deco(fn: Callable[[Any, "Context"], None]) -> Callable:
         _register(
@@ -243,6 +248,7 @@ class Check:
     methods_by_kind: tuple[tuple[str, frozenset[str]], ...] = ()
     directions: frozenset[str] | None = None
     transports: frozenset[str] | None = None
+    eras: frozenset[str] | None = None
     over: Callable[[Any, Any], Iterable] | None = None
     gate: Callable[[Any], Any] | None = None
 
@@ -281,11 +287,12 @@ class Pass:
               on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
               methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
               directions: Iterable[str] | None = None, transports: Iterable[str] | None = None,
+              eras: Iterable[str] | None = None,
               over: Callable[[Any, Any], Iterable] | None = None, gate: Callable[[Any], Any] | None = None) -> Callable:
         """Register the decorated function `fn(obs, ctx, state)` as the check of rule `id`, run by
         this pass; the arguments are those of `rule()` (the observation types default to the pass's)."""
         self._one_of(gate, over)
-        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports)
+        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports, eras)
 
         def deco(fn: Callable) -> Callable:
             _register(Rule(id=id, severity=severity, summary=summary, section=section, spec=spec, quote=quote,
@@ -298,12 +305,12 @@ class Pass:
 
     def also(self, id: str, *, on: type | tuple[type, ...] | None = None, kinds: Iterable[str] | None = None,
              methods: Iterable[str] | dict[str, Iterable[str]] | None = None, directions: Iterable[str] | None = None,
-             transports: Iterable[str] | None = None, over: Callable[[Any, Any], Iterable] | None = None,
-             gate: Callable[[Any], Any] | None = None) -> Callable:
+             transports: Iterable[str] | None = None, eras: Iterable[str] | None = None,
+             over: Callable[[Any, Any], Iterable] | None = None, gate: Callable[[Any], Any] | None = None) -> Callable:
         """Run the decorated function as rule `id`'s check at a second place of the pass (the rule is
         declared, with its documentation, by its `check`): findings it emits are `id`'s."""
         self._one_of(gate, over)
-        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports)
+        reach = _reach(id, self.on if on is None else on, kinds, methods, directions, transports, eras)
 
         def deco(fn: Callable) -> Callable:
             self.checks.append(Check(id, fn, **reach, over=over, gate=gate))
@@ -396,7 +403,7 @@ class _PassRun:
 
     def plan(self, t: type, key: tuple | None = None) -> _PassPlan | None:
         """The plan of an observation of type `t` (for `Decoded` and `Answered`, of this (kind, method,
-        direction, transport)); None when neither `update` nor a check sees it."""
+        direction, transport, era)); None when neither `update` nor a check sees it."""
         def sees(c: Check) -> bool:
             return t in c.on and (key is None or _reaches(c, t, *key))
 
@@ -516,13 +523,14 @@ def _methods_ok(r: Rule | Check, t: type, kind: str | None, method: str | None) 
 
 
 def _reaches(r: Rule | Check, t: type, kind: str | None, method: str | None, direction: str | None,
-             transport: str | None) -> bool:
-    """Whether a `Decoded` or `Answered` observation of this kind, method, direction and transport reaches
-    a rule's check (or a check of a pass)."""
+             transport: str | None, era: str | None = None) -> bool:
+    """Whether a `Decoded` or `Answered` observation of this kind, method, direction, transport and era
+    reaches a rule's check (or a check of a pass)."""
     return ((r.kinds is None or any(_kind_matches(name, kind, t) for name in r.kinds))
             and _methods_ok(r, t, kind, method)
             and (r.directions is None or direction in r.directions)
-            and (r.transports is None or transport in r.transports))
+            and (r.transports is None or transport in r.transports)
+            and (r.eras is None or era in r.eras))
 
 
 def _doc(fn: Callable) -> str:
@@ -702,18 +710,18 @@ class RuleEngine:
         self._cache: dict[tuple, tuple] = {}
 
     def _select(self, t: type, kind: str | None, method: str | None, direction: str | None,
-                transport: str | None = None) -> list:
-        """The rules a `Decoded` or `Answered` observation of this kind, method, direction and
-        transport reaches, and (pass, its checks) for each pass some check of which it reaches."""
+                transport: str | None = None, era: str | None = None) -> list:
+        """The rules a `Decoded` or `Answered` observation of this kind, method, direction, transport
+        and era reaches, and (pass, its checks) for each pass some check of which it reaches."""
         if method not in self._method_filtered:
             method = None
         out: list = []
         for u in self._by_type.get(t, ()):
             if type(u) is Rule:
-                if _reaches(u, t, kind, method, direction, transport):
+                if _reaches(u, t, kind, method, direction, transport, era):
                     out.append(u)
             else:
-                plan = self._passes[u].plan(t, (kind, method, direction, transport))
+                plan = self._passes[u].plan(t, (kind, method, direction, transport, era))
                 if plan is not None:
                     out.append((u, plan))
         return out
@@ -804,7 +812,7 @@ class RuleEngine:
                 if req is not None and req.method in _LEARNT:
                     self.knowledge.learn(obs)
             method = m.method
-            key = (t, m.kind, method if method in self._method_filtered else None, m.direction, m.transport)
+            key = (t, m.kind, method if method in self._method_filtered else None, m.direction, m.transport, m.era)
             plan = self._cache.get(key)
             if plan is None:
                 plan = self._plan(key)
@@ -819,7 +827,8 @@ class RuleEngine:
                 elif rt == TASK:
                     kind = TASK
             method = req.method if req is not None else None
-            key = (t, kind, method if method in self._method_filtered else None, resp.direction, resp.transport)
+            key = (t, kind, method if method in self._method_filtered else None, resp.direction, resp.transport,
+                   resp.era)
             plan = self._cache.get(key)
             if plan is None:
                 plan = self._plan(key)

@@ -556,7 +556,7 @@ def _requires_task(ctx, req: Message | None) -> bool:
 
 @rule(
     "legacy-task-required-not-used", ERROR, on=Decoded, kinds=["request"], methods=["tools/call"],
-    directions=["c2s"], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
+    directions=["c2s"], eras=[LEGACY], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
     quote='If execution.taskSupport is "required", clients MUST invoke the tool as a task.',
     summary="A 2025-11-25 tools/call without a task for a tool whose tools/list entry requires one.",
     why="The server cannot run the tool as a plain call; the client gets an error (or, from a server that gets it "
@@ -576,7 +576,7 @@ def legacy_task_required_not_used(obs: Decoded, ctx) -> None:
 
 @rule(
     "legacy-task-required-wrong-error", ERROR, on=Answered, kinds=["result", "error"], methods=["tools/call"],
-    directions=["s2c"], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
+    directions=["s2c"], eras=[LEGACY], section="13", spec=spec.LEGACY_TASKS_TOOL_LEVEL,
     quote='Servers MUST return a -32601 (Method not found) error if a client does not attempt to do so.',
     summary="A 2025-11-25 server answers a task-less call of a task-required tool with anything but error -32601.",
     why="A client reads an isError result as the tool's own failure, not as \"call me as a task\": it cannot "

@@ -42,6 +42,32 @@ def test_transports_narrow_decoded_and_answered_only(monkeypatch):
     assert engine.ctx._mem == {"": {}, "any": {"n": 3}, "http-only": {"n": 2}}
 
 
+def test_eras_narrow_decoded_and_answered_only(monkeypatch):
+    """A rule naming eras is not called for messages of another era (a response's era is its
+    request's); observations of other types reach it whatever the era."""
+    from mrtr_inspect.core.era import LEGACY, MODERN
+
+    seen: list = []
+
+    def check(obs, ctx):
+        seen.append((ctx._rule.id, type(obs).__name__, getattr(getattr(obs, "msg", None), "era", None)))
+
+    rules = {
+        "any": Rule("any", "info", "s", on=(Decoded, SessionOver), check=check),
+        "legacy-only": Rule("legacy-only", "info", "s", on=(Decoded, SessionOver), eras=frozenset({LEGACY}),
+                            check=check),
+    }
+    monkeypatch.setattr(registry, "REGISTRY", rules)
+    engine = RuleEngine(Config())
+    modern, legacy = _msg("request", "stdio"), _msg("request", "stdio")
+    modern.era, legacy.era = MODERN, LEGACY
+    engine.dispatch(Decoded(modern))
+    engine.dispatch(Decoded(legacy))
+    engine.dispatch(SessionOver("s", "stdio", 1.0, {}))
+    assert seen == [("any", "Decoded", MODERN), ("any", "Decoded", LEGACY), ("legacy-only", "Decoded", LEGACY),
+                    ("any", "SessionOver", None), ("legacy-only", "SessionOver", None)]
+
+
 def test_a_failing_rule_becomes_an_inspector_error_naming_it(monkeypatch):
     def broken(obs, ctx):
         raise KeyError("x")
@@ -251,7 +277,7 @@ def test_a_pass_runs_each_check_once_per_message_of_its_kinds_and_each_emits_its
     assert calls == ["before", "after"]
     # one dispatch into the pass per message: the engine's plan holds the pass once, with only its checks
     # that can apply to the key
-    plan = engine._cache[(Decoded, "request", None, "c2s", "stdio")]
+    plan = engine._cache[(Decoded, "request", None, "c2s", "stdio", Message().era)]
     assert len(plan) == 3 and [ctx.rule.id for _, ctx in plan[1][1].checks] == ["on-requests", "on-both"]
     assert [(f.rule, f.severity, f.message) for f in engine.drain()] == [
         ("before", "info", "before on request"), ("on-requests", "error", "on-requests on request"),
