@@ -7,32 +7,13 @@ import json
 
 from ...core.era import LEGACY
 from ...core.findings import plural
-from ...core.messages import BATCH, ERROR as ERROR_KIND, INVALID, NOTIFICATION, REQUEST, RESULT, Message, target_of
+from ...core.messages import BATCH, INVALID, NOTIFICATION, RESULT, Message, target_of
 from ...core.observations import Decoded, InFlightReuse, SessionOver
 from ...core.events import S2C
 from .. import spec
 from ..common import at, foreign_answer, side
 from ..registry import ERROR, WARNING, rule
-from .messages import MESSAGES, _State
-
-
-def _anomalous(obs: Decoded) -> bool:
-    """What the checks of the envelope, the ids and the pairing of responses can find something in:
-    a message the core found a problem with or noted something about, a request whose id is neither
-    a string nor an integer or whose method is a notification's, a response that is not a result
-    object paired with its request. Most messages are none of these: the gate of those checks
-    spares them the calls."""
-    msg = obs.msg
-    if msg.problem_reason is not None or msg.note is not None:
-        return True
-    k = msg.kind
-    if k == REQUEST:
-        ti = type(msg.id)
-        method = msg.method
-        return (ti is not int and ti is not str) or (method is not None and method.startswith("notifications/"))
-    if k == RESULT or k == ERROR_KIND:
-        return k == ERROR_KIND or type(msg.result) is not dict or obs.request is None
-    return False
+from .messages import MESSAGES, _State, _unusual
 
 
 def _notification_method(msg: Message) -> bool:
@@ -51,7 +32,7 @@ def _notification_method(msg: Message) -> bool:
     why="A peer cannot route what it cannot classify: the message is dropped or answered with -32600, and the "
         "request it was meant to be never completes.",
     example='{"jsonrpc":"1.0","id":1,"method":"tools/list"}, or {"jsonrpc":"2.0","id":1,"result":{},"error":{…}}',
-    gate=_anomalous,
+    gate=_unusual,
 )
 def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A message whose `jsonrpc` is not "2.0", that is neither a request, a notification nor a
@@ -73,7 +54,7 @@ def jsonrpc_envelope_invalid(obs: Decoded, ctx, st: _State) -> None:
                  "every message must be a JSON-RPC 2.0 message", messages=[msg.index])
 
 
-@MESSAGES.also("jsonrpc-envelope-invalid", kinds=["result", "error"], gate=_anomalous)
+@MESSAGES.also("jsonrpc-envelope-invalid", kinds=["result", "error"], gate=_unusual)
 def response_members(obs: Decoded, ctx, st: _State) -> None:
     """The parts of a response the core does not judge: result and error members."""
     msg = obs.msg
@@ -92,7 +73,7 @@ def response_members(obs: Decoded, ctx, st: _State) -> None:
                  "with a code and message", messages=[msg.index])
 
 
-@MESSAGES.also("stdio-framing", gate=_anomalous)
+@MESSAGES.also("stdio-framing", gate=_unusual)
 def unterminated_last_message(obs: Decoded, ctx, st: _State) -> None:
     """RULES.md §4.7 `stdio-framing` (stdio.py), for a valid message: it ends its stream without a
     newline. Checked here, where every message passes, in the order its finding had."""
@@ -114,7 +95,7 @@ def unterminated_last_message(obs: Decoded, ctx, st: _State) -> None:
     summary="A request whose id is null.",
     why="null is what an error carries when the request's id could not be read; a null-id request cannot be "
         "answered distinguishably.",
-    example='{"jsonrpc":"2.0","id":null,"method":"tools/list"}', gate=_anomalous,
+    example='{"jsonrpc":"2.0","id":null,"method":"tools/list"}', gate=_unusual,
 )
 def request_id_null(obs: Decoded, ctx, st: _State) -> None:
     """A request (a message with `method` and `id`) whose `id` is JSON null, from either side, in any
@@ -130,7 +111,7 @@ def request_id_null(obs: Decoded, ctx, st: _State) -> None:
     quote="Requests MUST include a string or integer ID.",
     summary="A request id that is neither a string nor an integer (1.5, 1.0, true, an object).",
     why="Peers pair responses by id; a float or an object is compared differently by different JSON stacks.",
-    example='{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', gate=_anomalous,
+    example='{"jsonrpc":"2.0","id":1.5,"method":"tools/list"}', gate=_unusual,
 )
 def request_id_type(obs: Decoded, ctx, st: _State) -> None:
     """A request whose `id` is a number with a fraction or exponent as written (`1.0` too), a
@@ -150,7 +131,7 @@ def request_id_type(obs: Decoded, ctx, st: _State) -> None:
     summary="A notifications/* message that carries an id, or a response to a notification.",
     why="With an id a notification becomes a request: the receiver answers it, and the sender has no one "
         "waiting for that answer.",
-    example='{"jsonrpc":"2.0","id":4,"method":"notifications/progress","params":{…}}', gate=_anomalous,
+    example='{"jsonrpc":"2.0","id":4,"method":"notifications/progress","params":{…}}', gate=_unusual,
 )
 def notification_with_id(obs: Decoded, ctx, st: _State) -> None:
     """A message whose method starts with `notifications/` and that carries `id` (any era), or on
@@ -162,7 +143,7 @@ def notification_with_id(obs: Decoded, ctx, st: _State) -> None:
                  "include an ID", messages=[msg.index])
 
 
-@MESSAGES.also("notification-with-id", kinds=["result"], directions=["s2c"], transports=["http"], gate=_anomalous)
+@MESSAGES.also("notification-with-id", kinds=["result"], directions=["s2c"], transports=["http"], gate=_unusual)
 def result_to_notification(obs: Decoded, ctx, st: _State) -> None:
     """A result the server returned for a POSTed notification."""
     msg, x = obs.msg, obs.exchange

@@ -6,15 +6,21 @@ modern (and the findings that waited for that), and the subscription of a server
 
 from __future__ import annotations
 
+import re
+
 from ...core.era import MODERN
 from ...core.messages import (
     BATCH,
+    CLIENT_CAPABILITIES_KEY,
+    CLIENT_INFO_KEY,
     ERROR as ERROR_KIND,
     INVALID,
     LEGACY_VERSIONS,
+    LOG_LEVEL_KEY,
     NOTIFICATION,
     REQUEST,
     RESULT,
+    SERVER_INFO_KEY,
     SUBSCRIPTION_ID_KEY,
     Message,
     id_key,
@@ -227,3 +233,80 @@ def _on_listen(obs: Decoded, st: _State) -> _OnListen:
                 else:
                     found = _OnListen(listen, None)
     return found
+
+
+# --- the gate of the pass's checks that an ordinary message cannot trigger ---------------------------------
+
+
+def _unusual(obs: Decoded) -> bool:
+    """What the gated checks of the pass can find something in (envelope.py, meta.py; one gate, tested
+    once per message): a message the core found a problem with or noted something about; a request
+    whose id is neither a string nor an integer or whose method is a notification's; a response that
+    is not a result object paired with its request. Then, for a client request (the checks of its
+    `_meta`): one that is not modern, or a modern one whose `_meta` lacks clientCapabilities (an
+    object) or clientInfo, names a key not yet known to be well formed, or carries a progressToken;
+    for a server's result (the checks of its request and `_meta`): one that is not a modern result to
+    a modern request, or whose request lacks clientCapabilities (an object), sets a logLevel or is a
+    subscriptions/listen, or whose `_meta` lacks serverInfo or names a key not yet known to be well
+    formed. Most messages are none of these: the gate spares them the calls (each check still tests
+    its own condition, and an unusual message gets every gated check of its kind)."""
+    msg = obs.msg
+    if msg.problem_reason is not None or msg.note is not None:
+        return True
+    k = msg.kind
+    if k == REQUEST:
+        ti = type(msg.id)
+        method = msg.method
+        if (ti is not int and ti is not str) or (method is not None and method.startswith("notifications/")):
+            return True
+        if msg.direction != C2S:
+            return False
+        if msg.era is not MODERN:
+            return True
+        meta = msg.params["_meta"]
+        return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
+                or not meta.keys() <= _good_keys or meta.get("progressToken") is not None)
+    if k == RESULT or k == ERROR_KIND:
+        req = obs.request
+        if k == ERROR_KIND or type(msg.result) is not dict or req is None:
+            return True
+        if msg.direction == C2S:
+            return False
+        if req.era is not MODERN or msg.era is not MODERN:
+            return True
+        meta = req.params["_meta"]
+        if (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or meta.get(LOG_LEVEL_KEY) is not None
+                or req.method == LISTEN):
+            return True
+        m = msg.result.get("_meta")
+        return type(m) is not dict or SERVER_INFO_KEY not in m or not m.keys() <= _good_keys
+    return False
+
+
+# --- _meta key names ---------------------------------------------------------------------------------------
+
+_LABEL = re.compile(r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
+_NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
+_TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
+_key_ok: dict[str, str | None] = {}  # key -> why it is invalid (None: valid); a memo, bounded below
+_good_keys: set[str] = set()  # the valid keys of _key_ok, so a whole _meta is checked with one set operation
+
+
+def meta_key_problem(key: str) -> str | None:
+    """Why a `_meta` key name breaks the format of basic/index.mdx `_meta` (None when it does not)."""
+    if key in _key_ok:
+        return _key_ok[key]
+    why = None
+    if key not in _TRACE_KEYS:
+        prefix, slash, name = key.partition("/")
+        if slash and not all(_LABEL.fullmatch(label) for label in prefix.split(".")):
+            why = f"its prefix {prefix + '/'!r} is not dot-separated labels that start with a letter and end with a letter or digit"
+        elif not _NAME.fullmatch(name if slash else key):
+            why = f"its name {(name if slash else key)!r} does not begin and end with a letter or digit, or holds other characters than - _ ."
+    if len(_key_ok) > 4096:
+        _key_ok.clear()
+        _good_keys.clear()
+    _key_ok[key] = why
+    if why is None:
+        _good_keys.add(key)
+    return why

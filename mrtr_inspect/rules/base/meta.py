@@ -41,8 +41,7 @@ from ..common import (
     side,
 )
 from ..registry import ERROR, INFO, WARNING
-from .envelope import _anomalous
-from .messages import LISTEN, LOG_LEVELS, MESSAGES, _State, _lost_request
+from .messages import LISTEN, LOG_LEVELS, MESSAGES, _good_keys, _State, _lost_request, _unusual, meta_key_problem
 
 
 DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
@@ -50,48 +49,7 @@ DATE = re.compile(r"\d{4}-\d{2}-\d{2}")
 
 # --- _meta key names ---------------------------------------------------------------------------------------
 
-_LABEL = re.compile(r"[A-Za-z](?:[A-Za-z0-9-]*[A-Za-z0-9])?")
-_NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
-_TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
-_key_ok: dict[str, str | None] = {}  # key -> why it is invalid (None: valid); a memo, bounded below
-_good_keys: set[str] = set()  # the valid keys of _key_ok, so a whole _meta is checked with one set operation
-
-
-def meta_key_problem(key: str) -> str | None:
-    """Why a `_meta` key name breaks the format of basic/index.mdx `_meta` (None when it does not)."""
-    if key in _key_ok:
-        return _key_ok[key]
-    why = None
-    if key not in _TRACE_KEYS:
-        prefix, slash, name = key.partition("/")
-        if slash and not all(_LABEL.fullmatch(label) for label in prefix.split(".")):
-            why = f"its prefix {prefix + '/'!r} is not dot-separated labels that start with a letter and end with a letter or digit"
-        elif not _NAME.fullmatch(name if slash else key):
-            why = f"its name {(name if slash else key)!r} does not begin and end with a letter or digit, or holds other characters than - _ ."
-    if len(_key_ok) > 4096:
-        _key_ok.clear()
-        _good_keys.clear()
-    _key_ok[key] = why
-    if why is None:
-        _good_keys.add(key)
-    return why
-
-
 # --- client requests: _meta --------------------------------------------------------------------------------------
-
-
-def _unusual_meta(obs: Decoded) -> bool:
-    """What the checks of a client request's `_meta` can find something in: a request that is not
-    modern, or a modern one whose `_meta` lacks clientCapabilities (an object) or clientInfo, names a
-    key not yet known to be well formed, or carries a progressToken. An ordinary modern request is
-    none of these: the gate of those checks spares it the calls (each check still tests its own
-    condition)."""
-    msg = obs.msg
-    if msg.era is not MODERN:
-        return True
-    meta = msg.params["_meta"]
-    return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
-            or not meta.keys() <= _good_keys or meta.get("progressToken") is not None)
 
 
 def _caps_problem(meta: dict) -> str | None:
@@ -130,7 +88,7 @@ def _meta_problem(req: Message) -> str | None:
     summary="A client request without _meta, its protocolVersion (a string) or its clientCapabilities (an object).",
     why="Without them the server cannot know the version or capabilities: it must reject the request.",
     example='tools/call with params._meta = {"io.modelcontextprotocol/protocolVersion": "2026-07-28"} only',
-    gate=_unusual_meta,
+    gate=_unusual,
 )
 def request_meta_missing(obs: Decoded, ctx, st: _State) -> None:
     """A client request that declares a 2026-07-28 shape but lacks a required per-request field: on
@@ -152,23 +110,6 @@ def request_meta_missing(obs: Decoded, ctx, st: _State) -> None:
                      chain=chain_of(obs))
 
 
-def _unusual_answer(obs: Decoded) -> bool:
-    """What the checks of a response's request and `_meta` can find something in: a response that is
-    not a modern result object to a modern request, or one whose request lacks clientCapabilities (an
-    object), sets a logLevel or is a subscriptions/listen, or whose result's `_meta` lacks serverInfo
-    or names a key not yet known to be well formed. An ordinary answer is none of these: the gate of
-    those checks spares it the calls (each check still tests its own condition)."""
-    msg = obs.msg
-    req = obs.request
-    if req is None or req.era is not MODERN or msg.era is not MODERN or type(msg.result) is not dict:
-        return True
-    meta = req.params["_meta"]
-    if type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or meta.get(LOG_LEVEL_KEY) is not None or req.method == LISTEN:
-        return True
-    m = msg.result.get("_meta")
-    return type(m) is not dict or SERVER_INFO_KEY not in m or not m.keys() <= _good_keys
-
-
 @MESSAGES.check(
     "server-accepted-request-missing-meta", ERROR, kinds=["result", "error"], directions=["s2c"], section="4.5",
     spec=spec.BASE_META, conformance="sep-2575-request-meta-invalid-missing-meta",
@@ -176,7 +117,7 @@ def _unusual_answer(obs: Decoded) -> bool:
     summary="The server answered a request that lacks required _meta with something other than -32602 (HTTP 400).",
     why="A server that guesses the missing version or capabilities serves the request under assumptions the "
         "client never made; clients probing a server's era rely on the rejection.",
-    example="tools/list without _meta → {\"result\":{\"tools\":[…]}}", gate=_unusual_answer,
+    example="tools/list without _meta → {\"result\":{\"tools\":[…]}}", gate=_unusual,
 )
 def server_accepted_request_missing_meta(obs: Decoded, ctx, st: _State) -> None:
     """The response to a request flagged by `request-meta-missing` is a result, or an error other
@@ -213,7 +154,7 @@ def server_accepted_request_missing_meta(obs: Decoded, ctx, st: _State) -> None:
           "configured not to do so.",
     summary="A modern request without io.modelcontextprotocol/clientInfo.",
     why="Without it servers, gateways and logs cannot tell which client sent what.",
-    example='tools/list with _meta {protocolVersion, clientCapabilities} only', gate=_unusual_meta,
+    example='tools/list with _meta {protocolVersion, clientCapabilities} only', gate=_unusual,
 )
 def client_info_missing(obs: Decoded, ctx, st: _State) -> None:
     """A modern client request whose `_meta` has no `io.modelcontextprotocol/clientInfo`; reported
@@ -239,7 +180,7 @@ def _bad_meta_keys(msg: Message, meta: dict, st: _State, ctx) -> None:
           "digits, or hyphens (-).",
     summary="A _meta key whose prefix labels or name break the key-name format.",
     why="Prefixes reserve namespaces (io.modelcontextprotocol/, vendors'); malformed keys collide or are dropped.",
-    example='"_meta": {"-bad.example/key": 1} or {"com.example/_private": 1}', gate=_unusual_meta,
+    example='"_meta": {"-bad.example/key": 1} or {"com.example/_private": 1}', gate=_unusual,
 )
 def meta_key_format_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A key of a request's or notification's `params._meta` or of a result's `_meta` whose prefix
@@ -268,7 +209,7 @@ def notification_meta_keys(obs: Decoded, ctx, st: _State) -> None:
     summary="A request reuses the progressToken of another request that is still in flight.",
     why="Progress notifications name only the token: the client can no longer tell whose progress it sees.",
     example="tools/call id 2 and tools/call id 3 both with progressToken \"p\", neither answered",
-    gate=_unusual_meta,
+    gate=_unusual,
 )
 def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
     """A client request whose `_meta.progressToken` (type and value) equals that of another of the
@@ -341,7 +282,7 @@ def fallback_after_modern_error(obs: Decoded, ctx, st: _State) -> None:
     quote="Result responses MUST include the same ID as the request they correspond to.",
     summary="A response whose id matches no outstanding request (stdio), or not the POSTed request's (HTTP).",
     why="The peer pairs responses by id; an unmatched response is dropped and its request waits forever.",
-    example="tools/call id 2 → {\"id\":3,\"result\":{…}}", gate=_anomalous,
+    example="tools/call id 2 → {\"id\":3,\"result\":{…}}", gate=_unusual,
 )
 def response_id_mismatch(obs: Decoded, ctx, st: _State) -> None:
     """A server response with an id that no request in flight carries: on stdio none of the
@@ -380,7 +321,7 @@ def response_id_mismatch(obs: Decoded, ctx, st: _State) -> None:
     summary="An error response without an id for a request whose id was readable.",
     why="The client cannot tell which request failed; it waits for the real answer until it times out.",
     example="tools/call id 5 → {\"jsonrpc\":\"2.0\",\"id\":null,\"error\":{\"code\":-32602,…}}",
-    gate=_anomalous,
+    gate=_unusual,
 )
 def error_response_missing_id(obs: Decoded, ctx, st: _State) -> None:
     """A server error whose `id` is absent or null although the request it answers had a readable
@@ -409,7 +350,7 @@ def error_response_missing_id(obs: Decoded, ctx, st: _State) -> None:
           "specifically configured not to do so",
     summary="A modern result whose _meta lacks io.modelcontextprotocol/serverInfo.",
     why="With no session, each result is the only place a server can say who it is.",
-    example='{"result":{"tools":[],"resultType":"complete"}}', gate=_unusual_answer,
+    example='{"result":{"tools":[],"resultType":"complete"}}', gate=_unusual,
 )
 def server_info_missing(obs: Decoded, ctx, st: _State) -> None:
     """A result to a modern request without `_meta["io.modelcontextprotocol/serverInfo"]`; reported
@@ -423,7 +364,7 @@ def server_info_missing(obs: Decoded, ctx, st: _State) -> None:
                  "themselves in every result (reported once per server)", messages=[msg.index])
 
 
-@MESSAGES.also("meta-key-format-invalid", kinds=["result"], directions=["s2c"], gate=_unusual_answer)
+@MESSAGES.also("meta-key-format-invalid", kinds=["result"], directions=["s2c"], gate=_unusual)
 def result_meta_keys(obs: Decoded, ctx, st: _State) -> None:
     """The `_meta` keys of a server's result, in a modern exchange."""
     msg = obs.msg
@@ -441,7 +382,7 @@ def result_meta_keys(obs: Decoded, ctx, st: _State) -> None:
           "the server SHOULD reject that request with a standard JSON-RPC error",
     summary="A request's logLevel is not a LoggingLevel and the server did not reject it with -32602.",
     why="The client believes it asked for a level; the server silently picked another.",
-    example='tools/call with logLevel "verbose" → a result', gate=_unusual_answer,
+    example='tools/call with logLevel "verbose" → a result', gate=_unusual,
 )
 def log_level_invalid(obs: Decoded, ctx, st: _State) -> None:
     """A modern request whose `_meta["io.modelcontextprotocol/logLevel"]` is not one of debug, info,
@@ -492,7 +433,7 @@ def protocol_version_unsupported_served(obs: Decoded, ctx, st: _State) -> None:
                  f"yet it {what} ({at(msg)})", messages=[req.index, msg.index])
 
 
-@MESSAGES.also("subscription-id-missing", kinds=["result"], directions=["s2c"], gate=_unusual_answer)
+@MESSAGES.also("subscription-id-missing", kinds=["result"], directions=["s2c"], gate=_unusual)
 def listen_closed_untagged(obs: Decoded, ctx, st: _State) -> None:
     """The graceful-closure result of a modern subscriptions/listen without its subscriptionId."""
     msg = obs.msg
