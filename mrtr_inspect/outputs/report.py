@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import re
+from json.encoder import encode_basestring
 import tempfile
 from typing import IO, Any, Callable, Iterable, Iterator
 
@@ -100,12 +101,68 @@ def _chain_line(obj: Any) -> bytes:
 
 def _line(obj: Any) -> bytes:
     """`_dumps(obj)` as UTF-8: one item of the report's lists, exactly as `write_json` writes it."""
-    text = _LINE(obj)
+    return _utf8(_LINE(obj), obj)
+
+
+def _utf8(text: str, obj: Any) -> bytes:
+    """`text`, the C encoder's JSON of `obj`, as `_line(obj)` gives it."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
         return _LINE_ASCII(obj).encode("utf-8")
     if len(data) == len(text) and "\x7f" not in text:  # ASCII without DEL: as json_printable gives it, encoded once
+        return data
+    return json_printable(text).encode("utf-8")
+
+
+_ENCODE_STR = encode_basestring  # the C encoder's own string writer (ensure_ascii off): a JSON string, quoted
+# a rule's, severity's, spec's and conformance id's part of a finding's line: what comes before its message
+# and between its messages and its time (`_finding_parts`), for as many as there are rules and severities
+_FINDING_PARTS: dict[tuple, tuple[str, str]] = {}
+_FINDING_PARTS_MAX = 4096
+
+
+def _finding_parts(key: tuple) -> tuple[str, str] | None:
+    rule, severity, spec, conformance = key
+    if (type(rule) is not str or (type(severity) is not str and type(severity) is not Severity)
+            or (spec is not None and type(spec) is not str)
+            or (conformance is not None and type(conformance) is not str)):
+        return None
+    head = _LINE({"rule": rule, "severity": severity, "message": ""})  # ... "message": ""}
+    mid = _LINE({"spec": spec, "conformance": conformance, "time": 0})  # {"spec": ..., "time": 0}
+    parts = (head[:-3], ", " + mid[1:-2])
+    if len(_FINDING_PARTS) < _FINDING_PARTS_MAX:
+        _FINDING_PARTS[key] = parts
+    return parts
+
+
+def _finding_line(f: Any) -> bytes:
+    """`_line(f.to_json())` for a `Finding` (else `_line(f)`), written without the C encoder's
+    costliest parts: the strings a rule always writes the same (its id, severity, spec and conformance
+    id: a part of the line kept per rule, `_finding_parts`) and the time's float repr (orjson's,
+    the same for a float from 1e-4 up to 1e16, as `ORJSON_FLOATS_AS_REPR` checks). The message and
+    the chain by the C encoder's own string writer, the messages and the details by the C encoder;
+    a time outside that range, a member of another type: the C encoder writes the whole finding."""
+    if type(f) is not Finding:
+        return _line(f)
+    t, message, chain, messages = f.time, f.message, f.chain, f.messages
+    key = (f.rule, f.severity, f.spec, f.conformance)
+    try:
+        parts = _FINDING_PARTS.get(key) or _finding_parts(key)
+    except TypeError:  # unhashable
+        parts = None
+    if (parts is None or type(t) is not float or not 1e-4 <= t < 1e16 or type(message) is not str
+            or (chain is not None and type(chain) is not str) or type(messages) is not list or not _FLOATS_AS_REPR):
+        return _line(f.to_json())
+    details = f.details
+    text = (f"{parts[0]}{_ENCODE_STR(message)}, \"chain\": {'null' if chain is None else _ENCODE_STR(chain)}, "
+            f"\"messages\": {_LINE(messages)}{parts[1]}{_orjson(t).decode()}"
+            + (f", \"details\": {_LINE(details)}}}" if details else "}"))
+    try:
+        data = text.encode("utf-8")
+    except UnicodeEncodeError:
+        return _line(f.to_json())
+    if len(data) == len(text) and "\x7f" not in text:
         return data
     return json_printable(text).encode("utf-8")
 
@@ -177,7 +234,7 @@ class ReportBuilder:
         self.severity_counts = {s: 0 for s in SEVERITIES}
         self.rule_counts: dict[str, int] = {}
         self._chains = _Spool(_chain_line)
-        self._findings = _Spool()
+        self._findings = _Spool(_finding_line)
         self.notes: list[str] = []
         #: the linked pairs of two hops (RULES.md §11), when some session named its hop
         self.hops: list[dict] | None = None
@@ -199,7 +256,7 @@ class ReportBuilder:
                 counts[sev] = counts.get(sev, 0) + 1
                 counts = self.rule_counts
                 counts[rule] = counts.get(rule, 0) + 1
-                self._findings.add(out.to_json())
+                self._findings.add(out)  # its line written from it (`_finding_line`), without its dict
             elif t is ChainEvent and out.kind == "closed":
                 self._chains.add(out.chain.summary())
                 if self.sessions is not None:
@@ -211,7 +268,9 @@ class ReportBuilder:
                                       "kept for tying the hops (RULES.md §11): their pairs are missing")
 
     def add_finding(self, f: Finding) -> None:
-        self.add_finding_json(f.to_json())
+        self.severity_counts[f.severity] = self.severity_counts.get(f.severity, 0) + 1
+        self.rule_counts[f.rule] = self.rule_counts.get(f.rule, 0) + 1
+        self._findings.add(f)
 
     def add_finding_json(self, f: dict) -> None:
         """A finding in its report form (`Finding.to_json`)."""
