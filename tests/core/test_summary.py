@@ -42,3 +42,45 @@ def test_a_summary_is_one_line_of_72_characters_at_most():
     long = _short("x" * 100)
     assert len(long) == 72 and long.endswith("…") and long.startswith("x" * 71)
     assert _short({"é": b"1"}) == '{"é": "b\'1\'"}'  # not ASCII-escaped; what JSON cannot take, by str
+
+
+def test_summaries_of_equal_values_are_made_once_and_shared():
+    from mrtr_inspect.core import summary
+
+    asked = {"confirm": {**ELICIT, "params": {**ELICIT["params"], "message": "Shared once?"}}}
+    first = summarize_requests(asked)
+    again = summarize_requests({"confirm": {**asked["confirm"]}})  # an equal value, other objects
+    assert again is first and again == summary._summarize_requests(asked)
+    answered = {"confirm": {"action": "accept", "content": {"shared": "once"}}}
+    assert summarize_responses(dict(answered)) is summarize_responses(answered)
+    # the order of the members is the value's too: another order, another summary
+    two = {"b": {"action": "decline"}, "a": {"action": "accept"}}
+    assert list(summarize_responses(two)) == ["b", "a"]
+    assert list(summarize_responses({"a": {"action": "accept"}, "b": {"action": "decline"}})) == ["a", "b"]
+
+
+def test_values_orjson_writes_alike_are_summarised_apart():
+    """orjson writes an infinity and a NaN as `null`, and does not write an integer past 64 bits:
+    their summaries are their own, whichever came first."""
+    none, inf = {"x": {"action": "accept", "content": None}}, {"x": {"action": "accept", "content": float("inf")}}
+    for order in ((none, inf), (inf, none)):
+        assert [summarize_responses(v)["x"]["summary"] for v in order] == [_summary_of(v) for v in order]
+    assert _summary_of(none) == "null" and _summary_of(inf) == "Infinity"
+    assert summarize_responses({"x": {"action": "accept", "content": 2**70}})["x"]["summary"] == str(2**70)
+
+
+def _summary_of(value: dict) -> str:
+    from mrtr_inspect.core import summary
+
+    return summary._summarize_responses(value)["x"]["summary"]
+
+
+def test_the_kept_summaries_are_bounded():
+    from mrtr_inspect.core import summary
+
+    for i in range(summary._KEPT + 50):
+        summarize_responses({"k": {"action": "accept", "content": {"n": i}}})
+    assert len(summary._ANSWERED) <= summary._KEPT
+    big = {"k": {"action": "accept", "content": {"text": "y" * summary._KEY_CHARS}}}
+    summarize_responses(big)
+    assert all(len(k) <= summary._KEY_CHARS for k in summary._ANSWERED)
