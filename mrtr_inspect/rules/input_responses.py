@@ -51,9 +51,7 @@ class Answer:
         self.origin = origin  # the observation it came with
         self.messages = messages
         self.chain = chain
-        # does it look like a JSON-RPC error ({code, message} or {error: {…}})?
-        self.error_shaped = type(value) is dict and (("code" in value and "message" in value)
-                                                     or type(value.get("error")) is dict)
+        self.error_shaped = _error_shaped(value)
         self._errors: list[dict] | None = None
 
     @property
@@ -83,6 +81,11 @@ class Answer:
                  details={"key": self.key, **details} if self.key is not None or details else None)
 
 
+def _error_shaped(value: Any) -> bool:
+    """Does an answer look like a JSON-RPC error ({code, message} or {error: {…}})?"""
+    return type(value) is dict and (("code" in value and "message" in value) or type(value.get("error")) is dict)
+
+
 class Answers:
     """The answers one message carries, and those of each kind that are not error-shaped."""
 
@@ -97,6 +100,8 @@ class Answers:
 
 
 _NONE = Answers([])
+# the answers of a message that carries answers, all of them quiet (`_quiet`): none any check judges
+_QUIET = Answers([])
 # the message last taken apart, and its answers: the rules of one message run in a row (one tuple,
 # replaced whole, so inspectors in other threads never mix two messages up)
 _last: tuple = (object(), _NONE)
@@ -105,7 +110,8 @@ _last: tuple = (object(), _NONE)
 def answers_of(obs: Linked | Answered) -> Answers:
     """The answers a retry (Linked) or a legacy client result (Answered) carries, each with the
     input request it answers. Keys that answer nothing known are left out (the §4.2 rules report
-    them)."""
+    them). A retry whose answers are all quiet (`_quiet`: valid, nothing for any check to find) gets
+    `_QUIET`, none of them: most retries answer plainly, and the objects would be made for nothing."""
     global _last
     msg = obs.request if type(obs) is Linked else obs.response
     last = _last
@@ -114,12 +120,12 @@ def answers_of(obs: Linked | Answered) -> Answers:
     if msg is None:  # a link whose chain has closed: its messages are gone
         return _NONE
     found = _linked_answers(obs) if type(obs) is Linked else _legacy_answer(obs)
-    out = Answers(found) if found else _NONE
+    out = found if type(found) is Answers else Answers(found) if found else _NONE
     _last = (msg, out)
     return out
 
 
-def _linked_answers(obs: Linked) -> list[Answer]:
+def _linked_answers(obs: Linked) -> list[Answer] | Answers:
     req = obs.request
     params = req.params if type(req.params) is dict else {}
     responses = params.get("inputResponses")
@@ -134,14 +140,35 @@ def _linked_answers(obs: Linked) -> list[Answer]:
             asked.update(rd.input_requests or {})
             if rd is obs.round:
                 break
-    cid = obs.chain.id
-    messages = [obs.round.irr_index, req.index]
-    out = []
+    parts = []  # (key, method, params, value, its errors), the answers to known questions
+    quiet = True
     for key, value in responses.items():
         q = asked.get(key)
         method = q.get("method") if type(q) is dict else None
         if type(method) is str and method in INPUT_REQUEST_METHODS:
-            out.append(Answer(key, method, q.get("params"), value, shapes.MODERN, obs, messages, cid))
+            p = q.get("params")
+            p = p if type(p) is dict else {}
+            errors = None
+            if quiet:
+                if type(value) is not dict or _error_shaped(value):
+                    quiet = False
+                else:
+                    try:
+                        errors = shapes.input_response_errors(method, value, shapes.MODERN)
+                        quiet = _quiet(method, p, p.get("mode", "form") if method == ELICIT else None, value, False,
+                                       errors)
+                    except Exception:  # the checks then judge it, and fail, as they would without this test
+                        errors, quiet = None, False
+            parts.append((key, method, p, value, errors))
+    if quiet and parts:
+        return _QUIET
+    cid = obs.chain.id
+    messages = [obs.round.irr_index, req.index]
+    out = []
+    for key, method, p, value, errors in parts:
+        a = Answer(key, method, p, value, shapes.MODERN, obs, messages, cid)
+        a._errors = errors  # (None: computed when a check first asks)
+        out.append(a)
     return out
 
 
@@ -161,32 +188,32 @@ def _answers(obs, _state) -> Answers | None:
     answers = answers_of(obs)
     try:
         for a in answers.all:
-            if not _quiet(a):
+            if not _quiet(a.method, a.params, a.mode, a.value, a.error_shaped, a.errors):
                 return answers
     except Exception:  # the checks then run, and fail, as they would without this test
         return answers
     return None
 
 
-def _quiet(a: Answer) -> bool:
-    """True only when no check of `ANSWERS` can find anything in this answer: a valid result of its
-    kind (`errors`, which the kind's first check computes anyway) with nothing the checks beyond the
-    model look for. It mirrors each check's condition (a check still tests its own: an answer this
-    says False for is judged by all of them, as before); tests/rules/test_input_responses.py holds
-    it to the checks on generated answers."""
-    v = a.value
-    if type(v) is not dict or a.error_shaped or a.errors:  # input-response-error-shaped; the models' checks
+def _quiet(m: str, params: dict, mode: str | None, v: Any, error_shaped: bool, errors: list | None) -> bool:
+    """True only when no check of `ANSWERS` can find anything in an answer (its method, its question's
+    params and mode, its value, whether it is error-shaped, its `errors`, which the kind's first check
+    computes anyway): a valid result of its kind with nothing the checks beyond the model look for.
+    It mirrors each check's condition (a check still tests its own: an answer this says False for is
+    judged by all of them, as before); tests/rules/test_input_responses.py holds it to the checks on
+    generated answers."""
+    if type(v) is not dict or error_shaped or errors:  # input-response-error-shaped; the models' checks
         return False
-    m = a.method
     if m == ELICIT:
         action = v.get("action")
         if "content" not in v:  # accept-missing-content: an accepted form carries content
-            return not (action == "accept" and a.mode == "form")
+            return not (action == "accept" and mode == "form")
         content = v["content"]
         # url-content, content-on-decline; content-type's nulls
-        if a.mode != "form" or action != "accept" or type(content) is not dict or None in content.values():
+        if mode != "form" or action != "accept" or type(content) is not dict or None in content.values():
             return False
-        schema = _form_schema(a)
+        schema = params.get("requestedSchema")  # _form_schema
+        schema = schema if type(schema) is dict else {}
         required = schema.get("required")
         if type(required) is list:  # accept-missing-content
             for k in required:
@@ -202,7 +229,7 @@ def _quiet(a: Answer) -> bool:
     if m == SAMPLE:  # create-message-result-invalid's mixed tool results, tool-use-unoffered: plain blocks only
         if v.get("stopReason") == "toolUse":
             return False
-        for b in _blocks(_content(a)):
+        for b in _blocks(v.get("content")):
             if b.get("type") in ("tool_use", "tool_result"):
                 return False
         return True

@@ -323,7 +323,7 @@ def _judged(question: dict, value) -> tuple:
             check.fn(None, ctx, ir.Answers([a]))
         except Exception as e:  # an inspector-error in the pipeline: output too
             ctx.found.append(f"{check.rule_id} failed: {e!r}")
-    return ir._quiet(a), ctx.found
+    return ir._quiet(a.method, a.params, a.mode, a.value, a.error_shaped, a.errors), ctx.found
 
 
 _FORM = form({"n": {"type": "integer", "minimum": 0, "maximum": 9}, "s": {"type": "string", "format": "email"},
@@ -366,3 +366,20 @@ def test_plain_answers_are_quiet():
                             (SAMPLE, {**SAMPLED, "content": _TOOL_USE}), (ROOTS, {"roots": [{"uri": "https://x"}]})]:
         quiet, found = _judged(question, value)
         assert found and not quiet, (question, value)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(question=st.sampled_from(_QUESTIONS), value=_answer)
+def test_findings_are_the_same_with_quiet_answers_left_untaken(question, value):
+    """A retry whose answers are all quiet is not taken apart (`_QUIET`) and no check of ANSWERS runs:
+    the findings, server-accepted-invalid-input-responses' included, are those of every check run."""
+    from mrtr_inspect.rules import input_responses as ir
+
+    def findings():
+        r = answered({"q": question}, {"q": value})
+        return [(f.rule, f.message, f.messages, f.chain, f.details) for f in r.findings]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ir, "_quiet", lambda *a: False)
+        everything = findings()
+    assert findings() == everything
