@@ -8,7 +8,7 @@ import re
 
 from ..core.findings import plural
 from ..core.messages import ERROR as ERROR_KIND
-from ..core.messages import target_of
+from ..core.messages import format_id, target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
 from ..core.events import S2C
 from ..core.vocabulary import Outcome
@@ -56,8 +56,8 @@ def chain_linked(obs: Linked, ctx) -> None:
     the user took to answer."""
     req, rd, c, via = obs.request, obs.round, obs.chain, obs.via
     wait = req.time - rd.irr_time
-    ctx.emit(
-        f"{req.label()} continues chain {c.id} ({c.method} {c.target}) after round "
+    ctx.emit(  # (the retry's label, `Message.label` of a request, written out: a finding of every retry)
+        f"{req.method} id={format_id(req.id)} continues chain {c.id} ({c.method} {c.target}) after round "
         f"{rd.n}, linked via {via}, {wait * 1000:.0f} ms after the input_required",
         messages=[rd.irr_index, req.index], chain=c.id,
         details={"round": rd.n, "link_method": via, "elapsed_ms": round(wait * 1000, 3)},

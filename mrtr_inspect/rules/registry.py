@@ -81,7 +81,7 @@ from typing import Any, Callable, Iterable
 from ..config import Config
 from ..core.findings import ERROR, INFO, SEVERITIES, WARNING, Finding
 from ..core.era import LEGACY
-from ..core.observations import Answered, Decoded, SessionOver
+from ..core.observations import Answered, Decoded, Linked, SessionOver
 from ..core.events import S2C
 from .spec import legacy as legacy_spec
 
@@ -593,6 +593,8 @@ def _era_of(obs: Any) -> str | None:
         return obs.msg.era
     if t is Answered:
         return obs.response.era
+    if t is Linked and obs.request is not None:  # (every retry has a finding, chain-linked)
+        return obs.request.era
     names = _ERA_NAMES.get(t)
     if names is None:
         names = _ERA_NAMES[t] = _era_names(t, obs)
