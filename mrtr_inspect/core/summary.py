@@ -151,7 +151,10 @@ def _kept(cache: dict, summarize: Callable[[Any], Any], value: Any) -> Any:
     if len(key) <= _KEY_CHARS and "null" not in key:
         cache[key] = got
         if len(cache) > _KEPT:
-            del cache[next(iter(cache))]  # the oldest first
+            try:  # the oldest first
+                del cache[next(iter(cache))]
+            except (KeyError, RuntimeError, StopIteration):  # another analysis' thread changed it meanwhile: next time
+                pass
     return got
 
 

@@ -84,3 +84,19 @@ def test_the_kept_summaries_are_bounded():
     big = {"k": {"action": "accept", "content": {"text": "y" * summary._KEY_CHARS}}}
     summarize_responses(big)
     assert all(len(k) <= summary._KEY_CHARS for k in summary._ANSWERED)
+
+
+def test_a_summary_is_made_while_another_thread_changes_the_kept_ones(monkeypatch):
+    """Analyses in threads share the kept summaries: one that finds the oldest gone, or the dict
+    changing under its look, still gives its summary (the eviction waits for the next one)."""
+    from mrtr_inspect.core import summary
+
+    class Changing(dict):
+        def __iter__(self):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(summary, "_KEPT", 1)
+    monkeypatch.setattr(summary, "_ANSWERED", Changing())
+    for i in range(3):
+        value = {"k": {"action": "accept", "content": {"n": i}}}
+        assert summarize_responses(value) == summary._summarize_responses(value)
