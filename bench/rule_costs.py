@@ -137,8 +137,9 @@ def _pass_entries(e, k: str, before: tuple, pp, obs: list, measure) -> None:
 
     if update is not None:
         measure(f"{k}:     (update)", state, obs)
-    checks = pp.checks if not pp.gates else pp.pick(tuple(bool(g(obs[0])) for g in pp.gates)
-                                                     if len(pp.gates) > 1 else bool(pp.gates[0](obs[0])))
+    args = (obs[0], state(obs[0])) if run.p.gates_read_state else (obs[0],)  # (a gate of the state: after update)
+    checks = pp.checks if not pp.gates else pp.pick(tuple(bool(g(*args)) for g in pp.gates)
+                                                     if len(pp.gates) > 1 else bool(pp.gates[0](*args)))
     for j, (fn, c) in enumerate(checks):
         def part(o, prefix=checks[:j + 1]):
             st = state(o)

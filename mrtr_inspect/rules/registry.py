@@ -63,6 +63,8 @@ and in tests/rules one test that triggers it and one near miss that must not.
   `update` does not see gets the state itself.
 - `gate=`: a precondition of the observation that checks share (they can find nothing when it is
   false); the pass tests each gate once per observation and runs the checks of its outcome.
+  With `gates_read_state=True` a gate is `(obs, what update returned)`, so a check that reads only
+  what `update` set for the message can name it too.
   `over=`: a function `(obs, arg)` of the items a run of consecutive checks naming it judges one
   by one (each item goes through every check of the run before the next item); the checks get the
   item as their third argument.
@@ -265,8 +267,12 @@ class Pass:
                  update: Callable[[Any, Any], Any] | None = None, update_on: type | tuple[type, ...] | None = None,
                  kinds: Iterable[str] | None = None,
                  methods: Iterable[str] | dict[str, Iterable[str]] | None = None,
-                 directions: Iterable[str] | None = None, transports: Iterable[str] | None = None) -> None:
+                 directions: Iterable[str] | None = None, transports: Iterable[str] | None = None,
+                 gates_read_state: bool = False) -> None:
         self.name = name
+        #: the gates of its checks are `gate(obs, what update returned)`: a check that reads only what
+        #: `update` set can be gated by it too
+        self.gates_read_state = gates_read_state
         self.on = on if isinstance(on, tuple) else (on,)  # what a check reaches unless it says otherwise
         self.state = state
         self.per_session = per_session
@@ -448,6 +454,7 @@ class _PassRun:
         states, shared, make, ctx0 = self.states, self.shared, self.p.state, self.ctx
         update = self.p.update.fn if self.p.update is not None else None
         internal_error, unit = self.internal_error, self.p.unit
+        with_state = self.p.gates_read_state
 
         def run(obs: Any, plan: _PassPlan) -> None:
             try:
@@ -473,7 +480,10 @@ class _PassRun:
                     checks = plan.checks
                 else:
                     try:
-                        if len(gates) == 1:
+                        if with_state:  # (one gate: the passes that read the state have one)
+                            held = tuple(True if g(obs, st) else False for g in gates) if len(gates) > 1 else (
+                                True if gates[0](obs, st) else False)
+                        elif len(gates) == 1:
                             held = True if gates[0](obs) else False
                         elif len(gates) == 2:
                             held = (True if gates[0](obs) else False, True if gates[1](obs) else False)

@@ -464,3 +464,24 @@ def test_a_gate_of_a_pass_is_tested_once_per_observation_and_skips_its_checks_wh
     assert ran == ["g1", "plain", "g2"]
     with pytest.raises(ValueError):
         p.check("both", "info", summary="s", gate=gate, over=lambda obs, st: [])(lambda obs, ctx, st: None)
+
+
+def test_a_pass_whose_gates_read_the_state_tests_them_after_update(monkeypatch):
+    """With `gates_read_state`, a gate gets what `update` returned for the message: a check reading
+    only that can be gated by it (skipped when the update found nothing for it)."""
+    _pass_registry(monkeypatch)
+    calls: list = []
+
+    def update(obs, st):
+        st["pending"] = obs.msg.index % 2 == 0
+        return st
+
+    p = registry.Pass("p", state=lambda ctx: {}, update=update, gates_read_state=True)
+    p.check("pending-only", "info", summary="s", gate=lambda obs, st: st["pending"])(
+        lambda obs, ctx, st: calls.append(obs.msg.index))
+    engine = RuleEngine(Config())
+    for i in range(4):
+        d = _decoded("request")
+        d.msg.index = i
+        engine.dispatch(d)
+    assert calls == [0, 2]

@@ -140,7 +140,8 @@ def _update(obs, st: _State) -> _State:
     return st
 
 
-MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Cancelled, ExchangeDone))
+MESSAGES = Pass("messages", state=_State, update=_update, update_on=(Decoded, Cancelled, ExchangeDone),
+                gates_read_state=True)
 
 def _lost_request(x):
     """The modern request of an exchange that ended without a response carrying its id (else None)."""
@@ -238,7 +239,7 @@ def _on_listen(obs: Decoded, st: _State) -> _OnListen:
 # --- the gate of the pass's checks that an ordinary message cannot trigger ---------------------------------
 
 
-def _unusual(obs: Decoded) -> bool:
+def _unusual(obs: Decoded, st: _State) -> bool:
     """What the gated checks of the pass can find something in (envelope.py, meta.py; one gate, tested
     once per message): a message the core found a problem with or noted something about; a request
     whose id is neither a string nor an integer or whose method is a notification's; a response that
@@ -248,8 +249,12 @@ def _unusual(obs: Decoded) -> bool:
     for a server's result (the checks of its request and `_meta`): one that is not a modern result to
     a modern request, or whose request lacks clientCapabilities (an object), sets a logLevel or is a
     subscriptions/listen, or whose `_meta` lacks serverInfo or names a key not yet known to be well
-    formed. Most messages are none of these: the gate spares them the calls (each check still tests
-    its own condition, and an unusual message gets every gated check of its kind)."""
+    formed. And what the checks reading `update`'s findings for the message need: a client request
+    after a -32022 (`retry_for`); a server's response to a cancelled request (`cancel`), one that
+    releases findings waiting for a modern server (`released`), a result to a request whose version
+    the session's DiscoverResult does not list. Most messages are none of these: the gate spares
+    them the calls (each check still tests its own condition, and an unusual message gets every
+    gated check of its kind)."""
     msg = obs.msg
     if msg.problem_reason is not None or msg.note is not None:
         return True
@@ -261,7 +266,7 @@ def _unusual(obs: Decoded) -> bool:
             return True
         if msg.direction != C2S:
             return False
-        if msg.era is not MODERN:
+        if msg.era is not MODERN or st.retry_for is not None:
             return True
         meta = msg.params["_meta"]
         return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
@@ -272,8 +277,13 @@ def _unusual(obs: Decoded) -> bool:
             return True
         if msg.direction == C2S:
             return False
-        if req.era is not MODERN or msg.era is not MODERN:
+        if req.era is not MODERN or msg.era is not MODERN or st.cancel is not None or st.released:
             return True
+        if st.discover:  # protocol-version-unsupported-served: a version its server does not list
+            disc = st.discover.get(msg.session)
+            supported = disc.get("supportedVersions") if type(disc) is dict else None
+            if type(supported) is list and req.version is not None and req.version not in supported:
+                return True
         meta = req.params["_meta"]
         if (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or meta.get(LOG_LEVEL_KEY) is not None
                 or req.method == LISTEN):

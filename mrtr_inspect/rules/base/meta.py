@@ -240,6 +240,7 @@ def progress_token_duplicate_active(obs: Decoded, ctx, st: _State) -> None:
     summary="After -32022, the client's next request uses a version the server did not list as supported.",
     why="Retrying with a version the server just refused can only fail again.",
     example='-32022 {"supported":["2026-07-28"]}, then a request with protocolVersion "2026-01-01"',
+    gate=_unusual,
 )
 def version_retry_not_from_supported(obs: Decoded, ctx, st: _State) -> None:
     """The first request of a client after a -32022 UnsupportedProtocolVersionError declares a
@@ -406,6 +407,7 @@ def log_level_invalid(obs: Decoded, ctx, st: _State) -> None:
     summary="A request was served under a version the server's own DiscoverResult does not list (or refused one it lists).",
     why="Either the discovery answer or the request handling is wrong; clients choose versions from discovery.",
     example='discover → supportedVersions ["2026-07-28"]; tools/list under "2027-01-01" → a result',
+    gate=_unusual,
 )
 def protocol_version_unsupported_served(obs: Decoded, ctx, st: _State) -> None:
     """After a DiscoverResult was seen in the session: a result to a modern request whose version is
@@ -468,8 +470,8 @@ def report_released(obs: Decoded, ctx, st: _State) -> None:
         found.emit(text + " (a server shown to be modern by other answers)", messages=messages)
 
 
-MESSAGES.also("discover-not-implemented", kinds=["result"], directions=["s2c"])(report_released)
-MESSAGES.also("discover-not-implemented", kinds=["error"], directions=["s2c"])(report_released)
+MESSAGES.also("discover-not-implemented", kinds=["result"], directions=["s2c"], gate=_unusual)(report_released)
+MESSAGES.also("discover-not-implemented", kinds=["error"], directions=["s2c"], gate=_unusual)(report_released)
 
 
 @MESSAGES.check(

@@ -9,7 +9,7 @@ from ...core.observations import Cancelled, Decoded
 from .. import spec
 from ..common import at, bounded, chain_of, meta_value, on_stream_of, params
 from ..registry import ERROR, WARNING, rule
-from .messages import LISTEN, LOG_LEVELS, MESSAGES, _State
+from .messages import LISTEN, LOG_LEVELS, MESSAGES, _State, _unusual
 
 
 # --- logging -----------------------------------------------------------------------------------------------------
@@ -250,6 +250,7 @@ def _after_cancel(obs: Decoded, cancel: Message, ctx) -> None:
     summary="After the client cancelled a request on stdio, the server still sent its response or progress.",
     why="The client has stopped waiting; late messages are dropped, or mistaken for those of a new request.",
     example="tools/call id 3; notifications/cancelled {requestId: 3}; then the result id 3",
+    gate=_unusual,
 )
 def message_after_cancel(obs: Decoded, ctx, st: _State) -> None:
     """On stdio, a response to a request, or a progress notification with its token, sent after the
