@@ -326,13 +326,18 @@ class ReportBuilder:
 
     @staticmethod
     def _write_list(fp: IO[str], spool: _Spool) -> None:
-        sep = "\n    "
-        write = fp.write
+        """The spooled items, each on its line. To an output file of the command line (`Output`) as
+        the UTF-8 they are spooled as, without decoding and encoding them again (`write_utf8`)."""
+        sep = b"\n    "
+        write_utf8 = getattr(fp, "write_utf8", None)
+        if write_utf8 is None:
+            def write_utf8(data: bytes) -> None:
+                fp.write(data.decode("utf-8"))
         for block in spool.blocks():  # the items of a block are its lines: one replace, not a write per item
-            write(sep + block[:-1].replace(b"\n", b",\n    ").decode("utf-8"))
-            sep = ",\n    "
+            write_utf8(sep + block[:-1].replace(b"\n", b",\n    "))
+            sep = b",\n    "
         if spool.count:
-            write("\n  ")
+            fp.write("\n  ")
 
     def to_dict(self) -> dict:
         """The whole report in memory (for tests and small inputs)."""

@@ -55,6 +55,7 @@ class Output:
         self._folders = folders  # make missing folders
         self._temp: str | None = None  # written here, renamed over self._target when closed
         self._target = ""
+        self._utf8: Any = None  # the bytes under a text file this opened, when they are its text as UTF-8
         if self.path == STDOUT:
             sys.stdout.flush()
             self.file: Any = sys.stdout.buffer if binary else sys.stdout
@@ -66,6 +67,8 @@ class Output:
             os.close(fd)
             self._drop()
             raise
+        if not binary and os.linesep == "\n":  # (UTF-8, and a line feed written as it is)
+            self._utf8 = self.file.buffer
 
     def _open(self) -> int:
         if (n := _named_descriptor(self.path)) is not None:  # written where it points, as `-` is
@@ -122,6 +125,16 @@ class Output:
 
     def write(self, data: Any) -> int:
         return self.file.write(data)
+
+    def write_utf8(self, data: bytes) -> None:
+        """`write(data.decode("utf-8"))`, without decoding and encoding again where the text file
+        would write `data` itself: one this opened (UTF-8, its line feeds as they are), the text
+        written before flushed first. The report writes its spooled lines so (`outputs/report.py`)."""
+        if self._utf8 is None:
+            self.file.write(data.decode("utf-8"))
+        else:
+            self.file.flush()
+            self._utf8.write(data)
 
     def __getattr__(self, name: str) -> Any:  # flush, isatty, fileno… of the file written
         return getattr(self.file, name)

@@ -55,3 +55,21 @@ def test_write_json_parses_back_to_the_report():
     b.write_json(out)
     assert json.loads(out.getvalue()) == b.to_dict()
     b.close()
+
+
+def test_an_output_file_gets_the_bytes_a_text_file_gets(tmp_path):
+    """To an output file of the command line the spooled lines go as the bytes they are spooled as
+    (`Output.write_utf8`), the text written before and after them in its place."""
+    from mrtr_inspect.recording.files import Output
+
+    b = ReportBuilder(["rec.jsonl"])
+    for i, item in enumerate(_items(3000)):  # past the spool's memory, and blocks of several items
+        b.add_chain(item)
+        b.add_finding(Finding("chain-linked", "info", f"retry {i} naïve \u202e", 1796000000.25 + i, f"c{i}", [i]))
+    text = io.StringIO()
+    b.write_json(text)
+    with Output(tmp_path / "report.json") as out:
+        assert out._utf8 is not None  # the way taken
+        b.write_json(out)
+    b.close()
+    assert (tmp_path / "report.json").read_bytes() == text.getvalue().encode("utf-8")
