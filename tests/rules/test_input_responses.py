@@ -145,10 +145,15 @@ def test_elicit_result_schema_mismatch_near_miss():
     ({**SAMPLED, "content": {"type": "html", "text": "x"}}, "content"),
     ({**SAMPLED, "content": [{"type": "text", "text": "x"},
                              {"type": "tool_result", "toolUseId": "u1", "content": []}]}, "mixes tool_result"),
+    # a block whose type is no string (a list: no set can hold it) is other content too
+    ({**SAMPLED, "content": [{"type": []}, {"type": "tool_result", "toolUseId": "u1", "content": []}]},
+     "mixes tool_result"),
 ])
 def test_create_message_result_invalid(answer, problem):
-    [f] = answered({"s": SAMPLE}, {"s": answer}).of("create-message-result-invalid")
+    r = answered({"s": SAMPLE}, {"s": answer})
+    [f] = r.of("create-message-result-invalid")
     assert problem in f.message
+    assert "inspector-error" not in r.rules()
 
 
 def test_create_message_result_invalid_near_miss():
