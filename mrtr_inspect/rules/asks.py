@@ -56,7 +56,10 @@ def _facts_of(value: dict, version: str) -> AskFacts:
     if facts is None:
         facts = _FACTS[key] = AskFacts()
         if len(_FACTS) > _FACTS_KEPT:
-            _FACTS.pop(next(iter(_FACTS)), None)
+            try:  # the oldest first
+                _FACTS.pop(next(iter(_FACTS)), None)
+            except (RuntimeError, StopIteration):  # another analysis' thread changed it meanwhile: next time
+                pass
     return facts
 
 

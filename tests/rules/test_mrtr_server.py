@@ -278,6 +278,21 @@ def test_an_input_request_asked_again_is_judged_again_from_what_was_found_of_it(
     assert [f.details["property"] for f in irr({"q": huge}).of("elicit-form-sensitive")] == ["pin"]
 
 
+def test_an_input_requests_facts_are_given_while_another_thread_changes_the_kept_ones(monkeypatch):
+    """Analyses in threads share the kept facts: one that finds the dict changing under its look
+    for the oldest still gives the facts (the eviction waits for the next one)."""
+    from mrtr_inspect.rules import asks
+
+    class Changing(dict):
+        def __iter__(self):
+            raise RuntimeError("dictionary changed size during iteration")
+
+    monkeypatch.setattr(asks, "_FACTS_KEPT", 1)
+    monkeypatch.setattr(asks, "_FACTS", Changing())
+    for i in range(3):
+        assert type(asks._facts_of(form({f"n{i}": {"type": "string"}}), "2026-07-28")) is asks.AskFacts
+
+
 def test_elicit_form_sensitive_first_look_at_all_texts_at_once():
     """`_sensitive` first searches the hint in all its texts joined: it finds what the look at each
     text alone finds, nothing across two texts, and lower() gives the joined text what it gives each
