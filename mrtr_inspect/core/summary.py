@@ -67,10 +67,8 @@ def chain_summary(chain: "Chain") -> dict:
         rd = chain.unanswered_round
         if rd is not None:  # the wait no retry ended: up to the abandonment
             rounds[-1]["unanswered_ms"] = round((chain.end - rd.irr_time) * 1000.0, 3)
-    if chain.asks:  # a legacy chain's rounds: the server's questions and the client's answers
-        for q in chain.asks:
-            rounds.append(_legacy_round(chain, q))
-    start, end = chain.start, chain.end
+    for q in chain.asks:  # a legacy chain's rounds: the server's questions and the client's answers
+        rounds.append(_legacy_round(chain, q))
     d = {
         "id": chain.id,
         "method": chain.method,
@@ -79,11 +77,11 @@ def chain_summary(chain: "Chain") -> dict:
         "requests": [r.id for r in chain.requests],
         "outcome": outcome or Outcome.OPEN,
         "link": chain.link,
-        "duration_ms": _round((end - start) * 1000.0, 3),
+        "duration_ms": chain.duration_ms,
         "era": chain.era,
         "peer": chain.peer,
-        "start": start,
-        "end": end,
+        "start": chain.start,
+        "end": chain.end,
         "error_code": chain.error_code,
         "timeline": timeline,
         "round_details": rounds,

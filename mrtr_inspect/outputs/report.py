@@ -101,15 +101,16 @@ def _chain_line(obj: Any) -> bytes:
 
 def _line(obj: Any) -> bytes:
     """`_dumps(obj)` as UTF-8: one item of the report's lists, exactly as `write_json` writes it."""
-    return _utf8(_LINE(obj), obj)
+    return _utf8(_LINE(obj)) or _LINE_ASCII(obj).encode("utf-8")
 
 
-def _utf8(text: str, obj: Any) -> bytes:
-    """`text`, the C encoder's JSON of `obj`, as `_line(obj)` gives it."""
+def _utf8(text: str) -> bytes | None:
+    """`text`, the C encoder's JSON of an item, as `_line` gives it; None when it holds a lone
+    surrogate (the caller writes the item with its non-ASCII escaped)."""
     try:
         data = text.encode("utf-8")
     except UnicodeEncodeError:
-        return _LINE_ASCII(obj).encode("utf-8")
+        return None
     if len(data) == len(text) and "\x7f" not in text:  # ASCII without DEL: as json_printable gives it, encoded once
         return data
     return json_printable(text).encode("utf-8")
@@ -158,13 +159,7 @@ def _finding_line(f: Any) -> bytes:
     text = (f"{parts[0]}{_ENCODE_STR(message)}, \"chain\": {'null' if chain is None else _ENCODE_STR(chain)}, "
             f"\"messages\": {_LINE(messages)}{parts[1]}{_orjson(t).decode()}"
             + (f", \"details\": {_LINE(details)}}}" if details else "}"))
-    try:
-        data = text.encode("utf-8")
-    except UnicodeEncodeError:
-        return _line(f.to_json())
-    if len(data) == len(text) and "\x7f" not in text:
-        return data
-    return json_printable(text).encode("utf-8")
+    return _utf8(text) or _line(f.to_json())
 
 
 class _Spool:
