@@ -14,7 +14,7 @@ from ..core.era import LEGACY
 from ..core.messages import INPUT_REQUEST_METHODS, REQUEST
 from ..core.observations import Answered
 from . import shapes
-from .common import answered, at, chain_of, modern_result
+from .common import answered, at, chain_of, kept, modern_result
 from .registry import INPUT_REQUIRED
 from .shapes import ELICIT, elicit_mode
 
@@ -51,15 +51,11 @@ def _facts_of(value: dict, version: str) -> AskFacts:
         return AskFacts()
     if len(text) > _FACTS_BYTES:
         return AskFacts()
-    key = (version, text)
-    facts = _FACTS.get(key)
+    facts = _FACTS.get((version, text))
     if facts is None:
-        facts = _FACTS[key] = AskFacts()
-        if len(_FACTS) > _FACTS_KEPT:
-            try:  # the oldest first
-                _FACTS.pop(next(iter(_FACTS)), None)
-            except (RuntimeError, StopIteration):  # another analysis' thread changed it meanwhile: next time
-                pass
+        facts = AskFacts()
+        # (a copy of the bytes: orjson's hold a 4 KiB allocation each, 2 MB for the 512 kept)
+        kept(_FACTS, (version, bytes(memoryview(text))), facts, _FACTS_KEPT)
     return facts
 
 

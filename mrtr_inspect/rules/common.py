@@ -148,6 +148,18 @@ def bounded(table: dict, key, value) -> None:
         del table[next(iter(table))]
 
 
+def kept(table: dict, key, value, limit: int) -> None:
+    """table[key] = value in a table that analyses share (what values alone decide, kept by their
+    bytes), forgetting the oldest entry past `limit`; when another analysis' thread changes the table
+    meanwhile, the oldest is forgotten next time."""
+    table[key] = value
+    if len(table) > limit:
+        try:
+            del table[next(iter(table))]
+        except (KeyError, RuntimeError, StopIteration):
+            pass
+
+
 def once(st, key) -> bool:
     """True the first time `key` is seen in this session's state (findings reported once; past
     4096 keys, a session that keeps producing new ones is not reported further)."""

@@ -13,12 +13,14 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
+import orjson
+
 from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST
 from ..core.observations import Answered, Decoded, NotLinked
 from ..core.era import MODERN
 from . import shapes, spec
 from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answered, at, chain_of, client_caps,
-                     loopback_host, modern_result)
+                     kept, loopback_host, modern_result)
 from .asks import Ask, IrrView, ServerRequest, asked
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, Pass, rule
@@ -40,16 +42,32 @@ _ASKED = {"on": (Answered, Decoded), "kinds": [INPUT_REQUIRED, REQUEST], "direct
 # (server-error-instead-of-reask, between them, reports on errors), so their findings keep their order.
 def _asked(obs, state) -> IrrView | ServerRequest | None:
     """The update of `ASKED`: the message taken apart (`asks.asked`), or None when no check of the
-    pass can find anything in it (`_quiet_irr`): then none runs. Most input_required results ask
-    plainly: one test here spares them fifteen calls."""
-    v = asked(obs, state)
-    if type(v) is IrrView:
-        try:
-            if _quiet_irr(obs, v):
-                return None
-        except Exception:  # the checks then run, and fail, as they would without this test
-            pass
-    return v
+    pass can find anything in it: then none runs. Most input_required results ask plainly: one test
+    here spares them fifteen calls. The test: none of the result's own members' checks can find
+    anything (`_unusual_irr`), nor the others in any input request (what its value alone decides,
+    `_quiet_asks`), nor does an input request need a capability its request did not declare. It
+    mirrors each check's condition (each still tests its own: a result it holds unusual is judged by
+    all of them, as before); tests/rules/test_mrtr_server.py holds it to the checks on generated
+    results. What it finds in the input requests is kept by their bytes (`_asks_quiet`): a result
+    asking what an earlier one asked is not taken apart at all (no `IrrView`, no `Ask`)."""
+    if type(obs) is not Answered:
+        return asked(obs, state)  # a legacy server request (or nothing the pass judges)
+    r = modern_result(obs)
+    if r is None or r.get("resultType") != INPUT_REQUIRED:
+        return None
+    try:
+        if not _unusual_members(obs.response, r):
+            needs = _asks_quiet(obs, r)
+            if needs is not None:
+                caps = client_caps(obs.request)
+                for method, mode, tools in needs:
+                    if _undeclared(method, mode, tools, caps) is not None:
+                        break
+                else:
+                    return None
+    except Exception:  # the checks then run, and fail, as they would without this test
+        pass
+    return IrrView(obs, r)
 
 
 ASKED = Pass("input-requests", on=Answered, update=_asked, update_on=(Answered, Decoded), kinds=_ASKED["kinds"],
@@ -65,41 +83,83 @@ def _unusual_irr(obs: Answered) -> bool:
     the raw bytes, caching hints or final-result members. An ordinary input_required result is none
     of these: the gate spares it the calls (each check still tests its own condition)."""
     r = obs.response.result
-    ir = r.get("inputRequests")
-    if type(r.get("requestState")) is not str or type(ir) is not dict or obs.response.duplicates:
+    return _unusual_members(obs.response, r) or _unusual_asks(r["inputRequests"])
+
+
+def _unusual_members(response, r: dict) -> bool:
+    """`_unusual_irr` but for the input requests themselves (`_unusual_asks`): what it reads of the
+    result's own members and its raw bytes (False: inputRequests is an object). A result of no other
+    members than resultType, inputRequests, requestState and _meta has no caching hint or final-result
+    member: its size says so, without a look for each."""
+    if type(r.get("requestState")) is not str or type(r.get("inputRequests")) is not dict or response.duplicates:
         return True
+    n = len(r)  # (resultType is "input_required": an input_required result; the other two were just read)
+    if n == 3 or (n == 4 and "_meta" in r):
+        return False
+    return "ttlMs" in r or "cacheScope" in r or not r.keys().isdisjoint(_FINAL_FIELDS)
+
+
+def _unusual_asks(ir: dict) -> bool:
+    """`_unusual_irr` of the input requests (an object): one that is not an object, has a method other
+    than the three, or carries jsonrpc or id."""
     for v in ir.values():
         if type(v) is not dict or "jsonrpc" in v or "id" in v:
             return True
         m = v.get("method")
         if type(m) is not str or m not in INPUT_REQUEST_METHODS:
             return True
-    return "ttlMs" in r or "cacheScope" in r or not r.keys().isdisjoint(_FINAL_FIELDS)
+    return False
 
 
 _IRR_OWN = {**_IRR, "gate": _unusual_irr}  # the checks of the result's own members
 
 
-def _quiet_irr(obs: Answered, v: IrrView) -> bool:
-    """True only when no check of `ASKED` can find anything in this input_required result: none of
-    its own members' (`_unusual_irr`), and for each input request none of the others' (what its value
-    alone decides, `AskFacts`, which those checks compute anyway; a URL-mode url, which this leaves
-    to them; the capability it needs; a sampling includeContext). It mirrors each check's condition
-    (each still tests its own: a result this says False for is judged by all of them, as before);
-    tests/rules/test_mrtr_server.py holds it to the checks on generated results."""
-    if _unusual_irr(obs):
-        return False
-    caps = None
-    for a in v.asks:  # (all valid: `_unusual_irr` said each has one of the three methods)
+def _quiet_asks(v: IrrView) -> tuple | None:
+    """What the input requests of a view need of the client's capabilities, `(method, mode, whether
+    it offers tools)` each, when no check of `ASKED` finds anything in their values alone (what
+    `AskFacts` holds, which those checks compute anyway; a URL-mode url, which this leaves to them;
+    a sampling includeContext); else None. Its input requests are usual (`_unusual_asks` False: each
+    an object with one of the three methods)."""
+    needs = []
+    for a in v.asks:
         if a.problems or a.not_flat or a.sensitive or (a.mode == "url" and _url(a) is not None):
-            return False
+            return None
         if a.method == SAMPLE and a.params.get("includeContext") in ("thisServer", "allServers"):
-            return False
-        if caps is None:
-            caps = client_caps(obs.request)
-        if undeclared_capability(a, caps) is not None:
-            return False
-    return True
+            return None
+        p = a.params if type(a.params) is dict else {}
+        needs.append((a.method, a.mode, "tools" in p or "toolChoice" in p))
+    return tuple(needs)
+
+
+# `_quiet_asks` of the input requests of an input_required result whose own members are usual, by the
+# bytes orjson writes of them (equal bytes, equal value: orjson writes each value one way; the
+# parser refuses NaN, and a value whose bytes hold null, which an infinity is written as, is not
+# kept; a value orjson cannot write is judged apart). Servers ask the same forms again and again:
+# a result asking what an earlier one asked costs the bytes and a lookup, not a view and an `Ask`
+# per input request. It keeps tuples of strings and bools, none of the pipeline's objects; its keys
+# are copies (a bytes object orjson writes holds a 4 KiB allocation).
+_QUIET: dict[bytes, tuple | None] = {}
+_QUIET_KEPT = 2048  # (the bench asks about 1,200 distinct inputRequests in 200,000 messages)
+_QUIET_BYTES = 1024  # larger input requests (a sampling request with its messages) are judged apart
+_UNKNOWN = object()
+
+
+def _asks_quiet(obs: Answered, r: dict) -> tuple | None:
+    """`_quiet_asks` of the result's input requests (`r`'s inputRequests, an object), kept by their
+    bytes (above)."""
+    ir = r["inputRequests"]
+    try:
+        key = orjson.dumps(ir)
+    except TypeError:  # (orjson's error for what it does not write)
+        key = None
+    else:
+        needs = _QUIET.get(key, _UNKNOWN)
+        if needs is not _UNKNOWN:
+            return needs
+    needs = None if _unusual_asks(ir) else _quiet_asks(IrrView(obs, r))
+    if key is not None and len(key) <= _QUIET_BYTES and b"null" not in key:
+        kept(_QUIET, bytes(memoryview(key)), needs, _QUIET_KEPT)
+    return needs
 
 
 # --- resultType: every modern result ------------------------------------------------------------
@@ -430,22 +490,28 @@ def elicit_url_not_https(obs, ctx, v: IrrView | ServerRequest) -> None:
 
 def undeclared_capability(a: Ask, caps: dict) -> str | None:
     """The capability an input request needs that `caps` does not declare (None: declared)."""
-    params = a.params if type(a.params) is dict else {}
-    if a.method == ELICIT:
+    p = a.params if type(a.params) is dict else {}
+    return _undeclared(a.method, a.mode, "tools" in p or "toolChoice" in p, caps)
+
+
+def _undeclared(method, mode, tools: bool, caps: dict) -> str | None:
+    """`undeclared_capability` of an input request of this method and elicitation mode that offers
+    tools (sampling) or not."""
+    if method == ELICIT:
         el = caps.get("elicitation")
         if type(el) is not dict:
             return "elicitation"
-        if a.mode == "url" and "url" not in el:
+        if mode == "url" and "url" not in el:
             return "elicitation.url"
-        if a.mode == "form" and "url" in el and "form" not in el:  # {} alone means form (elicitation.mdx)
+        if mode == "form" and "url" in el and "form" not in el:  # {} alone means form (elicitation.mdx)
             return "elicitation.form"
-    elif a.method == SAMPLE:
+    elif method == SAMPLE:
         sampling = caps.get("sampling")
         if type(sampling) is not dict:
             return "sampling"
-        if ("tools" in params or "toolChoice" in params) and "tools" not in sampling:
+        if tools and "tools" not in sampling:
             return "sampling.tools"
-    elif a.method == ROOTS and type(caps.get("roots")) is not dict:
+    elif method == ROOTS and type(caps.get("roots")) is not dict:
         return "roots"
     return None
 

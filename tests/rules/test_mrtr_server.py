@@ -676,17 +676,21 @@ _CAPS = [CAPS_ALL, FORM_ONLY, {}, {"sampling": {}}, {"elicitation": {"url": {}}}
 
 
 def _quiet_or_not(input_requests: dict, caps: dict, extra: dict) -> list:
-    """The findings of an input_required result with `_quiet_irr` as it is, and with it saying False
-    (every check of the pass runs)."""
+    """The findings of an input_required result with the update of ASKED as it is (its verdict on the
+    input requests first computed, then found kept by their bytes), and with it never saying the
+    result is quiet (every check of the pass runs)."""
     from mrtr_inspect.rules import mrtr_server
 
     def findings():
         return [(f.rule, f.message, f.messages, f.chain, f.details) for f in irr(input_requests, caps=caps, **extra).findings]
 
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(mrtr_server, "_quiet_irr", lambda obs, v: False)
+        mp.setattr(mrtr_server, "_asks_quiet", lambda obs, r: None)
         everything = findings()
-    return [findings(), everything]
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mrtr_server, "_QUIET", {})
+        computed, kept = findings(), findings()
+    return [computed, kept, everything]
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -694,24 +698,52 @@ def _quiet_or_not(input_requests: dict, caps: dict, extra: dict) -> list:
        caps=st.sampled_from(_CAPS),
        extra=st.dictionaries(st.sampled_from(["ttlMs", "content", "note"]), st.just(1), max_size=1))
 def test_a_quiet_input_required_result_is_one_no_check_finds_anything_in(input_requests, caps, extra):
-    """`_quiet_irr` (the update of ASKED returns None, and no check runs) changes no finding."""
-    quiet, everything = _quiet_or_not(input_requests, caps, extra)
-    assert quiet == everything
+    """The update of ASKED returning None for a quiet result (no check runs) changes no finding,
+    whether its verdict on the input requests is computed or found kept."""
+    computed, kept, everything = _quiet_or_not(input_requests, caps, extra)
+    assert computed == everything
+    assert kept == everything
+
+
+def _spared(*results) -> list:
+    """For each input_required result (`irr`'s arguments), whether the update of ASKED spared it the
+    checks (returned None)."""
+    import dataclasses
+
+    from mrtr_inspect.rules import mrtr_server
+
+    seen = []
+    real = mrtr_server.ASKED.update
+
+    def spy(obs, state):
+        v = real.fn(obs, state)
+        if type(obs) is mrtr_server.Answered:
+            seen.append(v is None)
+        return v
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(mrtr_server.ASKED, "update", dataclasses.replace(real, fn=spy))
+        for args, kw in results:
+            irr(*args, **kw)
+    return seen
 
 
 def test_plain_input_required_results_are_quiet():
     """The plain input_required results are spared the checks; one with a finding is not."""
+    assert _spared((({"q": ELICIT, "s": SAMPLE, "r": ROOTS},), {}), (({"q": URL_ELICIT},), {"caps": FORM_ONLY})) == [
+        True, False]
+
+
+def test_input_requests_asked_again_are_judged_again_by_what_was_kept_of_them():
+    """The verdict kept for input requests is theirs: the same ones asked again are spared again, but
+    not when the request did not declare what they need, nor when the result's own members are
+    unusual; other input requests get their own verdict."""
     from mrtr_inspect.rules import mrtr_server
 
-    seen = []
-    real = mrtr_server._quiet_irr
-
-    def spy(obs, v):
-        seen.append(real(obs, v))
-        return seen[-1]
-
     with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(mrtr_server, "_quiet_irr", spy)
-        irr({"q": ELICIT, "s": SAMPLE, "r": ROOTS})
-        irr({"q": URL_ELICIT}, caps=FORM_ONLY)
-    assert seen == [True, False]
+        mp.setattr(mrtr_server, "_QUIET", {})
+        assert _spared((({"q": ELICIT},), {}), (({"q": ELICIT},), {}), (({"q": ELICIT},), {"caps": {"roots": {}}}),
+                       (({"q": ELICIT},), {"ttlMs": 5}), (({"q": ROOTS},), {})) == [True, True, False, False, True]
+        assert len(mrtr_server._QUIET) == 2
+        assert irr({"q": ELICIT}, caps={"roots": {}}).rules() & OURS == {"input-request-undeclared-capability"}
+        assert irr({"q": ELICIT}, ttlMs=5).rules() & OURS == {"irr-caching-hints"}
