@@ -209,30 +209,63 @@ def forget_retries(chain: Chain) -> None:
             rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
 
 
-def _parts(chain: Chain) -> tuple[list, list]:
+def _parts(chain: Chain) -> tuple[list, int]:
     """The objects of a chain that refer to one another (the chain, its requests, rounds and links,
-    and their lists), and the references they hold that may be to one of them."""
+    and their lists), and how many references they hold to one another.
+
+    Counted from what the stitcher builds, with an `is` test where a reference may lead out of the
+    chain, not by looking each reference up among the objects' ids (about 75 C calls a chain, 9k
+    instructions a message of `check`): a request's `chain` is its chain; its `round` is None or a
+    round of its chain (a replay's request starts a chain of its own, `round` None); a link's `round`
+    is a round of the chain or, for a replay, a retired one, and its `earlier` holds that round's
+    chain's requests; a round's `chain`, `request` and `retries` are of its chain (a later replay of
+    its state finds the retired form, not it); a legacy round's `chain` and `request` too. Each object
+    is listed once: a link and its `earlier` belong to one request, a `retries` list to one round. A
+    count too low only keeps the chain (its release is skipped); it is never too high:
+    tests/core/test_retired.py compares it with every reference looked up by id."""
     reqs, rounds = chain.requests, chain.rounds
     objs: list = [chain, reqs, rounds]
-    refs: list = [reqs, rounds, *reqs, *rounds]
+    append = objs.append
+    inner = 2 + len(reqs) + len(rounds)  # the chain's two lists, and what they hold
     for r in reqs:
-        objs.append(r)
+        append(r)
+        if r.chain is chain:
+            inner += 1
+        rd = r.round
+        if rd is not None and rd.chain is chain:
+            inner += 1
         link = r.link
-        refs += (r.chain, r.round, link)
         if link is not None:  # its `request` is no part of the cycle: freed with it
-            objs += (link, link.earlier)
-            refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
+            earlier = link.earlier
+            append(link)
+            append(earlier)
+            inner += 2  # r.link, link.earlier
+            if link.chain is chain:
+                inner += 1
+            if link.creq is r:
+                inner += 1
+            if link.round.chain is chain:  # the round and the requests before it: of this chain
+                inner += 1 + len(earlier)
     for rd in rounds:
-        objs += (rd, rd.retries)
-        refs += (rd.chain, rd.request, rd.retries, *rd.retries)
+        retries = rd.retries
+        append(rd)
+        append(retries)
+        inner += 1 + len(retries)  # rd.retries, the retries of an open chain's round
+        if rd.chain is chain:
+            inner += 1
+        if rd.request.chain is chain:
+            inner += 1
     asks = chain.asks
     if asks:  # a legacy chain's rounds (an empty list is in no cycle)
-        objs.append(asks)
-        refs.append(asks)
+        append(asks)
+        inner += 1 + len(asks)
         for q in asks:
-            objs.append(q)
-            refs += (q, q.chain, q.request)
-    return objs, refs
+            append(q)
+            if q.chain is chain:
+                inner += 1
+            if q.request.chain is chain:
+                inner += 1
+    return objs, inner
 
 
 RELEASE_AFTER = 16  # closed chains between a chain's close and its release
@@ -251,12 +284,9 @@ def release(chain: Chain) -> None:
     (leaving one out only keeps the chain). A list holding them adds to each count what it adds to a
     new object put at its end. The counts are taken at once, in C; none of these objects can be
     referred to weakly."""
-    objs, refs = _parts(chain)
+    objs, inner = _parts(chain)
     del chain
-    ids = set(map(id, objs))
-    inner = sum(map(ids.__contains__, map(id, refs)))
-    del refs
-    if len(ids) != len(objs) or not _EXACT_COUNTS:
+    if not _EXACT_COUNTS:
         return
     objs.append(object())
     counts = list(map(sys.getrefcount, objs))

@@ -189,3 +189,92 @@ def test_a_retired_round_gives_back_its_input_requests_exactly_whichever_form_ke
         assert isinstance(kept._asked, str) == irr.canonical  # orjson's form; marshal's in a tuple
         got = kept.input_requests
         assert got == irr.result["inputRequests"] and json.dumps(got) == json.dumps(irr.result["inputRequests"])
+
+
+def _counted_by_id(chain) -> int:
+    """The references a chain's objects hold to one another, each looked up among their ids (the
+    count `release` made before it counted them from the stitcher's structure)."""
+    reqs, rounds = chain.requests, chain.rounds
+    objs: list = [chain, reqs, rounds]
+    refs: list = [reqs, rounds, *reqs, *rounds]
+    for r in reqs:
+        objs.append(r)
+        link = r.link
+        refs += (r.chain, r.round, link)
+        if link is not None:
+            objs += (link, link.earlier)
+            refs += (link.chain, link.round, link.creq, link.earlier, *link.earlier)
+    for rd in rounds:
+        objs += (rd, rd.retries)
+        refs += (rd.chain, rd.request, rd.retries, *rd.retries)
+    if chain.asks:
+        objs.append(chain.asks)
+        refs.append(chain.asks)
+        for q in chain.asks:
+            objs.append(q)
+            refs += (q, q.chain, q.request)
+    ids = {id(o) for o in objs}
+    assert len(ids) == len(objs)  # each object listed once
+    return sum(id(x) in ids for x in refs)
+
+
+def test_the_references_a_closed_chain_holds_to_itself_are_counted_exactly(monkeypatch):
+    """`release` counts a chain's references to itself from the stitcher's structure: on every chain of
+    the fixture recordings (stdio and HTTP, legacy chains, refused and abandoned ones) and on replays
+    of closed chains' states (links to retired rounds), the count is the one every reference looked up
+    by id gives, and the chains are released."""
+    from pathlib import Path
+
+    from mrtr_inspect.adapters.offline import frames_of
+    from mrtr_inspect.core import chains, retired
+    from tests.captures import capture_frames, capture_names
+
+    seen: list[tuple[int, int]] = []
+    replays, legacy = [0], [0]
+    real = retired.release
+
+    def checking(chain) -> None:
+        seen.append((retired._parts(chain)[1], _counted_by_id(chain)))
+        replays[0] += any(r.link is not None and r.link.round.chain is not chain for r in chain.requests)
+        legacy[0] += bool(chain.asks)
+        box = [chain]
+        del chain
+        real(box.pop())
+
+    monkeypatch.setattr(chains, "release", checking)
+
+    def flush(insp: Analysis) -> None:  # the last chains closed, released as if as many closed after them
+        closed = insp.inspector.stitcher._closed
+        while closed:
+            checking(closed.popleft())
+
+    root = Path(__file__).resolve().parents[2] / "fixtures"
+    recordings = sorted(str(p) for p in root.rglob("*.jsonl") if p.parent.name != "captures")
+    assert len(recordings) >= 10
+    for rec in recordings:
+        insp = Analysis()
+        for frame in frames_of([rec]):
+            insp.feed(frame)
+        insp.close()
+        flush(insp)
+    for name in capture_names():  # the SDK captures, in their own format
+        insp = Analysis()
+        for frame in capture_frames(name):
+            insp.feed(frame)
+        insp.close()
+        flush(insp)
+    # replays of the states of closed chains: each starts a chain of its own, linked to a retired round
+    insp = Analysis(Config(remembered_states=REMEMBERED))
+    clock = Clock()
+    feed_all(insp, stdio_frames(range(40), clock))
+    for n in range(40):
+        _, retry = chain_messages(n)[2]
+        for k in range(2):
+            rid = f'"id":{1000 + 2 * n + k},'.encode()
+            insp.feed(StdioLine(clock(), "s", "c2s", retry.replace(f'"id":{2 * n + 2},'.encode(), rid)))  # type: ignore[arg-type]
+            insp.feed(StdioLine(clock(), "s", "s2c", chain_messages(n)[3][1].replace(  # type: ignore[arg-type]
+                f'"id":{2 * n + 2},'.encode(), rid)))
+    insp.close()
+    flush(insp)
+    assert len(seen) > 150 and replays[0] >= 80 and legacy[0] >= 5
+    assert [a for a, _ in seen] == [b for _, b in seen]
