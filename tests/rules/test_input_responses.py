@@ -377,7 +377,8 @@ def test_plain_answers_are_quiet():
 @given(question=st.sampled_from(_QUESTIONS), value=_answer)
 def test_findings_are_the_same_with_quiet_answers_left_untaken(question, value):
     """A retry whose answers are all quiet is not taken apart (`_QUIET`) and no check of ANSWERS runs:
-    the findings, server-accepted-invalid-input-responses' included, are those of every check run."""
+    the findings, server-accepted-invalid-input-responses' included, are those of every check run,
+    whether the retry is found quiet or found kept as such (`_QUIET_RETRIES`)."""
     from mrtr_inspect.rules import input_responses as ir
 
     def findings():
@@ -386,5 +387,26 @@ def test_findings_are_the_same_with_quiet_answers_left_untaken(question, value):
 
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(ir, "_quiet", lambda *a: False)
+        mp.setattr(ir, "_QUIET_RETRIES", {})
         everything = findings()
-    assert findings() == everything
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ir, "_QUIET_RETRIES", {})
+        assert findings() == everything
+        assert findings() == everything
+
+
+def test_a_retry_kept_quiet_is_one_of_the_same_answers_to_the_same_questions():
+    """What is kept of a quiet retry is its answers and its questions: the same answer to another
+    question is judged again (and found wanting), and so is another answer to the same question."""
+    from mrtr_inspect.rules import input_responses as ir
+
+    form = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ir, "_QUIET_RETRIES", {})
+        for _ in range(2):
+            assert not answered({"q": ELICIT}, {"q": ACCEPT}).rules() & OURS
+        assert len(ir._QUIET_RETRIES) == 1
+        assert "elicit-result-accept-missing-content" in answered({"q": form}, {"q": ACCEPT}).rules()
+        assert "elicit-result-action-invalid" in answered({"q": ELICIT}, {"q": {**ACCEPT, "action": "ok"}}).rules()
+        assert len(ir._QUIET_RETRIES) == 1
