@@ -69,7 +69,7 @@ def _turn(messages: int, chunk: int) -> float:
                   config.max_backlog_bytes, follow=True)
         put, now, write = tap.put, time.time, os.write
         t0 = time.thread_time()
-        for q, a in zip(reqs, ress):  # as stdio_tee._pump puts and writes each chunk
+        for q, a in zip(reqs, ress):  # as forwarding.forward_both (or pump) puts and writes each chunk
             put(C2S, now(), q)
             if (n := write(out, q)) < len(q):
                 write_all(out, q[n:])

@@ -17,8 +17,9 @@ it no copy of the bytes: each chunk's `Tap.put` records the chunk, then only wak
 writes reached (UPTO); past `max_backlog_bytes` of the file behind, the follower skips ahead (it
 counts the messages it skips, said live and in the report). Without a recording (or with one on
 standard output, a FIFO, a device, or one that stops because it cannot be written) the chunks
-are handed over. In detail: each forwarding thread, just before writing its chunk on (bytes
-unchanged), appends the lines the chunk completes to the recording (one `write()`, so a kill of
+are handed over. The two directions are forwarded by one thread when standard output is a pipe
+or a socket, else by a thread each (forwarding.py). In detail: just before a chunk is written on (bytes
+unchanged), the Tap appends the lines the chunk completes to the recording (one `write()`, so a kill of
 any process, or of all, loses no line that crossed) and hands the chunk (to a follower: the
 notice) to a queue (a reference, never blocking; of a line past max_message_bytes only its
 length: `Tap`); both under one lock, so
@@ -57,7 +58,6 @@ import subprocess
 import sys
 import threading
 import time
-from typing import Callable
 
 from ..config import Config
 from ..core.findings import Severity
@@ -66,12 +66,12 @@ from ..outputs.text import FindingPrinter, tool_line
 from ..recording.files import STDOUT, unwritable
 from ..recording.writer import RecordingError, RecordingWriter, redactor_for
 from .analysis_process import (BEHIND, C2S, C2S_CUT, C2S_EOF, DIRECTION, END, S2C, S2C_CUT, S2C_EOF, SKIPPED, UPTO,
-                               Spooler, fork_analysis, to_devnull, write_all)
+                               Spooler, fork_analysis, to_devnull)
 from .exports import Exports
+from .forwarding import start_forwarding
 from .live_analysis import LiveAnalysis, new_analysis, session_start
 from .recorder import StdioRecorder
 
-CHUNK = 1 << 16
 
 
 # -- forwarding ---------------------------------------------------------------------------------
@@ -221,28 +221,6 @@ def _say(text: str) -> None:
         pass
 
 
-def _pump(src: int, dst: int, kind: int, spool: Spooler | Tap, done: Callable[[], None]) -> None:
-    """Copy src to dst until either end closes; each chunk goes to the tap (or spooler), then on to dst."""
-    put, read, write, now = spool.put, os.read, os.write, time.time
-    try:
-        while True:
-            try:
-                chunk = read(src, CHUNK)
-            except OSError:
-                return
-            if not chunk:
-                return
-            put(kind, now(), chunk)
-            try:  # (`write_all`, its first write inline: a pipe takes a chunk whole as a rule)
-                n = write(dst, chunk)
-                if n < len(chunk):
-                    write_all(dst, chunk[n:])
-            except OSError:  # the reader went away: `done` closes src too, as a direct pipe would
-                return
-    finally:
-        done()
-
-
 class _Interrupted(Exception):
     """A signal came after the child exited: stop waiting for the analysis."""
 
@@ -328,10 +306,7 @@ def run_tee(cmd: list[str], *, record: str | None = None, report: str | None = N
         to_devnull(1)
         child_out.close()
 
-    up = threading.Thread(target=_pump, name="mrtr-inspect-c2s", daemon=True,
-                          args=(0, child_in.fileno(), C2S, tap, c2s_done))
-    down = threading.Thread(target=_pump, name="mrtr-inspect-s2c", daemon=True,
-                            args=(child_out.fileno(), 1, S2C, tap, s2c_done))
+    up, down = start_forwarding(child_in.fileno(), child_out.fileno(), tap.put, c2s_done, s2c_done)
 
     def on_signal(signum, frame) -> None:
         if not _exited(child):

@@ -8,6 +8,7 @@ import select
 import threading
 
 from mrtr_inspect.adapters import analysis_process as ap
+from mrtr_inspect.adapters import forwarding as fw
 from mrtr_inspect.adapters import stdio_tee as tee
 
 
@@ -33,7 +34,7 @@ def test_a_chunk_reaches_the_analysis_before_the_peer_can_read_it():
     os.write(src_w, b'{"jsonrpc":"2.0","id":1,"result":{}}\n')
     os.close(src_w)
     done = []
-    tee._pump(src_r, dst_w, ap.S2C, spool, lambda: done.append(True))  # type: ignore[arg-type]
+    fw.pump(src_r, dst_w, ap.S2C, spool.put, lambda: done.append(True))
     assert spool.items == [(ap.S2C, b'{"jsonrpc":"2.0","id":1,"result":{}}\n', False)]
     assert os.read(dst_r, 100) == b'{"jsonrpc":"2.0","id":1,"result":{}}\n'
     assert done == [True]
@@ -47,7 +48,7 @@ def test_a_broken_destination_ends_the_pump():
     os.close(dst_r)
     os.write(src_w, b"x\n")
     done = []
-    tee._pump(src_r, dst_w, ap.C2S, Recorder(), lambda: done.append(True))  # type: ignore[arg-type]
+    fw.pump(src_r, dst_w, ap.C2S, Recorder().put, lambda: done.append(True))
     assert done == [True]  # returned although src is still open
     for fd in (src_r, src_w, dst_w):
         os.close(fd)
@@ -135,12 +136,12 @@ def test_of_a_line_past_the_limit_the_analysis_gets_its_length_not_its_bytes(tmp
     rec, rep = tmp_path / "rec.jsonl", tmp_path / "report.json"
     writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, session="s1")
     spool = Recorder()
-    tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes)  # type: ignore[arg-type]
+    tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes)  
     big = b'{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"x","arguments":{"blob":"' + \
           b"x" * (5 << 20) + b'"}}}'
     after = b'{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":1}}\n'
     wire = big + b"\n" + after
-    chunks = {ap.C2S: tee.CHUNK, ap.S2C: 50_000}
+    chunks = {ap.C2S: fw.CHUNK, ap.S2C: 50_000}
     for kind, size in chunks.items():
         for i in range(0, len(wire), size):
             tap.put(kind, 1.0, wire[i:i + size])
@@ -204,7 +205,7 @@ def test_an_analysis_behind_by_the_backlog_skips_ahead_whole_lines_and_says_how_
         rec, rep = tmp / "rec.jsonl", tmp / "report.json"
         writer = RecordingWriter(rec, "stdio", {"command": ["server"]}, session="s1")
         spool = Held()
-        tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes, config.max_backlog_bytes)  # type: ignore[arg-type]
+        tap = tee.Tap(spool, StdioRecorder(writer), config.max_message_bytes, config.max_backlog_bytes)  
         for n, chunk in enumerate(chunks):
             tap.put(ap.C2S, 1.0, chunk)
             if keeps_up or n == 30:  # the analysis catches up once, midway
