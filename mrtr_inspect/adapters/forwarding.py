@@ -131,6 +131,8 @@ def forward_both(ways: list[Way], put: Callable[[int, float, bytes], None]) -> N
                     continue
                 try:
                     chunk = read(fd, CHUNK)
+                except _WAIT:  # (a source another process made non-blocking, woken for nothing: poll again)
+                    continue
                 except OSError:
                     chunk = b""
                 if not chunk:

@@ -205,3 +205,41 @@ def test_the_tee_forwards_on_sockets_and_on_a_file_as_on_pipes(tmp_path, stdio):
     assert got == b"".join(lines)
     recorded = (tmp_path / "rec.jsonl").read_bytes()
     assert recorded.count(b'"k":"line","d":"c2s"') == 200 and recorded.count(b'"k":"line","d":"s2c"') == 200
+
+
+def test_a_source_made_non_blocking_elsewhere_is_read_when_it_has_bytes(monkeypatch):
+    """A stdin another process set O_NONBLOCK on (its description is shared): a read that finds
+    nothing is no end of file."""
+    done: list = []
+    up, up_w, up_r = _way(ap.C2S, done)
+    os.set_blocking(up.src, False)
+    thread = threading.Thread(target=fw.forward_both, args=([up], lambda *a: None), daemon=True)
+    real_poll = select.poll
+
+    polled_again = threading.Event()
+
+    class Spurious:  # the first poll says readable with nothing there yet
+        def __init__(self):
+            self.p, self.calls = real_poll(), 0
+
+        def register(self, *a):
+            self.p.register(*a)
+
+        def unregister(self, *a):
+            self.p.unregister(*a)
+
+        def poll(self, *a):
+            self.calls += 1
+            if self.calls == 1:
+                return [(up.src, select.POLLIN)]
+            polled_again.set()  # the read that found nothing is over
+            return self.p.poll(*a)
+
+    monkeypatch.setattr(fw.select, "poll", Spurious)
+    thread.start()
+    assert polled_again.wait(10), "the way ended on a read that found nothing"
+    os.write(up_w, b"x\n")
+    assert _read_all(up_r, 2) == b"x\n"
+    os.close(up_w)
+    thread.join(10)
+    assert done == [ap.C2S]
