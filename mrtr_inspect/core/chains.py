@@ -26,7 +26,7 @@ from .vocabulary import Link, Outcome
 from .messages import ERROR, MRTR_METHODS, Message, format_id, target_of
 from .observations import ChainClosed, LegacyAsked, Linked, NotLinked, RoundOpened
 from .retired import CANONICAL, RELEASE_AFTER, StateIndex, canonical_token, forget_retries, release
-from .summary import chain_summary, summarize_requests, summarize_responses
+from .summary import chain_summary, summarize_requests, summarize_requests_text, summarize_responses
 
 # -------------------------------------------------------------------------------------------------
 # model
@@ -92,7 +92,7 @@ class Round:
 
     __slots__ = (
         "chain", "n", "request", "irr_index", "irr_time", "input_requests", "state", "state_hash",
-        "_token", "retries", "peer", "key", "asked", "had_state", "expired", "canonical",
+        "_token", "retries", "peer", "key", "asked", "had_state", "expired", "canonical", "asked_text",
     )
 
     def __init__(self, chain: "Chain", n: int, request: ChainRequest, irr: Message) -> None:
@@ -113,7 +113,9 @@ class Round:
         self.retries: list[ChainRequest] = []
         self.peer = chain.peer
         self.key = chain.key
-        self.asked = summarize_requests(self.input_requests)
+        # orjson's text of its inputRequests (None: none, or orjson does not write them), the key of its
+        # summary and, when its message was canonical, the form its retired round keeps (retired.py)
+        self.asked, self.asked_text = summarize_requests_text(self.input_requests)
         self.expired = False
         self.canonical = irr.canonical  # its values are orjson's (rawjson.parse_message): orjson writes them back exactly
 
@@ -406,7 +408,7 @@ class Stitcher:
         if not stitch:
             return self._open(msg, peer, digest, hop), []
         key = (m, target_of(m, params), digest)
-        rounds = self._states.rounds.get(state_hash(st)) if st is not None else None
+        rounds = self._states.get(state_hash(st)) if st is not None else None
         cand = None if rounds else self._open_rounds(peer, key)  # the open rounds of its key, when no state ties it
         for linker in _LINKERS:
             o = linker(self, msg, peer, key, st, ir, rounds, cand)
@@ -519,7 +521,7 @@ class Stitcher:
         """MRTR fields on a method that takes none: those of a chain (its state, or keys an open
         round asked), or none known."""
         related = None
-        rounds = self._states.rounds.get(state_hash(st)) if st is not None else None
+        rounds = self._states.get(state_hash(st)) if st is not None else None
         if rounds:
             related = rounds[-1]
         elif type(ir) is dict and ir:

@@ -3,7 +3,8 @@
 A closed chain is handed out whole and forgotten, except for the states its rounds issued: the
 `StateIndex` maps each state's hash to the rounds that issued it, open ones as `Round`s and those of
 closed chains as `RetiredRound`s (with a `RetiredChain` and `KeptRequest`s: only what the stitcher
-and the rules read of a round whose chain has closed, no messages, summaries or links), bounded by
+and the rules read of a round whose chain has closed, no messages, summaries or links; made from a
+record of plain tuples when a state of the chain is looked up again, which most never are), bounded by
 `remembered_states`, so a replay of an old state is still recognised. `forget_retries` keeps a
 closing chain's retries of older rounds small; `release` frees a closed chain nothing holds any more by reference
 counting, not by the garbage collector.
@@ -30,11 +31,15 @@ class KeptRequest:
 
     __slots__ = ("id", "index", "response_kind", "cancelled")
 
-    def __init__(self, r: ChainRequest) -> None:
-        self.id = r.id
-        self.index = r.index
-        self.response_kind = r.response_kind
-        self.cancelled = r.cancelled
+    def __init__(self, id: Any, index: int, response_kind: str | None, cancelled: bool) -> None:
+        self.id = id
+        self.index = index
+        self.response_kind = response_kind
+        self.cancelled = cancelled
+
+    @classmethod
+    def of(cls, r: ChainRequest) -> KeptRequest:
+        return cls(r.id, r.index, r.response_kind, r.cancelled)
 
     @property
     def in_flight(self) -> bool:
@@ -52,12 +57,8 @@ class RetiredChain:
     __slots__ = ("id", "seq", "method", "target", "outcome", "requests", "_rounds")
     closed = True
 
-    def __init__(self, chain: Chain, requests: list) -> None:
-        self.id = chain.id
-        self.seq = chain.seq
-        self.method = chain.method
-        self.target = chain.target
-        self.outcome = chain.outcome
+    def __init__(self, names: tuple, requests: list) -> None:
+        self.id, self.seq, self.method, self.target, self.outcome = names
         self.requests = requests
         self._rounds: list[weakref.ref] = []
 
@@ -83,44 +84,42 @@ def canonical_token(state: str) -> str:
     return _orjson(state).decode("utf-8")
 
 
+def _asked_form(rd: Round) -> Any:
+    """A round's `inputRequests` as a retired round keeps them: by orjson when its message was
+    canonical (its values are orjson's, written back and read again exactly), as a str (a bytes object
+    orjson wrote holds a 4 KiB allocation while it is kept); else by marshal, in a tuple (exact for
+    JSON values; about four times orjson's instructions, most of them marshal's table of objects);
+    nested too deep for marshal, as they are, in a list."""
+    ir = rd.input_requests
+    if ir is None:
+        return None
+    if rd.canonical:
+        text = rd.asked_text  # written for its summary's key already
+        return text if text is not None else _orjson(ir).decode("utf-8")
+    try:
+        return (marshal.dumps(ir),)
+    except ValueError:
+        return [ir]
+
+
 class RetiredRound:
     """A round of a closed chain, with the attributes of `Round` that are read once its chain has
     closed (a late or replayed retry, a state on another request). Its `inputRequests` are kept
-    serialised and decoded when read, which only such a retry does: by orjson when its message was
-    canonical (its values are orjson's, written back and read again exactly), else by marshal (exact
-    for JSON values; about four times orjson's instructions, most of them marshal's table of objects)."""
+    serialised (`_asked_form`) and decoded when read, which only such a retry does."""
 
     __slots__ = ("chain", "n", "request", "irr_index", "irr_time", "_asked", "state", "state_hash", "_token",
                  "retries", "peer", "key", "had_state", "expired", "_previous", "__weakref__")
 
-    def __init__(self, rd: Round, chain: RetiredChain, request: Any, retries: list,
+    def __init__(self, facts: tuple, chain: RetiredChain, request: Any, retries: list,
                  previous: RetiredRound | None) -> None:
         self.chain = chain
         self._previous = previous  # held: the chain's rounds up to this one stay readable
-        self.n = rd.n
         self.request = request
-        self.irr_index = rd.irr_index
-        self.irr_time = rd.irr_time
-        ir = rd.input_requests
-        if ir is None:
-            self._asked: Any = None
-        elif rd.canonical:
-            # orjson's form, as a str: a bytes object orjson wrote holds a 4 KiB allocation while it is kept
-            self._asked = _orjson(ir).decode("utf-8")
-        else:
-            try:
-                self._asked = (marshal.dumps(ir),)  # a tuple: marshal's form
-            except ValueError:  # nested too deep for marshal: kept as it is
-                self._asked = [ir]
-        self.state = rd.state
-        self.state_hash = rd.state_hash
-        tok = rd._token
-        self._token = tok if tok is CANONICAL or tok is None else _PLAIN if rd.state is not None and tok == f'"{rd.state}"' else tok
         self.retries = retries
-        self.peer = rd.peer
-        self.key = rd.key
-        self.had_state = rd.had_state
-        self.expired = rd.expired
+        (self.n, self.irr_index, self.irr_time, self._asked, self.state, self.state_hash, tok, self.peer, self.key,
+         self.had_state, self.expired) = facts[:11]
+        state = self.state
+        self._token = tok if tok is CANONICAL or tok is None else _PLAIN if state is not None and tok == f'"{state}"' else tok
 
     @property
     def input_requests(self) -> dict | None:
@@ -145,49 +144,100 @@ class RetiredRound:
         return bool(self.retries)
 
 
-def retire(chain: Chain) -> list[RetiredRound]:
-    """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
-    chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
-    answer may still reach it."""
-    # a round's request and retries are requests of its chain (a retry of a closed chain's round
-    # opens a chain of its own, but that round is retired already)
-    kept = {id(r): KeptRequest(r) for r in chain.requests if r.response_kind is not None or r.cancelled}
-    get = kept.get
-    rc = RetiredChain(chain, [get(id(r), r) for r in chain.requests])
+def _record(chain: Chain) -> tuple:
+    """What the state index keeps of a closed chain until a state of it is looked up again (most never
+    are: a chain's retries come before it closes), as plain tuples: its names, each request's facts
+    (the request itself while in flight: a chain closed at the end of a capture, an answer may still
+    reach it), and each round's facts with the positions of its request and retries among the
+    chain's requests. `_revive` makes its `RetiredChain` and `RetiredRound`s of them, the same as
+    when they were made at the close (about 40k instructions a chain, most chains never read)."""
+    reqs = chain.requests
+    at = {r.index: k for k, r in enumerate(reqs)}  # a request's message index names it in its chain
+    return ((chain.id, chain.seq, chain.method, chain.target, chain.outcome),
+            [r if r.response_kind is None and not r.cancelled else (r.id, r.index, r.response_kind, r.cancelled)
+             for r in reqs],
+            [(rd.n, rd.irr_index, rd.irr_time, _asked_form(rd), rd.state, rd.state_hash, rd._token, rd.peer, rd.key,
+              rd.had_state, rd.expired, at[rd.request.index], [at[r.index] for r in rd.retries])
+             for rd in chain.rounds])
+
+
+def _revive(record: tuple) -> list[RetiredRound]:
+    """The retired rounds of a chain's record (`_record`), each holding the retired chain."""
+    names, facts, round_facts = record
+    requests = [KeptRequest(*f) if type(f) is tuple else f for f in facts]
+    rc = RetiredChain(names, requests)
     rounds: list[RetiredRound] = []
-    for rd in chain.rounds:
-        rounds.append(RetiredRound(rd, rc, get(id(rd.request), rd.request), [get(id(r), r) for r in rd.retries],
-                                   rounds[-1] if rounds else None))
+    for f in round_facts:
+        rounds.append(RetiredRound(f, rc, requests[f[11]], [requests[k] for k in f[12]], rounds[-1] if rounds else None))
     rc._rounds = [weakref.ref(r) for r in rounds]
     return rounds
 
 
+def retire(chain: Chain) -> list[RetiredRound]:
+    """What the state index keeps of a closed chain: its rounds, retired (each holds the retired
+    chain). A request still in flight (a chain closed at the end of a capture) is kept as it is: an
+    answer may still reach it."""
+    return _revive(_record(chain))
+
+
 class StateIndex:
     """The state index of RULES.md §3: the hash of each state a round issued -> the rounds that
-    issued it, in the order they did. A closed chain's rounds are kept in their retired form, and the
-    states of closed chains are remembered up to `limit`, the oldest forgotten first."""
+    issued it, in the order they did. A closed chain's rounds are kept in their retired form, made
+    when one of its states is looked up (`get`) from the chain's record (`_record`); the states of
+    closed chains are remembered up to `limit`, the oldest forgotten first."""
 
-    __slots__ = ("rounds", "retired", "limit")
+    __slots__ = ("_rounds", "retired", "limit")
 
     def __init__(self, limit: int) -> None:
-        self.rounds: dict[str, list] = {}  # Round while its chain is open, RetiredRound after
+        # Round while its chain is open; after, (record, i) until looked up, then the RetiredRound
+        self._rounds: dict[str, list] = {}
         self.retired: OrderedDict[str, None] = OrderedDict()  # state hashes of closed chains, oldest first
         self.limit = limit
+
+    def get(self, h: str) -> list | None:
+        """The rounds that issued the state of hash `h` (None: none remembered)."""
+        rounds = self._rounds.get(h)
+        if rounds is not None:
+            for x in rounds:
+                if type(x) is tuple:
+                    self._revive(x[0])
+                    return self.get(h)
+        return rounds
+
+    @property
+    def rounds(self) -> dict[str, list]:
+        """Every state hash -> its rounds, each retired round made (for tests and inspection)."""
+        for h in list(self._rounds):
+            self.get(h)
+        return self._rounds
+
+    def _revive(self, record: tuple) -> None:
+        """A chain's record's rounds made (`_revive`), each in place of its entry wherever its state
+        is still indexed: the same rounds, held the same way, as if made at the chain's close."""
+        index = self._rounds
+        for i, rd in enumerate(_revive(record)):
+            h = rd.state_hash
+            indexed = index.get(h) if h is not None else None
+            if indexed is not None:
+                index[h] = [rd if type(x) is tuple and x[0] is record and x[1] == i else x for x in indexed]
 
     def add(self, rd: Round) -> None:
         """A round opened: the state it issued, if any, names it."""
         if rd.state_hash is not None:
-            self.rounds.setdefault(rd.state_hash, []).append(rd)
+            self._rounds.setdefault(rd.state_hash, []).append(rd)
 
     def retire_chain(self, chain: Chain) -> None:
-        """The chain closed: its states name the retired form of its rounds from now on."""
-        rounds, retired = self.rounds, self.retired
-        for rd, kept in zip(chain.rounds, retire(chain)):
+        """The chain closed: its states name its record's rounds from now on (`_record`)."""
+        rounds, retired = self._rounds, self.retired
+        record = None
+        for i, rd in enumerate(chain.rounds):
             h = rd.state_hash
             if h is not None:
+                if record is None:
+                    record = _record(chain)
                 indexed = rounds.get(h)
                 if indexed is not None:
-                    rounds[h] = [kept if r is rd else r for r in indexed]
+                    rounds[h] = [(record, i) if r is rd else r for r in indexed]
                 retired[h] = None
                 retired.move_to_end(h)
         while len(retired) > self.limit:
@@ -206,7 +256,7 @@ def forget_retries(chain: Chain) -> None:
         rd = link.round
         if rd.chain is not chain and (r.response_kind is not None or r.cancelled):
             # a retry of a round of an earlier closed chain: that round keeps it in its retries
-            rd.retries[:] = [KeptRequest(x) if x is r else x for x in rd.retries]
+            rd.retries[:] = [KeptRequest.of(x) if x is r else x for x in rd.retries]
 
 
 def _parts(chain: Chain) -> tuple[list, int]:

@@ -142,6 +142,11 @@ def _kept(cache: dict, summarize: Callable[[Any], Any], value: Any) -> Any:
         key = _orjson(value).decode("utf-8")
     except TypeError:  # (orjson's error for what it does not write)
         return summarize(value)
+    return _kept_by(cache, summarize, value, key)
+
+
+def _kept_by(cache: dict, summarize: Callable[[Any], Any], value: Any, key: str) -> Any:
+    """`_kept`, the value's bytes (`key`) written already."""
     got = cache.get(key, cache)
     if got is not cache:
         return got
@@ -162,6 +167,19 @@ def summarize_requests(input_requests: dict | None) -> dict:
     if not input_requests:
         return {}
     return _kept(_ASKED, _summarize_requests, input_requests)
+
+
+def summarize_requests_text(input_requests: dict | None) -> tuple[dict, str | None]:
+    """`summarize_requests`, and orjson's text of the input requests that keys it (None: there are
+    none, or orjson does not write them): a round keeps that text for its retired form
+    (`retired._asked_form`) instead of writing it again when its chain closes."""
+    if not input_requests:
+        return {}, None
+    try:
+        text = _orjson(input_requests).decode("utf-8")
+    except TypeError:  # (orjson's error for what it does not write)
+        return _summarize_requests(input_requests), None
+    return _kept_by(_ASKED, _summarize_requests, input_requests, text), text
 
 
 def _summarize_requests(input_requests: dict) -> dict:

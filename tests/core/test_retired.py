@@ -80,8 +80,13 @@ def test_what_the_state_index_forgets_is_freed_at_once_not_by_the_garbage_collec
     try:
         insp = Analysis(Config(remembered_states=REMEMBERED))
         for i in range(4 * REMEMBERED):
-            for d, raw in chain_messages(i, f"gone-{i}"):
+            msgs = chain_messages(i, f"gone-{i}")
+            for d, raw in msgs:
                 insp.feed(StdioLine(clock(), "s", d, raw))  # type: ignore[arg-type]
+            # its state replayed (answered): the retired rounds are made from the chain's record
+            for d, raw in msgs[2:]:
+                insp.feed(StdioLine(clock(), "s", d, raw.replace(f'"id":{2 * i + 2},'.encode(), b'"id":"r",')))  # type: ignore[arg-type]
+        insp.inspector.stitcher._states.rounds  # the remembered states' rounds made
         objects = gc.get_objects()
         rounds = [o for o in objects if type(o) is RetiredRound and o.state.startswith("gone-")]
         orphans = [o for o in objects if type(o) is RetiredChain and not o.rounds]
