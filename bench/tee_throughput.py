@@ -50,9 +50,14 @@ def request(i: int) -> bytes:
 
 
 def cpu_of(pid: int) -> float:
-    """User + system CPU seconds of a running process (all its threads), from /proc."""
-    fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
-    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+    """CPU seconds of a running process (all its threads): the scheduler's nanoseconds on a CPU of
+    each thread (/proc/PID/task/*/schedstat), else user + system time in clock ticks (/proc/PID/stat)."""
+    try:
+        return sum(int(open(f"/proc/{pid}/task/{t}/schedstat").read().split()[0])
+                   for t in os.listdir(f"/proc/{pid}/task")) / 1e9
+    except (OSError, ValueError, IndexError):
+        fields = open(f"/proc/{pid}/stat").read().rsplit(")", 1)[1].split()
+        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def drive(cmd: list[str], n: int, stderr, cpu: list | None = None, tree: Path = ROOT) -> tuple[float, float]:
@@ -158,7 +163,7 @@ def main() -> float:
     print(_line("tee (record + analysis)", tee, n))
     print(f"  tee exited {median(trail):.3f} s after the last result (analysis catching up)")
     print(f"  tee process CPU (forwarding, recording, hand-off): {median(cpu) / (2 * n) * 1e6:.2f} ms per 1,000 messages"
-          f"   runs: {', '.join(f'{x:.3f}' for x in cpu)} s")
+          f"   runs: {', '.join(f'{x * 1e3:.1f}' for x in cpu)} ms")
     print(f"  relay / direct pipe: {median(direct) / median(relay):.2f}x")
     _ratio("direct pipe", direct, tee, TARGET)
     ratio = _ratio("relay", relay, tee, RELAY_TARGET)
@@ -167,7 +172,7 @@ def main() -> float:
         print(_line("tee (record + analysis)", other["tee"], n))
         print(f"  tee exited {median(other['trail']):.3f} s after the last result")
         print(f"  tee process CPU: {median(other['cpu']) / (2 * n) * 1e6:.2f} ms per 1,000 messages"
-              f"   runs: {', '.join(f'{x:.3f}' for x in other['cpu'])} s")
+              f"   runs: {', '.join(f'{x * 1e3:.1f}' for x in other['cpu'])} ms")
         _ratio("relay", relay, other["tee"], RELAY_TARGET)
         print(f"  this tree's tee / that tree's: {median(other['tee']) / median(tee):.2f}x by the medians")
     return ratio
