@@ -63,14 +63,26 @@ def _update(obs: Decoded, st: _State) -> _State:
     return st
 
 
-LEGACY_PASS = Pass("legacy", state=_State, update=_update, kinds=["result"], directions=["s2c"], transports=["http"])
+LEGACY_PASS = Pass("legacy", state=_State, update=_update, kinds=["result"], directions=["s2c"], transports=["http"],
+                   gates_read_state=True)
 
 
-def _legacy_flavoured(obs: Decoded) -> bool:
-    """A request of the legacy era, or one declaring a legacy version (gates the two checks that judge
-    only those)."""
+def _legacy_or_first(obs: Decoded, st: _State) -> bool:
+    """What the pass's checks of a request can find something in (one gate, tested once per request):
+    a request of the legacy era, or one declaring a legacy version (the two checks that judge only
+    those), or a modern request but a server/discover probe that is the first its stdio process or
+    HTTP endpoint carries (era-mixed-connection's first-time bookkeeping). A modern session's later
+    requests are none of these: the gate spares them every legacy check (each check still tests its
+    own condition)."""
     msg = obs.msg
-    return msg.era is LEGACY or msg.version in LEGACY_VERSIONS
+    era = msg.era
+    if era is LEGACY or msg.version in LEGACY_VERSIONS:
+        return True
+    if era is not MODERN or msg.method == DISCOVER:
+        return False
+    x = obs.exchange
+    first = st.eras.get(x.path if x is not None else "")
+    return first is None or first[0] is None
 
 
 @LEGACY_PASS.check(
@@ -79,7 +91,7 @@ def _legacy_flavoured(obs: Decoded) -> bool:
     summary="A legacy-era request reuses an id its sender already used in the session.",
     why="In 2025-11-25 ids are unique per session, not only while in flight; peers may keep them to match late "
         "responses or cancellations.",
-    example="legacy stdio: tools/list id 2 answered, later tools/call id 2", gate=_legacy_flavoured,
+    example="legacy stdio: tools/list id 2 answered, later tools/call id 2", gate=_legacy_or_first,
 )
 def legacy_request_id_reused_in_session(obs: Decoded, ctx, st: _State) -> None:
     """A legacy-era request whose id (type and value) its sender (client or server) already used in
@@ -117,7 +129,7 @@ def legacy_request_id_reused_in_session(obs: Decoded, ctx, st: _State) -> None:
     quote="A dual-era server MAY serve both eras concurrently on the same endpoint or process.",
     summary="Modern and legacy requests on the same stdio process or HTTP endpoint.",
     why="Allowed for dual-era servers; worth knowing when a client or gateway mixes eras by accident.",
-    example="stdio: tools/list with modern _meta, then initialize",
+    example="stdio: tools/list with modern _meta, then initialize", gate=_legacy_or_first,
 )
 def era_mixed_connection(obs: Decoded, ctx, st: _State) -> None:
     """The first time one stdio process or HTTP endpoint carries both a modern request and a legacy
@@ -153,7 +165,7 @@ def era_mixed_connection(obs: Decoded, ctx, st: _State) -> None:
     spec=spec.VERSIONING,
     summary="A request with modern _meta declares a legacy protocol version.",
     why="The server may answer it either way; the client probably copied a version from -32022's supported list.",
-    example='_meta {"io.modelcontextprotocol/protocolVersion": "2025-11-25", …}', gate=_legacy_flavoured,
+    example='_meta {"io.modelcontextprotocol/protocolVersion": "2025-11-25", …}', gate=_legacy_or_first,
 )
 def era_modern_meta_legacy_version(obs: Decoded, ctx, st: _State) -> None:
     """A request whose `_meta["io.modelcontextprotocol/protocolVersion"]` is 2024-11-05, 2025-03-26,
@@ -287,8 +299,8 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
                  messages=[i.index for i in (req, msg) if i is not None], chain=chain_of(obs))
 
 
-@LEGACY_PASS.check(
-    "url-elicitation-has-elicitation-id", WARNING, kinds=["result"], directions=["s2c"], eras=[MODERN],
+@rule(
+    "url-elicitation-has-elicitation-id", WARNING, on=Decoded, kinds=["result"], directions=["s2c"], eras=[MODERN],
     section="4.8",
     spec=spec.CHANGELOG_MINOR,
     quote="Remove the notifications/elicitation/complete notification and the elicitationId field of URL mode "
@@ -298,7 +310,7 @@ def modern_artifact_in_legacy(obs: Decoded, ctx, st: _State) -> None:
         "no longer exists.",
     example='{"inputRequests":{"login":{"method":"elicitation/create","params":{"mode":"url","elicitationId":"e1",…}}}}',
 )
-def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
+def url_elicitation_has_elicitation_id(obs: Decoded, ctx) -> None:
     """On a modern exchange, an `inputRequests` value with method `elicitation/create` and `mode`
     "url" whose params carry `elicitationId` (a 2025-11-25 field, gone in 2026-07-28)."""
     msg = obs.msg
@@ -316,11 +328,12 @@ def url_elicitation_has_elicitation_id(obs: Decoded, ctx, st: _State) -> None:
 
 
 # The order of a message's checks (the order of its findings): a client request's version, id and era,
-# then a client POST's legacy session headers; a server result's modern artifacts, the session it mints.
+# then a client POST's legacy session headers; a server result's modern artifacts, the session it mints
+# (then, a rule of its own after the pass, reading no state: a modern result's legacy elicitationId).
 LEGACY_PASS.order(
     era_modern_meta_legacy_version, legacy_request_id_reused_in_session, era_mixed_connection,
     legacy_session_header_missing, legacy_protocol_version_header_missing,
-    modern_artifact_in_legacy, legacy_session_id_charset, url_elicitation_has_elicitation_id,
+    modern_artifact_in_legacy, legacy_session_id_charset,
 )
 
 

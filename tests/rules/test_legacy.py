@@ -103,6 +103,42 @@ def test_era_mixed_connection():
     assert len(f) == 1 and f[0].messages == [0, 2] and f[0].severity == "info"
 
 
+def test_era_mixed_connection_legacy_first():
+    """Legacy first, then modern: the first modern request reaches the check (the pass's gate holds
+    for it), the later ones do not, and the finding is made once."""
+    t = Traffic()
+    a = t.call("initialize", INIT, with_meta=False)
+    t.result(a, INIT_RESULT, with_meta=False, result_type=None)
+    t.call("server/discover")  # a probe: not the first modern request
+    t.call("tools/list")
+    t.call("tools/list")
+    f = t.run().of("era-mixed-connection")
+    assert len(f) == 1 and f[0].messages == [0, 3]
+
+
+def test_era_mixed_connection_near_miss_modern_only():
+    """Modern requests only: none fires, and past the first the pass's gate spares them the legacy
+    checks (the gate, then the check when it holds, as the pass runs them)."""
+    from mrtr_inspect.analysis import Analysis
+    from mrtr_inspect.core.observations import Decoded
+    from mrtr_inspect.rules import legacy
+
+    t = Traffic()
+    for _ in range(3):
+        t.result(t.call("tools/list"), {"tools": []})
+    assert not t.run().of("era-mixed-connection")
+    requests: list = []
+    a = Analysis(None, lambda o: requests.append(o) if type(o) is Decoded and o.msg.kind == "request" else None)
+    for frame in t.frames:
+        a.feed(frame)
+    st, held = legacy._State(None), []
+    for o in requests:
+        held.append(legacy._legacy_or_first(o, st))
+        if held[-1]:
+            legacy.era_mixed_connection(o, None, st)  # (it finds nothing: it would fail on ctx None)
+    assert held == [True, False, False]
+
+
 def test_era_mixed_connection_http_per_endpoint():
     h = Traffic("http")
     h.post(h.request("tools/list"))
