@@ -410,12 +410,14 @@ class Stitcher:
         key = (m, target_of(m, params), digest)
         rounds = self._states.get(state_hash(st)) if st is not None else None
         cand = None if rounds else self._open_rounds(peer, key)  # the open rounds of its key, when no state ties it
-        for linker in _LINKERS:
-            o = linker(self, msg, peer, key, st, ir, rounds, cand)
-            if o is not None:
-                if type(o) is Linked:
-                    return o.creq, [o]
-                break
+        o = None
+        if st is not None or ir is not None:  # a fresh call (neither) is never a retry: no linker takes it
+            for linker in _LINKERS:
+                o = linker(self, msg, peer, key, st, ir, rounds, cand)
+                if o is not None:
+                    if type(o) is Linked:
+                        return o.creq, [o]
+                    break
         out = self._moved_on(peer) if self._refused else []
         creq = self._open(msg, peer, digest, hop)
         if o is not None:  # refused: the fields of another chain
@@ -595,7 +597,8 @@ class Stitcher:
             self._states.add(rd)
             self._open_by_peer.setdefault(chain.peer, []).append(rd)
             obs.append(RoundOpened.new(chain, rd, prev))
-            self._maybe_close(chain, obs)
+            if chain.outcome is not None:  # (another request of it was answered finally: it may close now)
+                self._maybe_close(chain, obs)
         elif rtype == "task":
             creq.answer("task", resp.index, t)
             self._finish(chain, Outcome.TASK, resp, obs)

@@ -238,8 +238,10 @@ class StateIndex:
                 indexed = rounds.get(h)
                 if indexed is not None:
                     rounds[h] = [(record, i) if r is rd else r for r in indexed]
-                retired[h] = None
-                retired.move_to_end(h)
+                if h in retired:  # issued again: the newest now
+                    retired.move_to_end(h)
+                else:
+                    retired[h] = None
         while len(retired) > self.limit:
             h, _ = retired.popitem(last=False)
             rounds.pop(h, None)
