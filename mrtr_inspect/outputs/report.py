@@ -12,9 +12,9 @@ import json
 import re
 from json.encoder import encode_basestring
 import tempfile
-from typing import IO, Any, Callable, Iterable, Iterator
+from typing import IO, TYPE_CHECKING, Any, Callable, Iterable, Iterator
 
-from orjson import OPT_INDENT_2, OPT_PASSTHROUGH_DATACLASS, OPT_PASSTHROUGH_DATETIME, OPT_PASSTHROUGH_SUBCLASS
+from orjson import OPT_INDENT_2, OPT_PASSTHROUGH_DATACLASS, OPT_PASSTHROUGH_DATETIME, OPT_PASSTHROUGH_SUBCLASS, Fragment
 from orjson import dumps as _orjson
 
 from ..version import __version__
@@ -23,7 +23,12 @@ from ..core.jsontext import ORJSON_FLOATS_AS_REPR, dumps_with
 from ..core.hops import HopsCorrelated
 from ..core.inspector import ChainEvent
 from ..core.messages import Message
+from ..core.era import Era
+from ..core.vocabulary import Link, Outcome
 from .text import json_printable
+
+if TYPE_CHECKING:  # pragma: no cover
+    from ..core.chains import Chain
 
 FORMAT = "mrtr-inspect.report/1"
 _SPOOL_BYTES = 1024 * 1024  # each spool in memory up to this (about 850 chains or 2,700 findings), then on disk
@@ -162,6 +167,229 @@ def _finding_line(f: Any) -> bytes:
     return _utf8(text) or _line(f.to_json())
 
 
+# -------------------------------------------------------------------------------------------------
+# A closed chain's line, written from the `Chain` without its summary dict (`chain_line`): exactly
+# `_chain_line(chain.summary())`, at a fraction of its cost (the summary's dicts, about 37k
+# instructions a chain, and their encoding, about 136k: orjson's compact and indented forms, the scans
+# that prove them, three `bytes.replace`, were most of the report's share of `check`).
+#
+# A chain's line is a skeleton (its keys, brackets and separators) with values in it, and the skeleton
+# depends only on the chain's shape: how many requests, which optional members each timeline entry
+# has, how many rounds, whether the last round is unanswered, whether the chain names a hop. One walk
+# over the chain (`_walk`, which follows `core.summary.chain_summary` member by member) gathers its
+# values in the line's order and its shape. A shape's template is made once, from the first chain of
+# that shape, by the report's own encoder (`_LINE` of its summary with every value a marker, cut at
+# the markers): the skeleton's pieces as `orjson.Fragment`s with a free slot between each two. The
+# values go into the slots of a copy (one slice assignment) and orjson writes the list indented: each
+# element then sits on a line of its own after `,\n  `, and taking those out (one `bytes.replace`)
+# leaves the pieces and the values' JSON end to end: the line. A `,\n  ` is found nowhere else: a
+# string holds no raw line feed, the pieces and the summaries' texts (below) none either, no piece ends
+# with a comma, and no value is a list or a dict (whose members orjson would indent deeper).
+# What a round asked and a retry answered (the summaries core/summary.py shares between rounds and
+# retries of equal values, read only) go in as Fragments of their text by the report's encoder, kept
+# per object (`_NESTED`, which holds the object, so its id is not reused while kept).
+#
+# Proven, else the way of before: orjson writes each value as the C encoder does (ensure_ascii off):
+# strings, ints, bools, None and str-valued enums alike (a lone surrogate, an int past 64 bits, a
+# subclass, an unknown type: refused, a TypeError); a float as `float.__repr__` only from 1e-4 up to
+# 1e16 in magnitude, and 0 (`ORJSON_FLOATS_AS_REPR`): each time and duration is compared with those
+# bounds (a NaN fails every comparison), a `round(x, 3)` is 0 or at least 0.001 in magnitude. What
+# comes from the wire (an id, an error code, the method, the hop) takes the way of before when it is a
+# float, a list or a dict, a summary when it is not a dict; the other values are the analysis' own ints
+# and strings or None (the indices, round numbers, era, peer, outcome, links, response kinds, the
+# state's digest, the target, which `target_of` keeps only as a str). The first chain of each shape is
+# compared byte for byte with the way of before (a shape whose line differed would keep that way; none
+# is known). A legacy chain (its rounds are the server's questions) takes the way of before.
+
+_SEP = b",\n  "  # between two elements of orjson's indented form of a flat list
+_NOT_PLAIN = frozenset((float, list, tuple, dict))  # a wire value orjson would not write as the C encoder
+_PLAIN_ENUMS = frozenset((Outcome, Link, Era))  # the str-valued enums of a chain's members
+_round = float.__round__  # `round` of a float without its lookup of `__round__` (as core/summary does)
+#: a shape's template (the skeleton's pieces, None between each two), or False where the
+#: first chain of the shape was written otherwise by it
+_TEMPLATES: dict[tuple, list | bool] = {}
+_TEMPLATES_MAX = 4096
+#: a round's asked or a retry's answered summary (by id) -> (the summary, its text as a Fragment)
+_NESTED: dict[int, tuple[Any, Fragment]] = {}
+_NESTED_MAX = 4096
+_MARK = "\x00"  # a value's place in a skeleton: written `"\u0000"` by the report's encoder
+_ABANDONED = Outcome.ABANDONED
+_OPEN = Outcome.OPEN
+
+
+def chain_line(chain: "Chain") -> bytes:
+    """The chain's item of the JSON report, as `_chain_line(chain.summary())` writes it."""
+    try:
+        got = _walk(chain)
+        if got is not None:
+            key, values = got
+            tpl = _TEMPLATES.get(key)
+            if tpl:
+                return _filled(tpl, values)
+            if tpl is None:
+                return _first_of_shape(chain, key, values)
+    except (TypeError, ValueError):  # a value orjson refuses, a time that is not a number
+        pass
+    return _chain_line(chain.summary())
+
+
+def _filled(tpl: list, values: list) -> bytes:
+    """The template with the values' JSON in its slots, as `_line` ends a line."""
+    out = _orjson(values, _refuse, _ORJSON_INDENTED)
+    parts = tpl.copy()
+    parts[1::2] = out[4:-2].split(_SEP)  # (less "[\n  " and "\n]")
+    line = b"".join(parts)
+    if out.isascii() and b"\x7f" not in out:  # (the skeleton's pieces are ASCII)
+        return line
+    return json_printable(line.decode("utf-8")).encode("utf-8")
+
+
+def _nested(d: dict) -> Fragment | None:
+    """A summary's text by the report's encoder, kept; None when it holds a lone surrogate."""
+    try:
+        frag = Fragment(_LINE(d).encode("utf-8"))
+    except UnicodeEncodeError:
+        return None
+    if len(_NESTED) >= _NESTED_MAX:
+        _NESTED.clear()
+    _NESTED[id(d)] = (d, frag)
+    return frag
+
+
+def _walk(chain: "Chain") -> tuple[tuple, list] | None:
+    """The chain's shape and its values in the line's order, or None where the way of before writes
+    it. Follows `core.summary.chain_summary`: a member there is a value here, in the same order, and
+    a member present or not is a part of the shape."""
+    if not _FLOATS_AS_REPR or chain.asks:
+        return None
+    start, end, dur = chain.start, chain.end, chain.duration_ms
+    if not (1e-4 <= start < 1e16 and 1e-4 <= end < 1e16 and -1e16 < dur < 1e16):
+        return None
+    method, ec, hop = chain.method, chain.error_code, chain.hop
+    not_plain, plain_enum = _NOT_PLAIN, _PLAIN_ENUMS
+    if type(method) in not_plain or type(ec) in not_plain or type(hop) in not_plain:
+        return None
+    requests, rounds = chain.requests, chain.rounds
+    outcome = chain.outcome
+    values: list[Any] = [chain.id, method, chain.target, len(rounds)]
+    values += [r.id for r in requests]
+    o, link, era = outcome or _OPEN, chain.link, chain.era
+    # a str-valued enum as its str: orjson reads an enum's `value`, a Python property (about 0.5k a value)
+    if type(o) in plain_enum:
+        o = o._value_
+    if type(link) in plain_enum:
+        link = link._value_
+    if type(era) in plain_enum:
+        era = era._value_
+    values += (o, link, dur, era, chain.peer, start, end, ec)
+    shape = []
+    nget = _NESTED.get
+    for r in requests:
+        i, t, rd = r.id, r.time, r.round
+        if type(i) in not_plain or not 1e-4 <= t < 1e16:
+            return None
+        response = r.response_kind if not r.cancelled else "cancelled"
+        if rd is None:  # the first request
+            code = 0
+            values += (i, r.index, t, response)
+        else:
+            w = _round((t - rd.irr_time) * 1000.0, 3)
+            if not -1e16 < w < 1e16:
+                return None
+            values += (i, r.index, t, rd.n, w)
+            code = 1
+            link = r.link
+            if link is not None:
+                code = 3
+                via = link.via
+                values.append(via._value_ if type(via) in plain_enum else via)
+            a = r.answered_summary
+            if a is not None:
+                if type(a) is not dict:
+                    return None
+                code |= 4
+                if a:
+                    e = nget(id(a))
+                    a = e[1] if e is not None and e[0] is a else _nested(a)
+                    if a is None:
+                        return None
+                values.append(a)
+            values.append(response)
+        ri = r.response_index
+        if ri is not None:
+            code |= 8
+            rt = r.response_time
+            if rt is not None and not 1e-4 <= rt < 1e16:
+                return None
+            values += (ri, rt)
+        e = r.error_code
+        if e is not None:
+            if type(e) in not_plain:
+                return None
+            code |= 16
+            values.append(e)
+        shape.append(code)
+    for rd in rounds:
+        it, a, sh = rd.irr_time, rd.asked, rd.state_hash
+        if not 1e-4 <= it < 1e16:
+            return None
+        if type(a) is not dict:
+            if a is not None:
+                return None
+        elif a:
+            e = nget(id(a))
+            a = e[1] if e is not None and e[0] is a else _nested(a)
+            if a is None:
+                return None
+        values += (rd.n, rd.irr_index, it, a, sh[:16] if sh else None)
+    shape.append(len(rounds))
+    flags = 0
+    if outcome == _ABANDONED:
+        rd = chain.unanswered_round
+        if rd is not None:
+            w = round((end - rd.irr_time) * 1000.0, 3)
+            if not -1e16 < w < 1e16:
+                return None
+            values.append(w)
+            flags = 1
+    if hop is not None:
+        flags |= 2
+        values.append(hop)
+    shape.append(flags)
+    return tuple(shape), values
+
+
+def _first_of_shape(chain: "Chain", key: tuple, values: list) -> bytes:
+    """The line of before for the first chain of a shape, and the shape's template from its summary
+    by the report's encoder: kept when the chain's line by it is that line, else False is kept (the
+    shape keeps the way of before; none is known). A value refused (a TypeError) keeps nothing: the
+    next chain of the shape tries again."""
+    summary = chain.summary()
+    expected = _chain_line(summary)
+    pieces = _LINE(_skeleton(summary)).split('"\\u0000"')
+    tpl: list = [None] * (2 * len(pieces) - 1)
+    tpl[::2] = [p.encode("ascii") for p in pieces]
+    try:
+        line = _filled(tpl, values)
+    except (TypeError, ValueError):
+        return expected
+    if len(_TEMPLATES) >= _TEMPLATES_MAX:
+        _TEMPLATES.clear()
+    _TEMPLATES[key] = tpl if line == expected else False
+    return expected
+
+
+def _skeleton(obj: Any, nested: bool = False) -> Any:
+    """A summary with each value (and each asked or answered summary whole) as `_MARK`."""
+    if nested:
+        return _MARK
+    if type(obj) is dict:
+        return {k: _skeleton(v, k == "asked" or k == "answered") for k, v in obj.items()}
+    if type(obj) is list:
+        return [_skeleton(v) for v in obj]
+    return _MARK
+
+
 class _Spool:
     """JSON lines (each item as the report writes it), in memory up to a size, then on disk; written
     in batches."""
@@ -175,6 +403,14 @@ class _Spool:
     def add(self, obj: Any) -> None:
         batch = self._batch
         batch.append(self._line(obj))
+        self.count += 1
+        if len(batch) >= 256:
+            self._flush()
+
+    def add_line(self, data: bytes) -> None:
+        """An item already serialised as `line` would."""
+        batch = self._batch
+        batch.append(data)
         self.count += 1
         if len(batch) >= 256:
             self._flush()
@@ -253,7 +489,7 @@ class ReportBuilder:
                 counts[rule] = counts.get(rule, 0) + 1
                 self._findings.add(out)  # its line written from it (`_finding_line`), without its dict
             elif t is ChainEvent and out.kind == "closed":
-                self._chains.add(out.chain.summary())
+                self._chains.add_line(chain_line(out.chain))  # written from the chain, without its summary dict
                 if self.sessions is not None:
                     self.sessions[out.chain.id] = out.chain.session
             elif t is HopsCorrelated:
