@@ -30,7 +30,9 @@ def chain_summary(chain: "Chain") -> dict:
 
     Each dict is made whole where its common shape allows (a dict display, one step, instead of a
     store per member), and each attribute read once: this runs once for every chain `check`
-    reports. The members' order is the report's."""
+    reports. The members' order is the report's. The vocabulary's values (outcome, link, era) are
+    plain strings, as the JSON report gives them back: orjson would otherwise ask each member for its
+    `value`, a Python call, in each of the chain line's two passes (outputs/report.py `_spaced`)."""
     timeline = []
     add = timeline.append
     for r in chain.requests:
@@ -44,13 +46,13 @@ def chain_summary(chain: "Chain") -> dict:
             answered = r.answered_summary
             if link is not None and answered is not None:  # a retry as most are
                 entry = {"id": r.id, "message": r.index, "time": t, "retries_round": rd.n,
-                         "wait_ms": _round((t - rd.irr_time) * 1000.0, 3), "link": link.via, "answered": answered,
+                         "wait_ms": _round((t - rd.irr_time) * 1000.0, 3), "link": str(link.via), "answered": answered,
                          "response": response}
             else:
                 entry = {"id": r.id, "message": r.index, "time": t, "retries_round": rd.n,
                          "wait_ms": _round((t - rd.irr_time) * 1000.0, 3)}
                 if link is not None:
-                    entry["link"] = link.via
+                    entry["link"] = str(link.via)
                 if answered is not None:
                     entry["answered"] = answered
                 entry["response"] = response
@@ -75,10 +77,10 @@ def chain_summary(chain: "Chain") -> dict:
         "target": chain.target,
         "rounds": len(rounds),
         "requests": [r.id for r in chain.requests],
-        "outcome": outcome or Outcome.OPEN,
-        "link": chain.link,
+        "outcome": str(outcome or Outcome.OPEN),
+        "link": None if (via := chain.link) is None else str(via),
         "duration_ms": chain.duration_ms,
-        "era": chain.era,
+        "era": str(chain.era),
         "peer": chain.peer,
         "start": chain.start,
         "end": chain.end,
