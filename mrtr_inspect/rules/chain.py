@@ -8,7 +8,7 @@ import re
 
 from ..core.findings import plural
 from ..core.messages import ERROR as ERROR_KIND
-from ..core.messages import format_id, target_of
+from ..core.messages import target_of
 from ..core.observations import Answered, ChainClosed, Linked, NotLinked, RoundOpened
 from ..core.events import S2C
 from ..core.vocabulary import Outcome
@@ -55,12 +55,15 @@ def chain_linked(obs: Linked, ctx) -> None:
     """A retry was linked to its round; carries the chain, the round, the link method and the time
     the user took to answer."""
     req, rd, c, via = obs.request, obs.round, obs.chain, obs.via
-    wait = req.time - rd.irr_time
-    ctx.emit(  # (the retry's label, `Message.label` of a request, written out: a finding of every retry)
-        f"{req.method} id={format_id(req.id)} continues chain {c.id} ({c.method} {c.target}) after round "
-        f"{rd.n}, linked via {via}, {wait * 1000:.0f} ms after the input_required",
+    ms = (req.time - rd.irr_time) * 1000
+    # (a finding of every retry: the retry's label, `Message.label` of a request, written out, its id by
+    # repr, which `format_id` is for every JSON value; the ms rounded by the float's own __round__,
+    # which round() looks up and calls)
+    ctx.emit(
+        f"{req.method} id={req.id!r} continues chain {c.id} ({c.method} {c.target}) after round "
+        f"{rd.n}, linked via {via}, {ms:.0f} ms after the input_required",
         messages=[rd.irr_index, req.index], chain=c.id,
-        details={"round": rd.n, "link_method": via, "elapsed_ms": round(wait * 1000, 3)},
+        details={"round": rd.n, "link_method": via, "elapsed_ms": ms.__round__(3)},
     )
 
 

@@ -3,6 +3,8 @@ describes and stays quiet on the nearest traffic that is fine. (The rules of the
 are tested with it, tests/core/test_chains.py; `server-rejected-own-state` in test_chain_errors.py.)"""
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from mrtr_inspect.adapters.offline import replay_outputs
 from mrtr_inspect.core.findings import Finding
@@ -157,3 +159,38 @@ def test_near_miss_a_replay_refused_or_a_re_issue_after_a_failure_or_an_altered_
     assert "server-accepted-replayed-state" not in r.rules() and [x.severity for x in r.of("request-state-replayed")] == ["info"]
     r = _replayed("irr", "complete", state="s1-TAMPERED")  # not a replay: an altered state of round 2
     assert "server-accepted-replayed-state" not in r.rules() and "server-accepted-altered-state" in r.rules()
+
+
+# --- chain-linked ------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("rid", [7, "r-7", 2.5])
+def test_chain_linked_names_the_retry_by_its_label(rid):
+    """chain-linked (every retry, on every run) writes its retry's label out (`Message.label`, its id
+    by repr) and rounds the ms as round() does."""
+    from tests.traffic import ACCEPT, ELICIT
+
+    t = Traffic()
+    a = t.tool("deploy", {"env": "prod"})
+    t.irr(a, {"q": ELICIT}, state="s1")
+    t.tick(1.2345678)
+    b = t.tool("deploy", {"env": "prod"}, id=rid, requestState="s1", inputResponses={"q": ACCEPT})
+    t.result(b, {"content": []})
+    r = t.run()
+    [f] = r.of("chain-linked")
+    retry = r.messages[f.messages[1]]
+    ms = (retry.time - r.messages[f.messages[0]].time) * 1000
+    assert f.message == (f"{retry.label()} continues chain c1 (tools/call deploy) after round 1, linked via state, "
+                         f"{ms:.0f} ms after the input_required")
+    assert f.details == {"round": 1, "link_method": "state", "elapsed_ms": round(ms, 3)}
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.recursive(st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+                          | st.text(), lambda inner: st.lists(inner, max_size=3)
+                          | st.dictionaries(st.text(max_size=3), inner, max_size=3), max_leaves=8))
+def test_format_id_is_repr_for_every_json_value(value):
+    """What chain-linked relies on to write a label's id without a call."""
+    from mrtr_inspect.core.messages import format_id
+
+    assert format_id(value) == repr(value)

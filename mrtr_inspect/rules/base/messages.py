@@ -119,7 +119,16 @@ def _update(obs, st: _State) -> _State:
             st.cancel = st.cancelled.pop(req.index, None) if st.cancelled and req is not None else None
             st.released = ()
             if k == RESULT:
-                _modern_result(obs, st)
+                # a result with resultType, or a DiscoverResult, shows its server to be modern: findings
+                # waiting for that evidence are released (`report_released`; written here, not called:
+                # every result passes)
+                res = msg.result
+                if msg.era is MODERN and type(res) is dict and req is not None and (
+                        "resultType" in res or req.method == "server/discover"):
+                    x = obs.exchange
+                    where = msg.session if x is None else (msg.session, x.path)  # endpoint(msg, x), for every result
+                    if where not in st.modern:
+                        _modern_evidence(where, st)
             else:
                 st.excused = False
                 if msg.id is None and req is None and obs.exchange is None and st.unreadable:
@@ -156,21 +165,6 @@ def _lost_request(x):
 def _modern_evidence(where, st: _State) -> None:
     st.modern.add(where)
     st.released = st.pending.pop(where, ())
-
-
-def _modern_result(obs: Decoded, st: _State) -> None:
-    """A result with resultType, or a DiscoverResult, shows its server to be modern: findings waiting
-    for that evidence are released (`report_released`)."""
-    msg = obs.msg
-    res = msg.result
-    if msg.era is not MODERN or type(res) is not dict:
-        return
-    req = obs.request
-    if req is not None and ("resultType" in res or req.method == "server/discover"):
-        x = obs.exchange
-        where = msg.session if x is None else (msg.session, x.path)  # endpoint(msg, x), for every result
-        if where not in st.modern:
-            _modern_evidence(where, st)
 
 
 def _modern_error(obs: Decoded, st: _State) -> None:
@@ -270,7 +264,7 @@ def _unusual(obs: Decoded, st: _State) -> bool:
             return True
         meta = msg.params["_meta"]
         return (type(meta.get(CLIENT_CAPABILITIES_KEY)) is not dict or CLIENT_INFO_KEY not in meta
-                or not meta.keys() <= _good_keys or meta.get("progressToken") is not None)
+                or not _good_keys.issuperset(meta) or meta.get("progressToken") is not None)
     if k == RESULT or k == ERROR_KIND:
         req = obs.request
         if k == ERROR_KIND or type(msg.result) is not dict or req is None:
@@ -289,7 +283,7 @@ def _unusual(obs: Decoded, st: _State) -> bool:
                 or req.method == LISTEN):
             return True
         m = msg.result.get("_meta")
-        return type(m) is not dict or SERVER_INFO_KEY not in m or not m.keys() <= _good_keys
+        return type(m) is not dict or SERVER_INFO_KEY not in m or not _good_keys.issuperset(m)
     return False
 
 
@@ -300,6 +294,7 @@ _NAME = re.compile(r"(?:[A-Za-z0-9](?:[A-Za-z0-9._-]*[A-Za-z0-9])?)?")
 _TRACE_KEYS = frozenset({"traceparent", "tracestate", "baggage"})
 _key_ok: dict[str, str | None] = {}  # key -> why it is invalid (None: valid); a memo, bounded below
 _good_keys: set[str] = set()  # the valid keys of _key_ok, so a whole _meta is checked with one set operation
+# (`_good_keys.issuperset(meta)`: no keys view made, as `meta.keys() <= _good_keys` makes one)
 
 
 def meta_key_problem(key: str) -> str | None:

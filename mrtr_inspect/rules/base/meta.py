@@ -190,7 +190,7 @@ def meta_key_format_invalid(obs: Decoded, ctx, st: _State) -> None:
     msg = obs.msg
     if msg.era is MODERN:
         meta = msg.params["_meta"]
-        if not meta.keys() <= _good_keys:
+        if not _good_keys.issuperset(meta):
             _bad_meta_keys(msg, meta, st, ctx)
 
 
@@ -198,7 +198,7 @@ def meta_key_format_invalid(obs: Decoded, ctx, st: _State) -> None:
 def notification_meta_keys(obs: Decoded, ctx, st: _State) -> None:
     """The `params._meta` keys of a notification, from either side."""
     m = params(obs.msg).get("_meta")
-    if type(m) is dict and not m.keys() <= _good_keys:
+    if type(m) is dict and not _good_keys.issuperset(m):
         _bad_meta_keys(obs.msg, m, st, ctx)
 
 
@@ -372,7 +372,7 @@ def result_meta_keys(obs: Decoded, ctx, st: _State) -> None:
     if msg.era is not MODERN or type(msg.result) is not dict or obs.request is None:
         return
     m = msg.result.get("_meta")
-    if type(m) is dict and not m.keys() <= _good_keys:
+    if type(m) is dict and not _good_keys.issuperset(m):
         _bad_meta_keys(obs.msg, m, st, ctx)
 
 
