@@ -59,6 +59,24 @@ def _facts_of(value: dict, version: str) -> AskFacts:
     return facts
 
 
+def asked_text(obs: Answered, ir: dict) -> str | None:
+    """orjson's text of an input_required result's inputRequests (an object; None when orjson does not
+    write it): its round's, which the core wrote to key the round's summary (`Round.asked_text`), else
+    written here (a result of no round: not stitched, or its chain closed)."""
+    creq = obs.creq
+    if creq is not None:
+        rounds = creq.chain.rounds
+        if rounds:
+            rd = rounds[-1]
+            if rd.input_requests is ir and rd.irr_index == obs.response.index:
+                text = rd.asked_text
+                return text if text is not None or ir else "{}"  # (none for an empty map)
+    try:
+        return orjson.dumps(ir).decode("utf-8")
+    except TypeError:  # (orjson's error for what it does not write)
+        return None
+
+
 class Ask:
     """One input request: a value of an IRR's `inputRequests` (modern; `key` is its key), or a
     server-initiated request (legacy; `key` None). Its shape problems, and what its form asks, are

@@ -22,6 +22,7 @@ from typing import Any
 
 import orjson
 
+from ..core.chains import Round
 from ..core.messages import INPUT_REQUEST_METHODS
 from ..core.observations import Answered, Linked
 from ..core.era import LEGACY, MODERN
@@ -129,16 +130,35 @@ def answers_of(obs: Linked | Answered) -> Answers:
     return out
 
 
-# The retries found `_QUIET`, by the bytes orjson writes of their inputResponses and of the questions
-# they answer (what the rounds up to theirs asked): equal bytes, equal values (orjson writes each value
-# one way; the parser refuses NaN, and values whose bytes hold null, which an infinity is written as,
-# are not kept; values orjson cannot write are judged apart). Clients answer the same questions
-# alike again and again: a retry answering what an earlier one answered, as it did, costs the bytes
-# and a lookup, not a validation of each answer by its kind's model. It keeps bytes only, copies (a
-# bytes object orjson writes holds a 4 KiB allocation), none of the pipeline's objects.
-_QUIET_RETRIES: dict[bytes, bool] = {}
-_QUIET_KEPT = 2048  # (the bench's 200,000 messages answer about 400 distinct inputResponses)
-_QUIET_BYTES = 2048  # larger answers and questions (a sampling request with its messages) are judged apart
+# The retries found `_QUIET`, by the bytes orjson writes of their inputResponses and the text it wrote of
+# the questions they answer, those of each round up to theirs (`Round.asked_text`: the core writes it to
+# key a round's summary): equal bytes, equal values (orjson writes each value one way; the parser
+# refuses NaN, and values whose text holds null, which an infinity is written as, are not kept; values
+# orjson cannot write are judged apart). Clients answer the same questions alike again and again: a
+# retry answering what an earlier one answered, as it did, costs the bytes of its answers and a lookup,
+# not a validation of each answer by its kind's model. It keeps bytes (copies: a bytes object orjson
+# writes holds a 4 KiB allocation) and the rounds' texts, none of the pipeline's objects.
+_QUIET_RETRIES: dict[tuple, bool] = {}
+_QUIET_KEPT = 2048  # (the bench's 200,000 messages ask about 1,200 distinct inputRequests)
+_QUIET_BYTES = 1024  # larger answers or questions (sampling, with its messages) are judged apart
+
+
+def _asked_text(rd) -> str | None:
+    """orjson's text of what a round asked ("" when it asked nothing; None: orjson does not write it, or
+    the round is a closed chain's, `RetiredRound`, which keeps no text: its retry is judged apart)."""
+    if type(rd) is not Round:
+        return None
+    text = rd.asked_text
+    return text if text is not None or not rd.input_requests else ""
+
+
+def _keepable(answers: bytes, questions: str | tuple) -> bool:
+    """Whether a quiet retry of these answers to these questions is kept (neither holds null, none is
+    larger than `_QUIET_BYTES`)."""
+    for text in (questions,) if type(questions) is str else questions:
+        if len(text) > _QUIET_BYTES or "null" in text:
+            return False
+    return len(answers) <= _QUIET_BYTES and b"null" not in answers
 
 
 def _linked_answers(obs: Linked) -> list[Answer] | Answers:
@@ -150,19 +170,25 @@ def _linked_answers(obs: Linked) -> list[Answer] | Answers:
     rounds = obs.round.chain.rounds
     if rounds and rounds[0] is obs.round:  # the first round: what it asked (read, not changed)
         asked = obs.round.input_requests or {}
+        questions = _asked_text(obs.round)
     else:
         asked = {}
+        texts = []
         for rd in rounds:  # later rounds win: a key asked again means the latest question
             asked.update(rd.input_requests or {})
+            texts.append(_asked_text(rd))
             if rd is obs.round:
                 break
-    try:
-        written = orjson.dumps((responses, asked))  # (one array: one call, one buffer)
-    except TypeError:  # (orjson's error for what it does not write)
-        written = None
-    else:
-        if written in _QUIET_RETRIES:
-            return _QUIET
+        questions = None if None in texts else tuple(texts)
+    written = None
+    if questions is not None:
+        try:
+            written = (orjson.dumps(responses), questions)
+        except TypeError:  # (orjson's error for what it does not write)
+            pass
+        else:
+            if written in _QUIET_RETRIES:
+                return _QUIET
     parts = []  # (key, method, params, value, its errors), the answers to known questions
     quiet = True
     for key, value in responses.items():
@@ -184,8 +210,9 @@ def _linked_answers(obs: Linked) -> list[Answer] | Answers:
                         errors, quiet = None, False
             parts.append((key, method, p, value, errors))
     if quiet and parts:
-        if written is not None and len(written) <= _QUIET_BYTES and b"null" not in written:
-            kept(_QUIET_RETRIES, bytes(memoryview(written)), True, _QUIET_KEPT)
+        if written is not None and _keepable(written[0], questions):
+            # (a copy of the bytes: orjson's hold a 4 KiB allocation each)
+            kept(_QUIET_RETRIES, (bytes(memoryview(written[0])), questions), True, _QUIET_KEPT)
         return _QUIET
     cid = obs.chain.id
     messages = [obs.round.irr_index, req.index]

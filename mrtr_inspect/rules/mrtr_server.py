@@ -13,15 +13,13 @@ from __future__ import annotations
 
 from urllib.parse import urlsplit
 
-import orjson
-
 from ..core.messages import INPUT_REQUEST_METHODS, MRTR_METHODS, REQUEST
 from ..core.observations import Answered, Decoded, NotLinked
 from ..core.era import MODERN
 from . import shapes, spec
 from .common import (METHOD_NOT_FOUND, MISSING_CAPABILITY, TASKS_EXTENSION, answered, at, chain_of, client_caps,
                      kept, loopback_host, modern_result)
-from .asks import Ask, IrrView, ServerRequest, asked
+from .asks import Ask, IrrView, ServerRequest, asked, asked_text
 from .input_responses import invalid_answers
 from .registry import ERROR, INFO, INPUT_REQUIRED, OTHER_RESULT, TASK, WARNING, Pass, rule
 from .shapes import ELICIT, ROOTS, SAMPLE, short
@@ -132,33 +130,30 @@ def _quiet_asks(v: IrrView) -> tuple | None:
 
 
 # `_quiet_asks` of the input requests of an input_required result whose own members are usual, by the
-# bytes orjson writes of them (equal bytes, equal value: orjson writes each value one way; the
-# parser refuses NaN, and a value whose bytes hold null, which an infinity is written as, is not
-# kept; a value orjson cannot write is judged apart). Servers ask the same forms again and again:
-# a result asking what an earlier one asked costs the bytes and a lookup, not a view and an `Ask`
-# per input request. It keeps tuples of strings and bools, none of the pipeline's objects; its keys
-# are copies (a bytes object orjson writes holds a 4 KiB allocation).
-_QUIET: dict[bytes, tuple | None] = {}
+# text orjson writes of them (equal text, equal value: orjson writes each value one way; the parser
+# refuses NaN, and a value whose text holds null, which an infinity is written as, is not kept; a value
+# orjson cannot write is judged apart). The text is the round's (`Round.asked_text`: the core wrote it
+# to key the round's summary), else written here. Servers ask the same forms again and again: a result
+# asking what an earlier one asked costs a lookup, not a view and an `Ask` per input request. It keeps
+# tuples of strings and bools, none of the pipeline's objects.
+_QUIET: dict[str, tuple | None] = {}
 _QUIET_KEPT = 2048  # (the bench asks about 1,200 distinct inputRequests in 200,000 messages)
-_QUIET_BYTES = 1024  # larger input requests (a sampling request with its messages) are judged apart
+_QUIET_CHARS = 1024  # larger input requests (a sampling request with its messages) are judged apart
 _UNKNOWN = object()
 
 
 def _asks_quiet(obs: Answered, r: dict) -> tuple | None:
     """`_quiet_asks` of the result's input requests (`r`'s inputRequests, an object), kept by their
-    bytes (above)."""
+    text (above)."""
     ir = r["inputRequests"]
-    try:
-        key = orjson.dumps(ir)
-    except TypeError:  # (orjson's error for what it does not write)
-        key = None
-    else:
-        needs = _QUIET.get(key, _UNKNOWN)
+    text = asked_text(obs, ir)
+    if text is not None:
+        needs = _QUIET.get(text, _UNKNOWN)
         if needs is not _UNKNOWN:
             return needs
     needs = None if _unusual_asks(ir) else _quiet_asks(IrrView(obs, r))
-    if key is not None and len(key) <= _QUIET_BYTES and b"null" not in key:
-        kept(_QUIET, bytes(memoryview(key)), needs, _QUIET_KEPT)
+    if text is not None and len(text) <= _QUIET_CHARS and "null" not in text:
+        kept(_QUIET, text, needs, _QUIET_KEPT)
     return needs
 
 

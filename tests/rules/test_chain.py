@@ -194,3 +194,11 @@ def test_format_id_is_repr_for_every_json_value(value):
     from mrtr_inspect.core.messages import format_id
 
     assert format_id(value) == repr(value)
+
+
+def test_a_retry_of_a_closed_chains_round_is_judged_without_failing():
+    """A replayed retry links to a round its closed chain retired (`RetiredRound`, which keeps no
+    text of what it asked): its answers are judged apart, no rule fails on it."""
+    for first, replay in (("complete", "complete"), ("complete", "irr"), ("irr", "complete")):
+        r = _replayed(first, replay)
+        assert "inspector-error" not in r.rules() and r.of("request-state-replayed"), (first, replay)

@@ -410,3 +410,29 @@ def test_a_retry_kept_quiet_is_one_of_the_same_answers_to_the_same_questions():
         assert "elicit-result-accept-missing-content" in answered({"q": form}, {"q": ACCEPT}).rules()
         assert "elicit-result-action-invalid" in answered({"q": ELICIT}, {"q": {**ACCEPT, "action": "ok"}}).rules()
         assert len(ir._QUIET_RETRIES) == 1
+
+
+def test_a_later_retry_is_kept_quiet_by_the_questions_of_every_round_up_to_its_own():
+    """A retry of a later round may answer an earlier round's questions too: what is kept of it names
+    the questions of every round up to its own, so the same answers to the same last round, after
+    another first round, are judged again."""
+    from mrtr_inspect.rules import input_responses as ir
+
+    name = {"method": "elicitation/create", "params": {"message": "Name?", "requestedSchema": {
+        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}
+
+    def two_rounds(first: dict) -> list:
+        t = Traffic()
+        a = t.tool("deploy", {"env": "prod"})
+        t.irr(a, {"q": first}, state="s1")
+        b = t.tool("deploy", {"env": "prod"}, requestState="s1", inputResponses={"q": ACCEPT})
+        t.irr(b, {"r": ROOTS}, state="s2")
+        c = t.tool("deploy", {"env": "prod"}, requestState="s2", inputResponses={"q": ACCEPT, "r": ROOTS_ANSWER})
+        t.result(c, {"content": []})
+        return [f.messages for f in t.run().of("elicit-result-accept-missing-content")]
+
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(ir, "_QUIET_RETRIES", {})
+        assert two_rounds(ELICIT) == [] and two_rounds(ELICIT) == []
+        assert len(ir._QUIET_RETRIES) == 2
+        assert len(two_rounds(name)) == 2  # the first retry's answer, and the second's

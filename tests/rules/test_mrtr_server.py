@@ -747,3 +747,33 @@ def test_input_requests_asked_again_are_judged_again_by_what_was_kept_of_them():
         assert len(mrtr_server._QUIET) == 2
         assert irr({"q": ELICIT}, caps={"roots": {}}).rules() & OURS == {"input-request-undeclared-capability"}
         assert irr({"q": ELICIT}, ttlMs=5).rules() & OURS == {"irr-caching-hints"}
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(input_requests=st.dictionaries(st.sampled_from(["q", "r", "s"]), st.sampled_from(_ASKS), max_size=3),
+       big=st.booleans())
+def test_the_text_input_requests_are_kept_by_is_orjsons(input_requests, big):
+    """The verdict kept for input requests is found by orjson's text of them: their round's, which
+    the core wrote for its summary, or written anew for a result of no round; none for a value orjson
+    does not write (an integer past 64 bits)."""
+    import orjson
+
+    from mrtr_inspect.analysis import Analysis
+    from mrtr_inspect.core.observations import Answered
+    from mrtr_inspect.rules.asks import asked_text
+
+    ir = copy.deepcopy(input_requests)
+    if big:
+        ir["n"] = {"method": "elicitation/create", "params": {"message": "m", "big": 1 << 70}}
+    t = Traffic()
+    t.irr(t.tool("deploy", {}), ir, state="s1")
+    seen: list = []
+    a = Analysis(None, lambda o: seen.append(o) if type(o) is Answered else None)
+    for frame in t.frames:
+        a.feed(frame)
+    [obs] = seen
+    r = obs.response.result["inputRequests"]
+    assert obs.creq.chain.rounds[-1].input_requests is r  # (the round's text is the one read)
+    assert asked_text(obs, r) == (None if big else orjson.dumps(r).decode("utf-8"))
+    no_round = Answered.new(obs.response, obs.request, None, None)
+    assert asked_text(no_round, r) == (None if big else orjson.dumps(r).decode("utf-8"))
