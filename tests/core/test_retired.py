@@ -283,3 +283,45 @@ def test_the_references_a_closed_chain_holds_to_itself_are_counted_exactly(monke
     flush(insp)
     assert len(seen) > 150 and replays[0] >= 80 and legacy[0] >= 5
     assert [a for a, _ in seen] == [b for _, b in seen]
+
+
+def test_a_closed_chains_rounds_are_made_when_a_state_of_it_is_looked_up_as_they_were_at_its_close():
+    """The state index keeps a record of a closed chain and makes its retired rounds when one of its
+    states is looked up (most never are): the rounds are those of its close (its requests answered
+    then, as KeptRequests; a request still in flight, the request itself, which a late answer still
+    reaches), and a round keeps those before it even when their states are forgotten."""
+    from mrtr_inspect.core.chains import Stitcher
+    from mrtr_inspect.core.messages import decode_message
+
+    def msg(i: int, raw: str, t: float):
+        m = decode_message(raw.encode())
+        m.index, m.time, m.era = i, t, "modern"
+        return m
+
+    s = Stitcher(retired_states=2)
+    call = '{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t","arguments":{}%s}}'
+    irr = ('{"jsonrpc":"2.0","id":%d,"result":{"resultType":"input_required","inputRequests":{"k%d":{"method":'
+           '"roots/list"}},"requestState":"%s"}}')
+    first, _ = s.on_request(msg(0, call % (1, ""), 1.0), "p", True)
+    s.on_response(first, msg(1, irr % (1, 1, "s1"), 2.0))
+    retry, _ = s.on_request(msg(2, call % (2, ',"inputResponses":{"k1":{"roots":[]}},"requestState":"s1"'), 3.0), "p", True)
+    s.on_response(retry, msg(3, irr % (2, 2, "s2"), 4.0))
+    last, _ = s.on_request(msg(4, call % (3, ',"inputResponses":{"k2":{"roots":[]}},"requestState":"s2"'), 5.0), "p", True)
+    s.close_all(6.0)  # the last retry still in flight: the chain closes open
+    index = s._states
+    assert all(type(x) is tuple for rounds in index._rounds.values() for x in rounds)  # nothing made yet
+    # another chain's state: the first state of the chain is forgotten (2 remembered)
+    other, _ = s.on_request(msg(10, call % (10, ""), 7.0), "p", True)
+    s.on_response(other, msg(11, irr % (10, 9, "other"), 7.5))
+    s.close_all(8.5)  # (abandoned)
+    assert index.get(state_hash("s1")) is None
+    (rd2,) = index.get(state_hash("s2"))
+    assert type(rd2) is RetiredRound and rd2.n == 2 and rd2.state == "s2" and rd2.input_requests == {"k2": {"method": "roots/list"}}
+    assert [rd.n for rd in rd2.chain.rounds] == [1, 2] and rd2.chain.outcome == "open" and rd2.chain.id == "c1"
+    rd1 = rd2.chain.rounds[0]
+    assert [type(r).__name__ for r in rd2.chain.requests] == ["KeptRequest", "KeptRequest", "ChainRequest"]
+    assert rd1.request is rd2.chain.requests[0] and rd1.retries == [rd2.chain.requests[1]] and rd2.retries[0] is last
+    assert rd2.request is rd2.chain.requests[1] and rd2.chain.requests[1].response_kind == "input_required"
+    assert last.in_flight and index.get(state_hash("s2")) == [rd2]  # made once
+    s.on_response(last, msg(20, '{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[]}}', 9.0))
+    assert not rd2.retries[0].in_flight and rd2.retries[0].response_kind == "result"  # the late answer reached it
