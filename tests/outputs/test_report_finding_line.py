@@ -88,3 +88,31 @@ def test_the_builder_counts_and_writes_a_finding_added_either_way():
     finally:
         a.close()
         b.close()
+
+
+@settings(max_examples=1500, deadline=None)
+@given(message=st.one_of(_TEXT, _LEAF), time=st.one_of(_FLOAT, _LEAF), chain=st.one_of(st.none(), _TEXT, _LEAF),
+       messages=st.one_of(st.lists(st.integers(0, 10**6), min_size=2, max_size=2), st.lists(_VALUE, max_size=2)),
+       details=st.one_of(st.fixed_dictionaries({"round": _VALUE, "link_method": _VALUE, "elapsed_ms": _VALUE}),
+                         st.none(), _VALUE))
+def test_findings_of_one_rule_share_its_template_and_are_written_as_before(message, time, chain, messages, details):
+    """The members a template's key holds (the rule, severity, spec, conformance id) fixed, the others
+    of any value: most examples take the template the first made (`_FINDING_TEMPLATES`)."""
+    f = _chain_linked(1)
+    f.message, f.time, f.chain, f.messages, f.details = message, time, chain, messages, details
+    assert _finding_line(f) == _line(f.to_json())
+
+
+def test_a_rules_finding_takes_its_template(monkeypatch):
+    """Once its key's template is made, a rule's finding is written by it alone."""
+    expected = [_line(_chain_linked(i).to_json()) for i in range(50)]
+    _finding_line(_chain_linked(0))
+
+    def refused(*args):
+        raise AssertionError("written the way of before")
+
+    monkeypatch.setattr(report, "_finding_line_parts", refused)
+    monkeypatch.setattr(report, "_line", refused)
+    assert [_finding_line(_chain_linked(i)) for i in range(50)] == expected
+    key = ("chain-linked", "info", "basic/patterns/mrtr.mdx", None, 2, "round", "link_method", "elapsed_ms")
+    assert report._FINDING_TEMPLATES[key]
