@@ -14,7 +14,8 @@ from typing import TYPE_CHECKING, Any, Callable
 from orjson import dumps as _orjson
 
 from .jsontext import dumps_with
-from .vocabulary import Outcome
+from .era import Era
+from .vocabulary import Link, Outcome
 
 if TYPE_CHECKING:  # pragma: no cover
     from .chains import Chain, LegacyRound
@@ -23,6 +24,15 @@ if TYPE_CHECKING:  # pragma: no cover
 # `round` of a float (the products with 1000.0 always are) without `round`'s lookup of `__round__`,
 # which makes a bound method each time: the same function, called at once
 _round = float.__round__
+
+
+_ENUMS = frozenset((Outcome, Link, Era))
+
+
+def _plain(x: Any) -> Any:
+    """A member of the vocabulary as its plain string (its `_value_`: `value` is a Python property),
+    anything else as it is (None stays None)."""
+    return x._value_ if type(x) in _ENUMS else x
 
 
 def chain_summary(chain: "Chain") -> dict:
@@ -46,13 +56,13 @@ def chain_summary(chain: "Chain") -> dict:
             answered = r.answered_summary
             if link is not None and answered is not None:  # a retry as most are
                 entry = {"id": r.id, "message": r.index, "time": t, "retries_round": rd.n,
-                         "wait_ms": _round((t - rd.irr_time) * 1000.0, 3), "link": str(link.via), "answered": answered,
+                         "wait_ms": _round((t - rd.irr_time) * 1000.0, 3), "link": _plain(link.via), "answered": answered,
                          "response": response}
             else:
                 entry = {"id": r.id, "message": r.index, "time": t, "retries_round": rd.n,
                          "wait_ms": _round((t - rd.irr_time) * 1000.0, 3)}
                 if link is not None:
-                    entry["link"] = str(link.via)
+                    entry["link"] = _plain(link.via)
                 if answered is not None:
                     entry["answered"] = answered
                 entry["response"] = response
@@ -77,10 +87,10 @@ def chain_summary(chain: "Chain") -> dict:
         "target": chain.target,
         "rounds": len(rounds),
         "requests": [r.id for r in chain.requests],
-        "outcome": str(outcome or Outcome.OPEN),
-        "link": None if (via := chain.link) is None else str(via),
+        "outcome": _plain(outcome or Outcome.OPEN),
+        "link": _plain(chain.link),
         "duration_ms": chain.duration_ms,
-        "era": str(chain.era),
+        "era": _plain(chain.era),
         "peer": chain.peer,
         "start": chain.start,
         "end": chain.end,

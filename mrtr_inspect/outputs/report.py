@@ -274,14 +274,14 @@ def _walk(chain: "Chain") -> tuple[tuple, list] | None:
     values: list[Any] = [chain.id, method, chain.target, len(rounds)]
     values += [r.id for r in requests]
     o, link, era = outcome or _OPEN, chain.link, chain.era
-    # as `chain_summary` gives them, `str()` of each (of a link that is not None): a str-valued enum's
-    # str read as its `_value_` (orjson would read its `value`, a Python property; `str()` is a call)
-    if type(o) is not str:
-        o = o._value_ if type(o) in plain_enum else str(o)
-    if link is not None and type(link) is not str:
-        link = link._value_ if type(link) in plain_enum else str(link)
-    if type(era) is not str:
-        era = era._value_ if type(era) in plain_enum else str(era)
+    # as `chain_summary` gives them (`_plain`): a str-valued enum as its `_value_` (orjson would read
+    # its `value`, a Python property), anything else as it is
+    if type(o) in plain_enum:
+        o = o._value_
+    if type(link) in plain_enum:
+        link = link._value_
+    if type(era) in plain_enum:
+        era = era._value_
     values += (o, link, dur, era, chain.peer, start, end, ec)
     shape = []
     nget = _NESTED.get
@@ -303,9 +303,7 @@ def _walk(chain: "Chain") -> tuple[tuple, list] | None:
             if link is not None:
                 code = 3
                 via = link.via
-                if type(via) is not str:
-                    via = via._value_ if type(via) in plain_enum else str(via)
-                values.append(via)
+                values.append(via._value_ if type(via) in plain_enum else via)
             a = r.answered_summary
             if a is not None:
                 if type(a) is not dict:

@@ -100,3 +100,40 @@ def test_a_summary_is_made_while_another_thread_changes_the_kept_ones(monkeypatc
     for i in range(3):
         value = {"k": {"action": "accept", "content": {"n": i}}}
         assert summarize_responses(value) == summary._summarize_responses(value)
+
+
+def test_a_chain_summary_holds_the_vocabulary_as_plain_strings_and_none_as_none():
+    """Outcome, link and era (and a retry's link) as the JSON report gives them back: exact strings
+    for the members, anything else as it is (an era not known yet stays None, not "None")."""
+    from types import SimpleNamespace
+
+    from mrtr_inspect.core.chains import Chain, ChainRequest, Round
+    from mrtr_inspect.core.era import Era
+    from mrtr_inspect.core.summary import chain_summary
+    from mrtr_inspect.core.vocabulary import Link, Outcome
+
+    def new(cls, **attrs):
+        obj = object.__new__(cls)
+        for k, v in attrs.items():
+            setattr(obj, k, v)
+        return obj
+
+    for era, vias, outcome, via in ((Era.MODERN, [Link.STATE], Outcome.COMPLETE, Link.KEYS), (None, [], None, None)):
+        chain = new(Chain, id="c1", method="tools/call", target="t", peer="p", era=era, start=1.0, end=2.0,
+                    error_code=None, outcome=outcome, vias=vias, asks=[], hop=None, closed=True)
+        rd = new(Round, chain=chain, n=1, irr_index=1, irr_time=1.5, asked=None, state_hash=None, retries=[])
+        chain.rounds = [rd]
+        first = new(ChainRequest, chain=chain, id=1, index=0, time=1.0, round=None, link=None,
+                    answered_summary=None, response_kind="input_required", cancelled=False, response_index=1,
+                    response_time=1.5, error_code=None)
+        retry = new(ChainRequest, chain=chain, id=2, index=2, time=1.75, round=rd,
+                    link=SimpleNamespace(via=via) if via is not None else None, answered_summary=None,
+                    response_kind="result", cancelled=False, response_index=3, response_time=2.0, error_code=None)
+        chain.requests = [first, retry]
+        s = chain_summary(chain)
+        if era is None:
+            assert s["era"] is None and s["link"] is None and s["outcome"] == "open"
+            assert "link" not in s["timeline"][1]
+        else:
+            assert (s["era"], s["link"], s["outcome"], s["timeline"][1]["link"]) == ("modern", "state", "complete", "keys")
+            assert all(type(v) is str for v in (s["era"], s["link"], s["outcome"], s["timeline"][1]["link"]))
