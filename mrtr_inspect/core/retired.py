@@ -149,16 +149,31 @@ def _record(chain: Chain) -> tuple:
     are: a chain's retries come before it closes), as plain tuples: its names, each request's facts
     (the request itself while in flight: a chain closed at the end of a capture, an answer may still
     reach it), and each round's facts with the positions of its request and retries among the
-    chain's requests. `_revive` makes its `RetiredChain` and `RetiredRound`s of them, the same as
+    chain's requests (by identity: `list.index` compares a request, which defines no equality, by
+    its identity). `_revive` makes its `RetiredChain` and `RetiredRound`s of them, the same as
     when they were made at the close (about 40k instructions a chain, most chains never read)."""
     reqs = chain.requests
-    at = {r.index: k for k, r in enumerate(reqs)}  # a request's message index names it in its chain
+    # a round's request and retries are requests of its chain, by construction; one that is not (if
+    # ever) is kept as it is, as when the rounds were retired at the close
+    for at in (reqs.index, lambda r: _at(reqs, r)):
+        try:
+            rounds = [(rd.n, rd.irr_index, rd.irr_time, _asked_form(rd), rd.state, rd.state_hash, rd._token, rd.peer,
+                       rd.key, rd.had_state, rd.expired, at(rd.request), [at(r) for r in rd.retries])
+                      for rd in chain.rounds]
+            break
+        except ValueError:
+            continue
     return ((chain.id, chain.seq, chain.method, chain.target, chain.outcome),
             [r if r.response_kind is None and not r.cancelled else (r.id, r.index, r.response_kind, r.cancelled)
-             for r in reqs],
-            [(rd.n, rd.irr_index, rd.irr_time, _asked_form(rd), rd.state, rd.state_hash, rd._token, rd.peer, rd.key,
-              rd.had_state, rd.expired, at[rd.request.index], [at[r.index] for r in rd.retries])
-             for rd in chain.rounds])
+             for r in reqs], rounds)
+
+
+def _at(reqs: list, r: Any) -> Any:
+    """Where a request is among its chain's requests, or the request itself when it is not one."""
+    for k, x in enumerate(reqs):
+        if x is r:
+            return k
+    return r
 
 
 def _revive(record: tuple) -> list[RetiredRound]:
@@ -168,9 +183,14 @@ def _revive(record: tuple) -> list[RetiredRound]:
     rc = RetiredChain(names, requests)
     rounds: list[RetiredRound] = []
     for f in round_facts:
-        rounds.append(RetiredRound(f, rc, requests[f[11]], [requests[k] for k in f[12]], rounds[-1] if rounds else None))
+        rounds.append(RetiredRound(f, rc, _of(requests, f[11]), [_of(requests, k) for k in f[12]],
+                                   rounds[-1] if rounds else None))
     rc._rounds = [weakref.ref(r) for r in rounds]
     return rounds
+
+
+def _of(requests: list, k: Any) -> Any:
+    return requests[k] if type(k) is int else k
 
 
 def retire(chain: Chain) -> list[RetiredRound]:

@@ -325,3 +325,28 @@ def test_a_closed_chains_rounds_are_made_when_a_state_of_it_is_looked_up_as_they
     assert last.in_flight and index.get(state_hash("s2")) == [rd2]  # made once
     s.on_response(last, msg(20, '{"jsonrpc":"2.0","id":3,"result":{"resultType":"complete","content":[]}}', 9.0))
     assert not rd2.retries[0].in_flight and rd2.retries[0].response_kind == "result"  # the late answer reached it
+
+
+def test_a_rounds_request_of_no_other_chain_is_kept_as_it_is():
+    """A round's request and retries are requests of its chain by construction; one that is not (a
+    chain put together by hand) is kept as it is in the retired round, as it was before the record."""
+    from mrtr_inspect.core.messages import decode_message
+    from mrtr_inspect.core.retired import KeptRequest, retire
+
+    def req(i: int):
+        m = decode_message(b'{"jsonrpc":"2.0","id":%d,"method":"tools/call","params":{"name":"t"}}' % i)
+        return m
+
+    chain = Chain(1, req(1), "p", "d")
+    first = ChainRequest(chain, req(1), None)
+    first.answer("input_required")
+    chain.requests.append(first)
+    irr = decode_message(b'{"jsonrpc":"2.0","id":1,"result":{"resultType":"input_required","requestState":"s"}}')
+    rd = Round(chain, 1, first, irr)
+    chain.rounds = [rd]
+    stranger = ChainRequest(Chain(2, req(2), "p", "d"), req(2), rd)
+    stranger.answer("result")
+    rd.retries.append(stranger)
+    (kept,) = retire(chain)
+    assert type(kept.request) is KeptRequest and kept.request is kept.chain.requests[0]
+    assert kept.retries == [stranger]
