@@ -367,15 +367,7 @@ def _first_of_shape(chain: "Chain", key: tuple, values: list) -> bytes:
     next chain of the shape tries again."""
     summary = chain.summary()
     expected = _chain_line(summary)
-    tpl = _template(_skeleton(summary))
-    try:
-        line = _filled(tpl, values) if tpl else None
-    except (TypeError, ValueError):
-        return expected
-    if len(_TEMPLATES) >= _TEMPLATES_MAX:
-        _TEMPLATES.clear()
-    _TEMPLATES[key] = tpl if line == expected else False
-    return expected
+    return _keep_template(_TEMPLATES, key, _template(_skeleton(summary)), values, expected)
 
 
 def _skeleton(obj: Any, nested: bool = False) -> Any:
@@ -456,14 +448,20 @@ def _first_finding(f: Finding, key: tuple, values: list) -> bytes:
     skeleton["messages"] = [_MARK] * len(f.messages)
     if "details" in skeleton:
         skeleton["details"] = dict.fromkeys(skeleton["details"], _MARK)
-    tpl = _template(skeleton)
+    return _keep_template(_FINDING_TEMPLATES, key, _template(skeleton), values, expected)
+
+
+def _keep_template(table: dict, key: tuple, tpl: list | None, values: list, expected: bytes) -> bytes:
+    """`expected` (the first item of its key, written the way of before); `table` keeps the key's
+    template when it writes that item's values as `expected`, else False (the key keeps the way of
+    before). A value refused (a TypeError, a ValueError) keeps nothing: the next item tries again."""
     try:
         line = _filled(tpl, values) if tpl else None
     except (TypeError, ValueError):
         return expected
-    if len(_FINDING_TEMPLATES) >= _TEMPLATES_MAX:
-        _FINDING_TEMPLATES.clear()
-    _FINDING_TEMPLATES[key] = tpl if line == expected else False
+    if len(table) >= _TEMPLATES_MAX:
+        table.clear()
+    table[key] = tpl if line == expected else False
     return expected
 
 
